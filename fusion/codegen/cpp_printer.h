@@ -1,0 +1,54 @@
+// Code printers: one C-style base that turns fused groups into kernel
+// functions, and dialects that override the op->text table, the types and
+// the loop headers (STYLE 12). The host C++ dialect is here; the CUDA one
+// subclasses the same base.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fusion/codegen/kernel.h"
+
+namespace fg {
+
+class CStylePrinter {
+ public:
+  explicit CStylePrinter(const LoweredGraph& g) : g_(g) {}
+  virtual ~CStylePrinter() = default;
+  KernelProgram print(const Schedule& s);
+
+ protected:
+  virtual std::string backend() const = 0;
+  virtual std::string prelude() const = 0;
+  virtual std::string signature(const std::string& name) const = 0;
+  virtual std::string outer_loop(int64_t numel) const = 0;
+  virtual std::string inner_loop(int64_t rnumel) const = 0;
+  // Text of an op on already-printed operands of compute type `t`.
+  virtual std::string op_text(Op op, DType t, const std::vector<std::string>& a, const Attrs& attrs) const;
+  virtual std::string compute_type(DType t) const;
+  virtual std::string storage_type(DType t) const;
+  virtual std::string load_text(DType t, const std::string& ptr, const std::string& idx) const;
+  virtual std::string store_text(DType t, const std::string& ptr, const std::string& idx, const std::string& v) const;
+  std::string const_text(double v, DType t) const;
+
+  const LoweredGraph& g_;
+
+ private:
+  Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);
+};
+
+class CppPrinter : public CStylePrinter {
+ public:
+  using CStylePrinter::CStylePrinter;
+
+ protected:
+  std::string backend() const override { return "cpu"; }
+  std::string prelude() const override;
+  std::string signature(const std::string& name) const override;
+  std::string outer_loop(int64_t numel) const override;
+  std::string inner_loop(int64_t rnumel) const override;
+};
+
+KernelProgram generate_cpp(const LoweredGraph& g, const Schedule& s);
+
+}  // namespace fg

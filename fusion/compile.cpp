@@ -1,0 +1,76 @@
+#include "fusion/compile.h"
+
+#include <sstream>
+
+#include "fusion/codegen/cpp_printer.h"
+#include "fusion/errors.h"
+#include "fusion/ir/text.h"
+#include "fusion/logs.h"
+#include "fusion/passes/decompose.h"
+
+namespace fg {
+
+CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
+  CompiledProgram c;
+  c.captured = g;
+  verify(g);
+  if (log_enabled("graph")) log_write("graph", print_graph(g));
+
+  c.decomposed = decompose(g);
+  verify(c.decomposed);
+
+  // lower needs the decomposed graph: it only knows sum/amax reductions
+  c.lowered = lower(c.decomposed, LowerOptions{opts.input_layouts});
+
+  c.schedule = schedule(c.lowered, opts.fusion);
+  if (log_enabled("fusion")) log_write("fusion", print_ledger(c.schedule));
+
+  FG_CHECK(opts.backend == "cpu", "the " + opts.backend + " code printer is not built in this compiler");
+  c.program = generate_cpp(c.lowered, c.schedule);
+  if (log_enabled("output_code")) log_write("output_code", c.program.module_source);
+  return c;
+}
+
+std::string print_lowered(const LoweredGraph& g) {
+  std::ostringstream o;
+  o << "lowered " << g.name << ": " << g.nodes.size() << " scheduler nodes, " << g.buffers.size() << " buffers\n";
+  for (const auto& n : g.nodes) {
+    o << "  " << n.name << " = " << sn_kind_name(n.kind);
+    if (n.kind == SNKind::Reduction) o << "(" << op_name(n.reduce_op) << ", numel=" << n.numel() << ", rnumel=" << n.rnumel() << ")";
+    else if (n.kind == SNKind::Pointwise) o << "(numel=" << n.numel() << (n.mutation ? ", mutation" : "") << ")";
+    else o << "(" << op_name(n.op.op) << ")";
+    o << " ops=[";
+    for (size_t i = 0; i < n.origins.size(); ++i) o << (i ? "," : "") << n.origins[i];
+    o << "] reads=[";
+    bool first = true;
+    for (int b : n.reads) { o << (first ? "" : ",") << g.buffers[static_cast<size_t>(b)].name; first = false; }
+    o << "]";
+    if (n.body) o << "\n      body: " << n.body->key.substr(0, 400) << (n.body->key.size() > 400 ? "..." : "");
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string print_ledger(const Schedule& s) {
+  std::ostringstream o;
+  o << "fusion decisions (" << s.ledger.size() << "):\n";
+  for (const auto& e : s.ledger) {
+    o << "  round " << e.round << " " << e.first << " + " << e.second << " score=(" << e.score[0] << ", " << e.score[1]
+      << ", " << e.score[2] << ", " << e.score[3] << ") "
+      << (e.fused ? "fused" : std::string("rejected: ") + reject_reason(e.reason)) << "\n";
+  }
+  return o.str();
+}
+
+std::string print_schedule(const LoweredGraph& g, const Schedule& s, const KernelProgram& p) {
+  std::ostringstream o;
+  o << "kernels (" << p.kernels.size() << " launches):\n";
+  for (const auto& k : p.kernels) {
+    o << "  " << k.name << "  [" << k.kind << "]  nodes:";
+    for (int n : k.nodes) o << " " << g.nodes[static_cast<size_t>(n)].name;
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace fg

@@ -1,0 +1,34 @@
+// compile(): the pass pipeline as straight-line code (STYLE 3).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "fusion/codegen/kernel.h"
+#include "fusion/ir/graph.h"
+#include "fusion/passes/lower.h"
+#include "fusion/passes/schedule.h"
+
+namespace fg {
+
+struct CompileOptions {
+  FusionPolicy fusion = FusionPolicy::Default;
+  std::string backend = "cpu";
+  std::vector<Layout> input_layouts;  // run-time layouts of the graph inputs
+};
+
+struct CompiledProgram {
+  Graph captured;       // as captured
+  Graph decomposed;     // after decompose
+  LoweredGraph lowered; // after lower
+  Schedule schedule;    // after schedule
+  KernelProgram program;
+};
+
+CompiledProgram compile(const Graph& g, const CompileOptions& opts);
+
+// Text views of the intermediate results, for explain and FUSEGATE_LOGS.
+std::string print_lowered(const LoweredGraph& g);
+std::string print_schedule(const LoweredGraph& g, const Schedule& s, const KernelProgram& p);
+std::string print_ledger(const Schedule& s);
+
+}  // namespace fg

@@ -1,0 +1,9 @@
+#include "fusion/errors.h"
+
+namespace fg {
+void user_error(const std::string& msg) { throw UserError(msg); }
+void internal_error(const std::string& msg) {
+  throw InternalError("internal compiler error: " + msg +
+                      " (a fusegate bug: please report it with the repro)");
+}
+}  // namespace fg

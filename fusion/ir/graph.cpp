@@ -1,0 +1,94 @@
+#include "fusion/ir/graph.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+
+#include "fusion/errors.h"
+#include "fusion/ir/text.h"
+
+namespace fg {
+
+int Graph::add(Op op, std::vector<int> in, Attrs attrs, const TensorType* type, std::string nm, SourceLoc loc) {
+  Node n;
+  n.id = static_cast<int>(nodes.size());
+  n.op = op;
+  n.inputs = std::move(in);
+  n.attrs = std::move(attrs);
+  n.name = std::move(nm);
+  n.loc = std::move(loc);
+  if (op == Op::Input || op == Op::Full) {
+    FG_CHECK(type != nullptr, "input/full need a declared type");
+    n.type = *type;
+  } else {
+    std::vector<TensorType> ts;
+    for (int i : n.inputs) ts.push_back(node(i).type);
+    n.type = infer_type(op, ts, n.attrs);
+  }
+  nodes.push_back(std::move(n));
+  return nodes.back().id;
+}
+
+int Graph::add_input(const std::string& nm, const TensorType& type, SourceLoc loc) {
+  return add(Op::Input, {}, {}, &type, nm, std::move(loc));
+}
+
+std::vector<int> Graph::input_ids() const {
+  std::vector<int> r;
+  for (const auto& n : nodes)
+    if (n.op == Op::Input) r.push_back(n.id);
+  return r;
+}
+
+std::vector<std::vector<int>> Graph::users() const {
+  std::vector<std::vector<int>> u(nodes.size());
+  for (const auto& n : nodes)
+    for (int i : n.inputs) u[static_cast<size_t>(i)].push_back(n.id);
+  return u;
+}
+
+std::string Graph::ref(int id) const {
+  const Node& n = node(id);
+  return "%" + (n.name.empty() ? std::to_string(id) : n.name);
+}
+
+void verify(const Graph& g, bool as_user) {
+  auto fail = [&](const Node* n, const std::string& what) {
+    std::string m = "graph '" + g.name + "'";
+    if (n) m += ", node " + g.ref(n->id) + " (" + op_name(n->op) + ")" + (n->loc.known() ? " at " + n->loc.str() : "");
+    m += ": " + what;
+    if (as_user) user_error(m);
+    internal_error(m);
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.id != static_cast<int>(i)) fail(&n, "id does not match its position");
+    for (int in : n.inputs)
+      if (in < 0 || in >= n.id) fail(&n, "input " + std::to_string(in) + " is not defined before its use");
+    if (n.op == Op::Input || n.op == Op::Full) {
+      if (!n.inputs.empty()) fail(&n, "takes no inputs");
+      if (n.op == Op::Full && !n.attrs.count("value")) fail(&n, "needs attribute 'value'");
+      continue;
+    }
+    std::vector<TensorType> ts;
+    for (int in : n.inputs) ts.push_back(g.node(in).type);
+    TensorType t;
+    try {
+      t = infer_type(n.op, ts, n.attrs);
+    } catch (const UserError& e) {
+      fail(&n, e.what());
+    }
+    if (t != n.type && n.op != Op::Nonzero) fail(&n, "declared type " + n.type.str() + " but the op gives " + t.str());
+  }
+  for (int o : g.outputs)
+    if (o < 0 || o >= static_cast<int>(g.nodes.size())) fail(nullptr, "output " + std::to_string(o) + " does not exist");
+}
+
+std::string graph_hash(const Graph& g) {
+  std::string text = print_graph(g);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(XXH64(text.data(), text.size(), 0)));
+  return buf;
+}
+
+}  // namespace fg

@@ -1,0 +1,50 @@
+// The graph IR: a list of single-output nodes in topological order. A node
+// refers to its inputs by id (its index in `nodes`). Inputs are `input`
+// nodes; outputs are listed in `outputs`.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "fusion/ir/ops.h"
+#include "fusion/ir/types.h"
+
+namespace fg {
+
+struct Node {
+  int id = -1;
+  Op op = Op::Input;
+  std::vector<int> inputs;
+  Attrs attrs;
+  TensorType type;
+  std::string name;  // text name without '%': an input's name, or empty (printed as its id)
+  SourceLoc loc;     // where the repro created it; not printed in .fg text
+  std::string origin;  // ATen name of the op this node was decomposed from (kernel names); empty: its own
+};
+
+struct Graph {
+  std::string name = "g";
+  std::vector<Node> nodes;
+  std::vector<int> outputs;
+
+  // Appends a node, inferring its type (input/full take `type` as given).
+  int add(Op op, std::vector<int> inputs, Attrs attrs = {}, const TensorType* type = nullptr,
+          std::string name = {}, SourceLoc loc = {});
+  int add_input(const std::string& name, const TensorType& type, SourceLoc loc = {});
+  const Node& node(int id) const { return nodes.at(static_cast<size_t>(id)); }
+  std::vector<int> input_ids() const;
+  // users[i] = ids of nodes reading node i (an output counts as no user).
+  std::vector<std::vector<int>> users() const;
+  // The name a node prints as: "%x" or "%12".
+  std::string ref(int id) const;
+};
+
+// Checks ids, topological order, arities, attributes and inferred types, and
+// that outputs exist. Throws InternalError (a pass broke the IR) or, with
+// `as_user`, UserError (a hand-written .fg is wrong), naming the node.
+void verify(const Graph& g, bool as_user = false);
+
+// Structural hash of the printed graph; used for compile caches and to check
+// that every rank compiled the same graphs.
+std::string graph_hash(const Graph& g);
+
+}  // namespace fg

@@ -1,0 +1,411 @@
+#include "fusion/ir/ops.h"
+
+#include <algorithm>
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+namespace {
+using K = FusionKind;
+// clang-format off
+const OpInfo kOps[] = {
+  {Op::Input, "input", "input", K::Input, 0, 0},
+  {Op::Full, "full", "full", K::Pointwise, 0, 0},
+  {Op::Add, "add", "add", K::Pointwise, 2, 2},
+  {Op::Sub, "sub", "sub", K::Pointwise, 2, 2},
+  {Op::Mul, "mul", "mul", K::Pointwise, 2, 2},
+  {Op::Div, "div", "div", K::Pointwise, 2, 2},
+  {Op::Pow, "pow", "pow", K::Pointwise, 2, 2},
+  {Op::Maximum, "maximum", "maximum", K::Pointwise, 2, 2},
+  {Op::Neg, "neg", "neg", K::Pointwise, 1, 1},
+  {Op::Exp, "exp", "exp", K::Pointwise, 1, 1},
+  {Op::Log, "log", "log", K::Pointwise, 1, 1},
+  {Op::Sqrt, "sqrt", "sqrt", K::Pointwise, 1, 1},
+  {Op::Rsqrt, "rsqrt", "rsqrt", K::Pointwise, 1, 1},
+  {Op::Relu, "relu", "relu", K::Pointwise, 1, 1},
+  {Op::Gelu, "gelu", "gelu", K::Pointwise, 1, 1},
+  {Op::Silu, "silu", "silu", K::Pointwise, 1, 1},
+  {Op::Sigmoid, "sigmoid", "sigmoid", K::Pointwise, 1, 1},
+  {Op::Tanh, "tanh", "tanh", K::Pointwise, 1, 1},
+  {Op::Sin, "sin", "sin", K::Pointwise, 1, 1},
+  {Op::Cos, "cos", "cos", K::Pointwise, 1, 1},
+  {Op::Where, "where", "where", K::Pointwise, 3, 3},
+  {Op::Eq, "eq", "eq", K::Pointwise, 2, 2},
+  {Op::Ne, "ne", "ne", K::Pointwise, 2, 2},
+  {Op::Lt, "lt", "lt", K::Pointwise, 2, 2},
+  {Op::Le, "le", "le", K::Pointwise, 2, 2},
+  {Op::Gt, "gt", "gt", K::Pointwise, 2, 2},
+  {Op::Ge, "ge", "ge", K::Pointwise, 2, 2},
+  {Op::Cast, "cast", "_to_copy", K::Pointwise, 1, 1},
+  {Op::Cat, "cat", "cat", K::Pointwise, 1, 64},
+  {Op::Sum, "sum", "sum", K::Reduction, 1, 1},
+  {Op::Mean, "mean", "mean", K::Reduction, 1, 1},
+  {Op::Amax, "amax", "amax", K::Reduction, 1, 1},
+  {Op::Var, "var", "var", K::Reduction, 1, 1},
+  {Op::Softmax, "softmax", "_softmax", K::Reduction, 1, 1},
+  {Op::RmsNorm, "rms_norm", "rms_norm", K::Reduction, 2, 2},
+  {Op::LayerNorm, "layer_norm", "native_layer_norm", K::Reduction, 3, 3},
+  {Op::Linear, "linear", "mm", K::Extern, 2, 3},
+  {Op::Matmul, "matmul", "bmm", K::Extern, 2, 2},
+  {Op::Sdpa, "sdpa", "scaled_dot_product_attention", K::Extern, 3, 3},
+  {Op::Embedding, "embedding", "embedding", K::Extern, 2, 2},
+  {Op::Reshape, "reshape", "view", K::View, 1, 1},
+  {Op::Permute, "permute", "permute", K::View, 1, 1},
+  {Op::Transpose, "transpose", "permute", K::View, 1, 1},
+  {Op::Slice, "slice", "slice", K::View, 1, 1},
+  {Op::Expand, "expand", "expand", K::View, 1, 1},
+  {Op::AllReduce, "all_reduce", "all_reduce", K::Collective, 1, 1},
+  {Op::AllGather, "all_gather", "all_gather_into_tensor", K::Collective, 1, 1},
+  {Op::ReduceScatter, "reduce_scatter", "reduce_scatter_tensor", K::Collective, 1, 1},
+  {Op::CopyInto, "copy_", "copy_", K::Mutation, 2, 2},
+  {Op::Print, "print", "print", K::Host, 1, 1},
+  {Op::Item, "item", "item", K::Host, 1, 1},
+  {Op::Nonzero, "nonzero", "nonzero", K::Host, 1, 1},
+};
+// clang-format on
+
+std::string shapes_of(const std::vector<TensorType>& in) {
+  std::string r;
+  for (size_t i = 0; i < in.size(); ++i) r += (i ? " and " : "") + shape_str(in[i].shape);
+  return r;
+}
+
+[[noreturn]] void type_error(Op op, const std::string& what) {
+  user_error(std::string(op_name(op)) + ": " + what);
+}
+
+// A rank-0 operand behaves like a Python scalar: it does not widen the type
+// of a tensor operand of the same category (as in PyTorch).
+DType binary_dtype(const TensorType& a, const TensorType& b) {
+  if (a.shape.empty() && !b.shape.empty() && is_floating(a.dtype) == is_floating(b.dtype)) return b.dtype;
+  if (b.shape.empty() && !a.shape.empty() && is_floating(a.dtype) == is_floating(b.dtype)) return a.dtype;
+  if (a.shape.empty() && !b.shape.empty() && is_floating(b.dtype)) return b.dtype;
+  if (b.shape.empty() && !a.shape.empty() && is_floating(a.dtype)) return a.dtype;
+  return promote(a.dtype, b.dtype);
+}
+
+std::vector<int64_t> reduce_dims(const Attrs& attrs, size_t rank, Op op) {
+  std::vector<int64_t> dims = attrs.count("dims") ? attr_ints(attrs, "dims", op) : std::vector<int64_t>{};
+  if (dims.empty())
+    for (size_t i = 0; i < rank; ++i) dims.push_back(static_cast<int64_t>(i));
+  for (auto& d : dims) d = norm_dim(d, rank, op);
+  std::sort(dims.begin(), dims.end());
+  if (std::adjacent_find(dims.begin(), dims.end()) != dims.end()) type_error(op, "repeated dim in dims");
+  return dims;
+}
+}  // namespace
+
+const char* fusion_kind_name(FusionKind k) {
+  switch (k) {
+    case K::Input: return "input";
+    case K::Pointwise: return "pointwise";
+    case K::Reduction: return "reduction";
+    case K::Template: return "template";
+    case K::Extern: return "extern";
+    case K::Collective: return "collective";
+    case K::View: return "view";
+    case K::Mutation: return "mutation";
+    case K::Host: return "host";
+  }
+  return "?";
+}
+
+const OpInfo& op_info(Op op) {
+  for (const auto& i : kOps)
+    if (i.op == op) return i;
+  internal_error("op missing from the op table");
+}
+
+bool op_from_name(const std::string& name, Op* out) {
+  for (const auto& i : kOps)
+    if (name == i.name) { *out = i.op; return true; }
+  return false;
+}
+
+bool is_unary_pointwise(Op op) {
+  switch (op) {
+    case Op::Neg: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Relu:
+    case Op::Gelu: case Op::Silu: case Op::Sigmoid: case Op::Tanh: case Op::Sin: case Op::Cos:
+      return true;
+    default: return false;
+  }
+}
+bool is_comparison(Op op) {
+  return op == Op::Eq || op == Op::Ne || op == Op::Lt || op == Op::Le || op == Op::Gt || op == Op::Ge;
+}
+bool is_binary_pointwise(Op op) {
+  return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Pow ||
+         op == Op::Maximum || is_comparison(op);
+}
+
+int64_t attr_int(const Attrs& a, const std::string& key, Op op) {
+  auto it = a.find(key);
+  if (it == a.end()) type_error(op, "missing attribute '" + key + "'");
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  type_error(op, "attribute '" + key + "' must be an integer");
+}
+int64_t attr_int_or(const Attrs& a, const std::string& key, int64_t dflt) {
+  auto it = a.find(key);
+  if (it == a.end()) return dflt;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  user_error("attribute '" + key + "' must be an integer");
+}
+double attr_float(const Attrs& a, const std::string& key, Op op) {
+  auto it = a.find(key);
+  if (it == a.end()) type_error(op, "missing attribute '" + key + "'");
+  if (auto* v = std::get_if<double>(&it->second)) return *v;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<double>(*v);
+  type_error(op, "attribute '" + key + "' must be a number");
+}
+double attr_float_or(const Attrs& a, const std::string& key, double dflt) {
+  auto it = a.find(key);
+  if (it == a.end()) return dflt;
+  if (auto* v = std::get_if<double>(&it->second)) return *v;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<double>(*v);
+  user_error("attribute '" + key + "' must be a number");
+}
+std::string attr_str_or(const Attrs& a, const std::string& key, const std::string& dflt) {
+  auto it = a.find(key);
+  if (it == a.end()) return dflt;
+  if (auto* v = std::get_if<std::string>(&it->second)) return *v;
+  user_error("attribute '" + key + "' must be a string");
+}
+std::vector<int64_t> attr_ints(const Attrs& a, const std::string& key, Op op) {
+  auto it = a.find(key);
+  if (it == a.end()) type_error(op, "missing attribute '" + key + "'");
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
+  type_error(op, "attribute '" + key + "' must be a list of integers");
+}
+
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
+  size_t n = std::max(a.size(), b.size());
+  Shape r(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    r[i] = da == 1 ? db : da;
+  }
+  *out = r;
+  return true;
+}
+
+int64_t norm_dim(int64_t d, size_t rank, Op op) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (d < -r || d >= std::max<int64_t>(r, 1))
+    type_error(op, "dim " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
+  return d < 0 ? d + r : d;
+}
+
+TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  const OpInfo& info = op_info(op);
+  if (static_cast<int>(in.size()) < info.min_inputs || static_cast<int>(in.size()) > info.max_inputs)
+    type_error(op, "takes " + std::to_string(info.min_inputs) +
+                       (info.max_inputs != info.min_inputs ? ".." + std::to_string(info.max_inputs) : "") +
+                       " inputs, got " + std::to_string(in.size()));
+  TensorType out;
+  if (is_unary_pointwise(op)) {
+    if (!is_floating(in[0].dtype)) type_error(op, "needs a floating input, got " + in[0].str());
+    return in[0];
+  }
+  if (is_binary_pointwise(op)) {
+    if (!broadcast_shapes(in[0].shape, in[1].shape, &out.shape))
+      type_error(op, "shapes " + shapes_of(in) + " do not broadcast");
+    out.dtype = is_comparison(op) ? DType::Bool : binary_dtype(in[0], in[1]);
+    return out;
+  }
+  switch (op) {
+    case Op::Input: case Op::Full:
+      internal_error("input and full carry their declared type");
+    case Op::Where: {
+      if (in[0].dtype != DType::Bool) type_error(op, "condition must be bool, got " + in[0].str());
+      Shape s;
+      if (!broadcast_shapes(in[0].shape, in[1].shape, &s) || !broadcast_shapes(s, in[2].shape, &out.shape))
+        type_error(op, "shapes " + shapes_of(in) + " do not broadcast");
+      out.dtype = binary_dtype(in[1], in[2]);
+      return out;
+    }
+    case Op::Cast: {
+      DType t;
+      if (!parse_dtype(attr_str_or(attrs, "to", ""), &t)) type_error(op, "attribute 'to' must name a dtype");
+      return TensorType{t, in[0].shape};
+    }
+    case Op::Cat: {
+      int64_t d = norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
+      out = in[0];
+      out.shape[d] = 0;
+      for (const auto& t : in) {
+        if (t.shape.size() != in[0].shape.size()) type_error(op, "inputs differ in rank: " + shapes_of(in));
+        for (size_t i = 0; i < t.shape.size(); ++i)
+          if (static_cast<int64_t>(i) != d && t.shape[i] != in[0].shape[i])
+            type_error(op, "inputs differ outside dim " + std::to_string(d) + ": " + shapes_of(in));
+        out.shape[d] += t.shape[d];
+        out.dtype = promote(out.dtype, t.dtype);
+      }
+      return out;
+    }
+    case Op::Sum: case Op::Mean: case Op::Amax: case Op::Var: {
+      auto dims = reduce_dims(attrs, in[0].shape.size(), op);
+      bool keep = attr_int_or(attrs, "keepdim", 0) != 0;
+      for (size_t i = 0; i < in[0].shape.size(); ++i) {
+        bool red = std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end();
+        if (!red) out.shape.push_back(in[0].shape[i]);
+        else if (keep) out.shape.push_back(1);
+      }
+      out.dtype = in[0].dtype;
+      if (!is_floating(out.dtype)) {
+        if (op != Op::Sum && op != Op::Amax) type_error(op, "needs a floating input, got " + in[0].str());
+        if (op == Op::Sum) out.dtype = DType::I64;
+      }
+      return out;
+    }
+    case Op::Softmax:
+      norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
+      return in[0];
+    case Op::RmsNorm: case Op::LayerNorm: {
+      if (in[0].shape.empty()) type_error(op, "needs rank >= 1");
+      for (size_t i = 1; i < in.size(); ++i)
+        if (in[i].shape != Shape{in[0].shape.back()})
+          type_error(op, "weight/bias must be [" + std::to_string(in[0].shape.back()) + "], got " + in[i].str());
+      return in[0];
+    }
+    case Op::Linear: {
+      const auto& x = in[0].shape;
+      const auto& w = in[1].shape;
+      if (x.empty() || w.size() != 2 || w[1] != x.back())
+        type_error(op, "input " + shape_str(x) + " and weight " + shape_str(w) + " do not match ([...,K] x [N,K])");
+      if (in.size() == 3 && in[2].shape != Shape{w[0]}) type_error(op, "bias must be [" + std::to_string(w[0]) + "]");
+      out.shape = x;
+      out.shape.back() = w[0];
+      out.dtype = in[0].dtype;
+      return out;
+    }
+    case Op::Matmul: {
+      const auto& a = in[0].shape;
+      const auto& b = in[1].shape;
+      if (a.size() < 2 || b.size() < 2 || a.back() != b[b.size() - 2])
+        type_error(op, "shapes " + shapes_of(in) + " do not multiply ([...,M,K] x [...,K,N])");
+      Shape ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+      if (!broadcast_shapes(ba, bb, &out.shape)) type_error(op, "batch dims of " + shapes_of(in) + " do not broadcast");
+      out.shape.push_back(a[a.size() - 2]);
+      out.shape.push_back(b.back());
+      out.dtype = promote(in[0].dtype, in[1].dtype);
+      return out;
+    }
+    case Op::Sdpa: {
+      const auto &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
+      if (q.size() != 4 || k.size() != 4 || v.size() != 4 || q[0] != k[0] || q[1] != k[1] || q[3] != k[3] ||
+          k[2] != v[2] || k[0] != v[0] || k[1] != v[1])
+        type_error(op, "q, k, v must be [B,H,S,D] with matching B, H, D and key length: " + shapes_of(in));
+      return TensorType{in[0].dtype, {q[0], q[1], q[2], v[3]}};
+    }
+    case Op::Embedding: {
+      if (in[0].shape.size() != 2 || in[1].dtype != DType::I64)
+        type_error(op, "needs weight [V,D] and i64 indices, got " + in[0].str() + " and " + in[1].str());
+      out.shape = in[1].shape;
+      out.shape.push_back(in[0].shape[1]);
+      out.dtype = in[0].dtype;
+      return out;
+    }
+    case Op::Reshape: {
+      Shape s = attr_ints(attrs, "shape", op);
+      int64_t known = 1;
+      int infer_at = -1;
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == -1) {
+          if (infer_at >= 0) type_error(op, "only one -1 allowed in shape");
+          infer_at = static_cast<int>(i);
+        } else {
+          known *= s[i];
+        }
+      }
+      if (infer_at >= 0 && known > 0) s[infer_at] = numel(in[0].shape) / known;
+      if (numel(s) != numel(in[0].shape))
+        type_error(op, "cannot reshape " + in[0].str() + " to " + shape_str(s));
+      return TensorType{in[0].dtype, s};
+    }
+    case Op::Permute: {
+      auto dims = attr_ints(attrs, "dims", op);
+      if (dims.size() != in[0].shape.size()) type_error(op, "dims must name every dim of " + in[0].str());
+      std::vector<bool> seen(dims.size());
+      out.dtype = in[0].dtype;
+      for (auto d : dims) {
+        d = norm_dim(d, dims.size(), op);
+        if (seen[d]) type_error(op, "dims repeat a dim");
+        seen[d] = true;
+        out.shape.push_back(in[0].shape[d]);
+      }
+      return out;
+    }
+    case Op::Transpose: {
+      out = in[0];
+      int64_t a = norm_dim(attr_int(attrs, "dim0", op), out.shape.size(), op);
+      int64_t b = norm_dim(attr_int(attrs, "dim1", op), out.shape.size(), op);
+      std::swap(out.shape[a], out.shape[b]);
+      return out;
+    }
+    case Op::Slice: {
+      out = in[0];
+      int64_t d = norm_dim(attr_int(attrs, "dim", op), out.shape.size(), op);
+      int64_t n = out.shape[d];
+      int64_t start = attr_int_or(attrs, "start", 0), end = attr_int_or(attrs, "end", n);
+      int64_t step = attr_int_or(attrs, "step", 1);
+      if (step < 1) type_error(op, "step must be >= 1");
+      if (start < 0) start += n;
+      if (end < 0) end += n;
+      start = std::clamp<int64_t>(start, 0, n);
+      end = std::clamp<int64_t>(end, start, n);
+      out.shape[d] = (end - start + step - 1) / step;
+      return out;
+    }
+    case Op::Expand: {
+      Shape s = attr_ints(attrs, "shape", op);
+      const Shape& x = in[0].shape;
+      if (s.size() < x.size()) type_error(op, "cannot expand " + in[0].str() + " to fewer dims " + shape_str(s));
+      for (size_t i = 0; i < s.size(); ++i) {
+        size_t off = s.size() - x.size();
+        int64_t xd = i < off ? 1 : x[i - off];
+        if (s[i] == -1) {
+          if (i < off) type_error(op, "-1 not allowed for a new leading dim");
+          s[i] = xd;
+        }
+        if (xd != s[i] && xd != 1) type_error(op, "cannot expand " + in[0].str() + " to " + shape_str(s));
+      }
+      return TensorType{in[0].dtype, s};
+    }
+    case Op::AllReduce:
+      return in[0];
+    case Op::AllGather: case Op::ReduceScatter: {
+      out = in[0];
+      int64_t w = attr_int(attrs, "world", op);
+      if (w < 1) type_error(op, "world must be >= 1");
+      if (out.shape.empty()) type_error(op, "needs rank >= 1");
+      if (op == Op::AllGather) {
+        out.shape[0] *= w;
+      } else {
+        if (out.shape[0] % w) type_error(op, "dim 0 of " + in[0].str() + " not divisible by world " + std::to_string(w));
+        out.shape[0] /= w;
+      }
+      return out;
+    }
+    case Op::CopyInto: {
+      Shape s;
+      if (!broadcast_shapes(in[0].shape, in[1].shape, &s) || s != in[0].shape)
+        type_error(op, "source " + in[1].str() + " does not broadcast to destination " + in[0].str());
+      return in[0];
+    }
+    case Op::Print:
+      return in[0];
+    case Op::Item:
+      if (numel(in[0].shape) != 1) type_error(op, "needs a one-element tensor, got " + in[0].str());
+      return TensorType{DType::F64, {}};
+    case Op::Nonzero:
+      return TensorType{DType::I64, {-1, static_cast<int64_t>(in[0].shape.size())}};
+    default:
+      break;
+  }
+  internal_error(std::string("no type rule for op ") + op_name(op));
+}
+
+}  // namespace fg

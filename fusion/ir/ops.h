@@ -1,0 +1,75 @@
+// The op table: every op with its text name, fusion kind (STYLE 6: classify
+// ops up front), arity and shape rule. Passes ask this table, never a switch
+// of their own, what kind an op is.
+#pragma once
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "fusion/ir/types.h"
+
+namespace fg {
+
+enum class FusionKind { Input, Pointwise, Reduction, Template, Extern, Collective, View, Mutation, Host };
+const char* fusion_kind_name(FusionKind k);
+
+enum class Op {
+  // leaves
+  Input, Full,
+  // pointwise
+  Add, Sub, Mul, Div, Pow, Maximum, Neg, Exp, Log, Sqrt, Rsqrt, Relu, Gelu, Silu, Sigmoid,
+  Tanh, Sin, Cos, Where, Eq, Ne, Lt, Le, Gt, Ge, Cast, Cat,
+  // reductions
+  Sum, Mean, Amax, Var,
+  // composites, removed by decompose
+  Softmax, RmsNorm, LayerNorm,
+  // extern kernels
+  Linear, Matmul, Sdpa, Embedding,
+  // views
+  Reshape, Permute, Transpose, Slice, Expand,
+  // collectives (functional)
+  AllReduce, AllGather, ReduceScatter,
+  // mutation: copy_(dst, src) writes src into the graph input dst
+  CopyInto,
+  // host-side: never inside a compiled graph; capturing one breaks the graph
+  Print, Item, Nonzero,
+};
+
+using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
+using Attrs = std::map<std::string, Attr>;
+
+struct OpInfo {
+  Op op;
+  const char* name;     // text name in .fg and in kernel names
+  const char* aten;     // ATen name used in kernel names ("add", "_to_copy")
+  FusionKind kind;
+  int min_inputs, max_inputs;
+};
+
+const OpInfo& op_info(Op op);
+bool op_from_name(const std::string& name, Op* out);
+inline FusionKind fusion_kind(Op op) { return op_info(op).kind; }
+inline const char* op_name(Op op) { return op_info(op).name; }
+bool is_unary_pointwise(Op op);
+bool is_binary_pointwise(Op op);
+bool is_comparison(Op op);
+
+// Attribute access with a clear error naming the op and the attribute.
+int64_t attr_int(const Attrs& a, const std::string& key, Op op);
+int64_t attr_int_or(const Attrs& a, const std::string& key, int64_t dflt);
+double attr_float(const Attrs& a, const std::string& key, Op op);
+double attr_float_or(const Attrs& a, const std::string& key, double dflt);
+std::string attr_str_or(const Attrs& a, const std::string& key, const std::string& dflt);
+std::vector<int64_t> attr_ints(const Attrs& a, const std::string& key, Op op);
+
+// Output type of `op` on inputs of the given types; throws UserError saying
+// what is wrong ("mul: shapes [2,3] and [4] do not broadcast").
+TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& attrs);
+
+// Broadcast two shapes (numpy rules); false if they do not broadcast.
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out);
+// Normalise a possibly negative dim against a rank; throws on range error.
+int64_t norm_dim(int64_t d, size_t rank, Op op);
+
+}  // namespace fg

@@ -1,0 +1,488 @@
+#include "fusion/ir/text.h"
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+// ---------------------------------------------------------------- printing
+
+std::string format_double(double v) {
+  // NaN's sign carries no meaning here, so print one spelling for all NaNs.
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, res.ptr);
+  // An integral double must not read back as an int64 attribute.
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string r = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': r += "\\\""; break;
+      case '\\': r += "\\\\"; break;
+      // Escaped so that a statement always stays on one line.
+      case '\n': r += "\\n"; break;
+      case '\t': r += "\\t"; break;
+      default: r += c;
+    }
+  }
+  return r + "\"";
+}
+
+std::string attr_text(const Attr& a) {
+  if (auto* i = std::get_if<int64_t>(&a)) return std::to_string(*i);
+  if (auto* d = std::get_if<double>(&a)) return format_double(*d);
+  if (auto* s = std::get_if<std::string>(&a)) return quote(*s);
+  const auto& v = std::get<std::vector<int64_t>>(a);
+  std::string r = "[";
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + std::to_string(v[i]);
+  return r + "]";
+}
+
+}  // namespace
+
+std::string print_graph(const Graph& g) {
+  std::string r = "graph " + g.name + "(";
+  bool first = true;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::Input) continue;
+    r += (first ? "" : ", ") + g.ref(n.id) + ": " + n.type.str();
+    first = false;
+  }
+  r += ") {\n";
+  for (const Node& n : g.nodes) {
+    if (n.op == Op::Input) continue;
+    r += "  " + g.ref(n.id) + " = " + op_name(n.op) + "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) r += (i ? ", " : "") + g.ref(n.inputs[i]);
+    r += ")";
+    if (!n.attrs.empty()) {
+      r += " {";
+      bool first_attr = true;
+      for (const auto& [k, v] : n.attrs) {
+        r += (first_attr ? "" : ", ") + k + " = " + attr_text(v);
+        first_attr = false;
+      }
+      r += "}";
+    }
+    r += " : " + n.type.str() + "\n";
+  }
+  r += "  return";
+  for (size_t i = 0; i < g.outputs.size(); ++i) r += (i ? ", " : " ") + g.ref(g.outputs[i]);
+  return r + "\n}\n";
+}
+
+// ----------------------------------------------------------------- parsing
+
+namespace {
+
+enum class Tok { Ident, Int, Float, String, Ref, Punct, End };
+
+struct Token {
+  Tok kind = Tok::End;
+  std::string text;  // identifier, ref name (no '%'), decoded string, or number text
+  std::string raw;   // as written, for "found '...'" in errors
+  int line = 1, col = 1;
+};
+
+bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool ident_char(char c) { return ident_start(c) || std::isdigit(static_cast<unsigned char>(c)) || c == '.'; }
+bool digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// Tokens are produced on demand so that an error early in the file is
+// reported before a lexical problem further down.
+class Lexer {
+ public:
+  Lexer(const std::string& text, const std::string& file) : s_(text), file_(file) {}
+
+  [[noreturn]] void fail(int line, int col, const std::string& msg) const {
+    user_error(file_ + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + msg);
+  }
+
+  Token next() {
+    skip_space();
+    Token t;
+    t.line = line_;
+    t.col = col_;
+    size_t start = i_;
+    if (i_ >= s_.size()) {
+      t.kind = Tok::End;
+      return t;
+    }
+    char c = s_[i_];
+    if (ident_start(c)) {
+      while (i_ < s_.size() && ident_char(s_[i_])) bump();
+      t.kind = Tok::Ident;
+      t.text = s_.substr(start, i_ - start);
+    } else if (c == '%') {
+      bump();
+      size_t name_start = i_;
+      if (i_ < s_.size() && ident_start(s_[i_])) {
+        while (i_ < s_.size() && ident_char(s_[i_])) bump();
+      } else if (i_ < s_.size() && digit(s_[i_])) {
+        while (i_ < s_.size() && digit(s_[i_])) bump();
+      } else {
+        fail(t.line, t.col, "expected a name or number after '%'");
+      }
+      t.kind = Tok::Ref;
+      t.text = s_.substr(name_start, i_ - name_start);
+    } else if (digit(c) || (c == '-' && i_ + 1 < s_.size() && digit(s_[i_ + 1]))) {
+      lex_number(t);
+    } else if (c == '-' && (word_at(i_ + 1, "inf") || word_at(i_ + 1, "nan"))) {
+      for (int k = 0; k < 4; ++k) bump();
+      t.kind = Tok::Float;
+      t.text = s_.substr(start, 4);
+    } else if (c == '"') {
+      lex_string(t);
+    } else if (std::strchr("()[]{},:=", c)) {
+      bump();
+      t.kind = Tok::Punct;
+      t.text = std::string(1, c);
+    } else {
+      fail(t.line, t.col, std::string("unexpected character '") + c + "'");
+    }
+    t.raw = s_.substr(start, i_ - start);
+    return t;
+  }
+
+ private:
+  void bump() {
+    if (s_[i_] == '\n') {
+      ++line_;
+      col_ = 1;
+    } else {
+      ++col_;
+    }
+    ++i_;
+  }
+
+  void skip_space() {
+    while (i_ < s_.size()) {
+      char c = s_[i_];
+      if (c == '#') {
+        while (i_ < s_.size() && s_[i_] != '\n') bump();
+      } else if (std::isspace(static_cast<unsigned char>(c))) {
+        bump();
+      } else {
+        break;
+      }
+    }
+  }
+
+  // `w` appears at `at` as a whole word (not the prefix of an identifier).
+  bool word_at(size_t at, const char* w) const {
+    size_t n = std::strlen(w);
+    return s_.compare(at, n, w) == 0 && (at + n >= s_.size() || !ident_char(s_[at + n]));
+  }
+
+  void lex_number(Token& t) {
+    size_t start = i_;
+    bool is_float = false;
+    if (s_[i_] == '-') bump();
+    while (i_ < s_.size() && digit(s_[i_])) bump();
+    if (i_ < s_.size() && s_[i_] == '.') {
+      is_float = true;
+      bump();
+      while (i_ < s_.size() && digit(s_[i_])) bump();
+    }
+    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+      is_float = true;
+      bump();
+      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) bump();
+      if (i_ >= s_.size() || !digit(s_[i_]))
+        fail(t.line, t.col, "malformed number '" + s_.substr(start, i_ - start) + "'");
+      while (i_ < s_.size() && digit(s_[i_])) bump();
+    }
+    t.kind = is_float ? Tok::Float : Tok::Int;
+    t.text = s_.substr(start, i_ - start);
+  }
+
+  void lex_string(Token& t) {
+    bump();  // opening quote
+    for (;;) {
+      if (i_ >= s_.size() || s_[i_] == '\n') fail(t.line, t.col, "unterminated string");
+      char c = s_[i_];
+      if (c == '"') {
+        bump();
+        break;
+      }
+      if (c == '\\') {
+        int line = line_, col = col_;
+        bump();
+        char e = i_ < s_.size() ? s_[i_] : '\0';
+        switch (e) {
+          case '"': t.text += '"'; break;
+          case '\\': t.text += '\\'; break;
+          case 'n': t.text += '\n'; break;
+          case 't': t.text += '\t'; break;
+          default: fail(line, col, "unknown escape in string");
+        }
+        bump();
+        continue;
+      }
+      t.text += c;
+      bump();
+    }
+    t.kind = Tok::String;
+  }
+
+  const std::string& s_;
+  std::string file_;
+  size_t i_ = 0;
+  int line_ = 1, col_ = 1;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& text, const std::string& file) : lex_(text, file), file_(file) { cur_ = lex_.next(); }
+
+  // Parses the whole file; `starts` gets the token that opens each graph.
+  std::vector<Graph> parse_file(std::vector<Token>* starts) {
+    std::vector<Graph> gs;
+    do {
+      if (starts) starts->push_back(cur_);
+      gs.push_back(parse_one());
+    } while (cur_.kind != Tok::End);
+    return gs;
+  }
+
+  [[noreturn]] void fail(const Token& t, const std::string& msg) const { lex_.fail(t.line, t.col, msg); }
+
+ private:
+  static std::string describe(const Token& t) {
+    return t.kind == Tok::End ? "end of input" : "'" + t.raw + "'";
+  }
+
+  Token take() {
+    Token t = std::move(cur_);
+    cur_ = lex_.next();
+    return t;
+  }
+  bool at_punct(char c) const { return cur_.kind == Tok::Punct && cur_.text[0] == c; }
+  bool at_word(const char* w) const { return cur_.kind == Tok::Ident && cur_.text == w; }
+
+  Token expect_punct(char c) {
+    if (!at_punct(c)) fail(cur_, std::string("expected '") + c + "' but found " + describe(cur_));
+    return take();
+  }
+  Token expect_kind(Tok k, const char* what) {
+    if (cur_.kind != k) fail(cur_, std::string("expected ") + what + " but found " + describe(cur_));
+    return take();
+  }
+  void expect_word(const char* w) {
+    if (!at_word(w)) fail(cur_, std::string("expected '") + w + "' but found " + describe(cur_));
+    take();
+  }
+
+  int64_t int_value(const Token& t) {
+    int64_t v = 0;
+    auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size()) fail(t, "integer " + t.raw + " out of range");
+    return v;
+  }
+  int64_t parse_int() { return int_value(expect_kind(Tok::Int, "an integer")); }
+
+  double float_value(const Token& t) {
+    const std::string& s = t.text;
+    using lim = std::numeric_limits<double>;
+    if (s == "inf" || s == "-inf") return s[0] == '-' ? -lim::infinity() : lim::infinity();
+    if (s == "nan" || s == "-nan") return s[0] == '-' ? -lim::quiet_NaN() : lim::quiet_NaN();
+    double v = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) fail(t, "number " + t.raw + " out of range");
+    return v;
+  }
+
+  std::vector<int64_t> parse_int_list() {
+    std::vector<int64_t> v;
+    expect_punct('[');
+    if (!at_punct(']')) {
+      v.push_back(parse_int());
+      while (at_punct(',')) {
+        take();
+        v.push_back(parse_int());
+      }
+    }
+    expect_punct(']');
+    return v;
+  }
+
+  TensorType parse_type() {
+    Token d = expect_kind(Tok::Ident, "a type");
+    TensorType t;
+    if (!parse_dtype(d.text, &t.dtype)) fail(d, "unknown dtype '" + d.text + "'");
+    t.shape = parse_int_list();
+    return t;
+  }
+
+  Attr parse_attr_value() {
+    switch (cur_.kind) {
+      case Tok::Int: return int_value(take());
+      case Tok::Float: return float_value(take());
+      case Tok::String: return take().text;
+      case Tok::Ident:
+        if (cur_.text == "inf" || cur_.text == "nan") return float_value(take());
+        break;
+      case Tok::Punct:
+        if (at_punct('[')) return parse_int_list();
+        break;
+      default: break;
+    }
+    fail(cur_, "expected an attribute value but found " + describe(cur_));
+  }
+
+  Attrs parse_attrs() {
+    Attrs attrs;
+    expect_punct('{');
+    for (;;) {
+      Token key = expect_kind(Tok::Ident, "an attribute name");
+      expect_punct('=');
+      Attr v = parse_attr_value();
+      if (!attrs.emplace(key.text, std::move(v)).second) fail(key, "duplicate attribute '" + key.text + "'");
+      if (!at_punct(',')) break;
+      take();
+    }
+    expect_punct('}');
+    return attrs;
+  }
+
+  // A ref whose text is the node's own id stays unnamed, so that printing
+  // gives back the same text; any other text becomes the node's name.
+  std::string define(const Token& ref, int id) {
+    if (!values_.emplace(ref.text, id).second) fail(ref, "redefinition of value %" + ref.text);
+    return ref.text == std::to_string(id) ? std::string() : ref.text;
+  }
+
+  int use() {
+    Token r = expect_kind(Tok::Ref, "a value like %x");
+    auto it = values_.find(r.text);
+    if (it == values_.end()) fail(r, "use of undefined value %" + r.text);
+    return it->second;
+  }
+
+  std::vector<int> parse_uses() {
+    std::vector<int> ids;
+    if (cur_.kind != Tok::Ref) return ids;
+    ids.push_back(use());
+    while (at_punct(',')) {
+      take();
+      ids.push_back(use());
+    }
+    return ids;
+  }
+
+  void parse_stmt(Graph& g) {
+    Token ref = expect_kind(Tok::Ref, "a statement like '%x = op(...) : type' or 'return'");
+    int line = ref.line;
+    int id = static_cast<int>(g.nodes.size());
+    std::string name = define(ref, id);
+    expect_punct('=');
+    Token op_tok = expect_kind(Tok::Ident, "an op name");
+    Op op;
+    if (!op_from_name(op_tok.text, &op)) fail(op_tok, "unknown op '" + op_tok.text + "'");
+    if (op == Op::Input) fail(op_tok, "inputs are declared in the graph header, not as statements");
+    expect_punct('(');
+    std::vector<int> ins = parse_uses();
+    expect_punct(')');
+    Attrs attrs;
+    if (at_punct('{')) attrs = parse_attrs();
+    expect_punct(':');
+    Token type_tok = cur_;
+    TensorType declared = parse_type();
+    // Graph::add takes full's type on trust, so check here what verify would
+    // otherwise report without a column.
+    if (op == Op::Full) {
+      if (!ins.empty()) fail(op_tok, "full takes no inputs");
+      if (!attrs.count("value")) fail(op_tok, "full needs attribute 'value'");
+    }
+    try {
+      g.add(op, std::move(ins), std::move(attrs), &declared, name, SourceLoc{file_, line, ""});
+    } catch (const UserError& e) {
+      fail(op_tok, e.what());
+    }
+    const TensorType& inferred = g.nodes.back().type;
+    if (inferred != declared)
+      fail(type_tok, "declared type " + declared.str() + " but " + op_name(op) + " gives " + inferred.str());
+  }
+
+  Graph parse_one() {
+    values_.clear();
+    Graph g;
+    Token kw = cur_;
+    expect_word("graph");
+    g.name = expect_kind(Tok::Ident, "a graph name").text;
+    expect_punct('(');
+    if (!at_punct(')')) {
+      for (;;) {
+        Token ref = expect_kind(Tok::Ref, "an input like %x");
+        std::string name = define(ref, static_cast<int>(g.nodes.size()));
+        expect_punct(':');
+        TensorType t = parse_type();
+        g.add(Op::Input, {}, {}, &t, name, SourceLoc{file_, kw.line, ""});
+        if (!at_punct(',')) break;
+        take();
+      }
+    }
+    expect_punct(')');
+    expect_punct('{');
+    while (!at_word("return")) parse_stmt(g);
+    take();
+    g.outputs = parse_uses();
+    expect_punct('}');
+    try {
+      verify(g, /*as_user=*/true);
+    } catch (const UserError& e) {
+      fail(kw, e.what());
+    }
+    return g;
+  }
+
+  Lexer lex_;
+  std::string file_;
+  Token cur_;
+  std::map<std::string, int> values_;  // ref text -> node id, per graph
+};
+
+}  // namespace
+
+std::vector<Graph> parse_graphs(const std::string& text, const std::string& file) {
+  Parser p(text, file);
+  return p.parse_file(nullptr);
+}
+
+Graph parse_graph(const std::string& text, const std::string& file) {
+  Parser p(text, file);
+  std::vector<Token> starts;
+  std::vector<Graph> gs = p.parse_file(&starts);
+  if (gs.size() != 1) p.fail(starts[1], "expected a single graph but found " + std::to_string(gs.size()));
+  return std::move(gs[0]);
+}
+
+std::vector<Graph> parse_graph_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) user_error("cannot read " + path + ": is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) user_error("cannot read " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) user_error("cannot read " + path + ": read failed");
+  return parse_graphs(ss.str(), path);
+}
+
+}  // namespace fg

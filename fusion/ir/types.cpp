@@ -1,0 +1,88 @@
+#include "fusion/ir/types.h"
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+    case DType::F32: return "f32";
+    case DType::F64: return "f64";
+    case DType::I64: return "i64";
+    case DType::Bool: return "bool";
+  }
+  internal_error("unknown dtype");
+}
+
+bool parse_dtype(const std::string& s, DType* out) {
+  static const DType all[] = {DType::BF16, DType::F16, DType::F32,
+                              DType::F64,  DType::I64, DType::Bool};
+  for (DType t : all)
+    if (s == dtype_name(t)) { *out = t; return true; }
+  return false;
+}
+
+int dtype_size(DType t) {
+  switch (t) {
+    case DType::BF16: case DType::F16: return 2;
+    case DType::F32: return 4;
+    case DType::F64: case DType::I64: return 8;
+    case DType::Bool: return 1;
+  }
+  internal_error("unknown dtype");
+}
+
+bool is_floating(DType t) {
+  return t == DType::BF16 || t == DType::F16 || t == DType::F32 || t == DType::F64;
+}
+
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  auto rank = [](DType t) {
+    switch (t) {
+      case DType::Bool: return 0;
+      case DType::I64: return 1;
+      case DType::BF16: case DType::F16: return 2;
+      case DType::F32: return 3;
+      case DType::F64: return 4;
+    }
+    return 0;
+  };
+  if ((a == DType::BF16 && b == DType::F16) || (a == DType::F16 && b == DType::BF16))
+    return DType::F32;
+  return rank(a) >= rank(b) ? a : b;
+}
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ",";
+    r += std::to_string(s[i]);
+  }
+  return r + "]";
+}
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (int i = static_cast<int>(s.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+std::string TensorType::str() const { return std::string(dtype_name(dtype)) + shape_str(shape); }
+
+std::string SourceLoc::str() const {
+  if (file.empty()) return "<unknown>";
+  std::string r = file + ":" + std::to_string(line);
+  if (!function.empty()) r += " (" + function + ")";
+  return r;
+}
+
+}  // namespace fg

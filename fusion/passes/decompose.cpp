@@ -1,0 +1,124 @@
+#include "fusion/passes/decompose.h"
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+namespace {
+
+// Emits the replacement of one node into `out`, tagging every new node with
+// the original's location and an origin name.
+class Decomposer {
+ public:
+  Decomposer(const Graph& in, Graph& out) : in_(in), out_(out) {}
+
+  int run(const Node& n, const std::vector<int>& a) {
+    loc_ = n.loc;
+    switch (n.op) {
+      case Op::Mean: return mean(a[0], n.attrs);
+      case Op::Var: return var(a[0], n.attrs);
+      case Op::Softmax: return softmax(a[0], n.attrs);
+      case Op::RmsNorm: return rms_norm(a[0], a[1], attr_float_or(n.attrs, "eps", 1e-6));
+      case Op::LayerNorm: return layer_norm(a[0], a[1], a[2], attr_float_or(n.attrs, "eps", 1e-5));
+      default: {
+        int id = out_.add(n.op, a, n.attrs, &n.type, n.name, n.loc);
+        out_.nodes[id].origin = n.origin;
+        return id;
+      }
+    }
+  }
+
+ private:
+  int emit(Op op, std::vector<int> in, Attrs attrs = {}, const char* origin = nullptr) {
+    int id = out_.add(op, std::move(in), std::move(attrs), nullptr, {}, loc_);
+    if (origin) out_.nodes[id].origin = origin;
+    return id;
+  }
+  int scalar(double v, DType t) {
+    TensorType ty{t, {}};
+    return out_.add(Op::Full, {}, {{"value", v}}, &ty, {}, loc_);
+  }
+  const TensorType& type(int id) const { return out_.node(id).type; }
+  int64_t reduced_numel(int x, const Attrs& attrs) const {
+    const Shape& s = type(x).shape;
+    std::vector<int64_t> dims = attrs.count("dims") ? attr_ints(attrs, "dims", Op::Sum) : std::vector<int64_t>{};
+    if (dims.empty()) return numel(s);
+    int64_t n = 1;
+    for (auto d : dims) n *= s[norm_dim(d, s.size(), Op::Sum)];
+    return n;
+  }
+
+  int mean(int x, const Attrs& attrs) {
+    int s = emit(Op::Sum, {x}, attrs, "mean");
+    return emit(Op::Div, {s, scalar(static_cast<double>(reduced_numel(x, attrs)), type(x).dtype)}, {}, "mean");
+  }
+  int var(int x, const Attrs& attrs) {
+    Attrs keep = attrs;
+    keep["keepdim"] = int64_t{1};
+    int m = mean(x, keep);
+    int d = emit(Op::Sub, {x, m}, {}, "var");
+    int sq = emit(Op::Mul, {d, d}, {}, "var");
+    Attrs red = attrs;
+    red.erase("correction");
+    int s = emit(Op::Sum, {sq}, red, "var");
+    double n = static_cast<double>(reduced_numel(x, attrs)) - static_cast<double>(attr_int_or(attrs, "correction", 1));
+    return emit(Op::Div, {s, scalar(n, type(x).dtype)}, {}, "var");
+  }
+  int softmax(int x, const Attrs& attrs) {
+    Attrs red{{"dims", std::vector<int64_t>{attr_int(attrs, "dim", Op::Softmax)}}, {"keepdim", int64_t{1}}};
+    int m = emit(Op::Amax, {x}, red, "amax");
+    int e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
+    int s = emit(Op::Sum, {e}, red, "sum");
+    return emit(Op::Div, {e, s}, {}, "div");
+  }
+  // y = cast(xf * rsqrt(mean(xf^2) + eps), x.dtype) * w, computed in f32
+  // as the model codebases' RMSNorm modules do.
+  int rms_norm(int x, int w, double eps) {
+    DType t = type(x).dtype;
+    int xf = t == DType::F64 ? x : emit(Op::Cast, {x}, {{"to", std::string("f32")}});
+    DType ct = type(xf).dtype;
+    int sq = emit(Op::Pow, {xf, scalar(2.0, ct)});
+    int64_t last = static_cast<int64_t>(type(x).shape.size()) - 1;
+    int ms = mean(sq, {{"dims", std::vector<int64_t>{last}}, {"keepdim", int64_t{1}}});
+    int r = emit(Op::Rsqrt, {emit(Op::Add, {ms, scalar(eps, ct)})});
+    int y = emit(Op::Mul, {xf, r});
+    if (type(y).dtype != t) y = emit(Op::Cast, {y}, {{"to", std::string(dtype_name(t))}});
+    return emit(Op::Mul, {y, w});
+  }
+  int layer_norm(int x, int w, int b, double eps) {
+    DType t = type(x).dtype;
+    int xf = t == DType::F64 ? x : emit(Op::Cast, {x}, {{"to", std::string("f32")}});
+    DType ct = type(xf).dtype;
+    int64_t last = static_cast<int64_t>(type(x).shape.size()) - 1;
+    Attrs red{{"dims", std::vector<int64_t>{last}}, {"keepdim", int64_t{1}}};
+    int mu = mean(xf, red);
+    int d = emit(Op::Sub, {xf, mu});
+    int v = mean(emit(Op::Mul, {d, d}), red);
+    int y = emit(Op::Mul, {d, emit(Op::Rsqrt, {emit(Op::Add, {v, scalar(eps, ct)})})});
+    if (type(y).dtype != t) y = emit(Op::Cast, {y}, {{"to", std::string(dtype_name(t))}});
+    return emit(Op::Add, {emit(Op::Mul, {y, w}), b});
+  }
+
+  const Graph& in_;
+  Graph& out_;
+  SourceLoc loc_;
+};
+
+}  // namespace
+
+Graph decompose(const Graph& g) {
+  Graph out;
+  out.name = g.name;
+  std::vector<int> map(g.nodes.size(), -1);
+  Decomposer d(g, out);
+  for (const Node& n : g.nodes) {
+    FG_CHECK(fusion_kind(n.op) != FusionKind::Host, "host op reached the compiler");
+    std::vector<int> a;
+    for (int i : n.inputs) a.push_back(map[static_cast<size_t>(i)]);
+    map[static_cast<size_t>(n.id)] = d.run(n, a);
+  }
+  for (int o : g.outputs) out.outputs.push_back(map[static_cast<size_t>(o)]);
+  return out;
+}
+
+}  // namespace fg

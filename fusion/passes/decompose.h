@@ -1,0 +1,15 @@
+// decompose: rewrites composite ops (rms_norm, layer_norm, softmax, mean,
+// var) into primitive pointwise ops and sum/amax reductions, so that the
+// scheduler sees what it can fuse. Silu, gelu and sigmoid stay primitive:
+// the code printers know them.
+//
+// Before: a verified graph without host ops. After: a verified graph whose
+// reductions are only sum and amax; node ids change, outputs are kept in
+// order; new nodes carry the source location of the node they replace and,
+// in `origin`, its ATen name where that names kernels better.
+#pragma once
+#include "fusion/ir/graph.h"
+
+namespace fg {
+Graph decompose(const Graph& g);
+}

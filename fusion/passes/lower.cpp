@@ -1,0 +1,530 @@
+#include "fusion/passes/lower.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+std::string Layout::str() const {
+  return shape_str(sizes) + " strides " + shape_str(strides) + (offset ? " +" + std::to_string(offset) : "");
+}
+
+const char* sn_kind_name(SNKind k) {
+  switch (k) {
+    case SNKind::Pointwise: return "pointwise";
+    case SNKind::Reduction: return "reduction";
+    case SNKind::Extern: return "extern";
+    case SNKind::Collective: return "collective";
+  }
+  return "?";
+}
+
+int64_t SchedNode::numel() const {
+  if (kind != SNKind::Reduction) return fg::numel(shape);
+  return fg::numel(shape) / rnumel();
+}
+int64_t SchedNode::rnumel() const {
+  if (kind != SNKind::Reduction) return 1;
+  int64_t r = 1;
+  for (auto d : reduce_dims) r *= shape[static_cast<size_t>(d)];
+  return r;
+}
+Shape SchedNode::out_shape() const {
+  if (kind != SNKind::Reduction) return shape;
+  Shape s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (std::find(reduce_dims.begin(), reduce_dims.end(), static_cast<int64_t>(i)) == reduce_dims.end())
+      s.push_back(shape[i]);
+  return s;
+}
+
+// Splits and merges dims the way a strided view can: walks chunks of the
+// old shape that are contiguous among themselves and maps new dims onto them.
+std::optional<Layout> view_reshape(const Layout& base, const Shape& sizes) {
+  Layout out{sizes, std::vector<int64_t>(sizes.size(), 0), base.offset};
+  if (numel(sizes) == 0) return out;
+  // drop size-1 dims of the base: their strides do not matter
+  Shape os;
+  std::vector<int64_t> ost;
+  for (size_t i = 0; i < base.sizes.size(); ++i)
+    if (base.sizes[i] != 1) { os.push_back(base.sizes[i]); ost.push_back(base.strides[i]); }
+  int vd = static_cast<int>(sizes.size()) - 1;
+  size_t oi = os.size();
+  while (oi > 0) {
+    // a chunk: old dims [lo, oi) contiguous relative to each other
+    size_t lo = oi - 1;
+    int64_t chunk = os[lo];
+    while (lo > 0 && ost[lo - 1] == ost[lo] * os[lo]) { --lo; chunk *= os[lo]; }
+    int64_t stride = ost[oi - 1];
+    int64_t acc = 1;
+    while (vd >= 0 && (acc < chunk || sizes[static_cast<size_t>(vd)] == 1)) {
+      out.strides[static_cast<size_t>(vd)] = acc * stride;
+      acc *= sizes[static_cast<size_t>(vd)];
+      --vd;
+    }
+    if (acc != chunk) return std::nullopt;
+    oi = lo;
+  }
+  for (; vd >= 0; --vd) {
+    if (sizes[static_cast<size_t>(vd)] != 1) return std::nullopt;
+    out.strides[static_cast<size_t>(vd)] = 1;
+  }
+  return out;
+}
+
+namespace {
+
+using Coords = std::vector<IndexP>;
+using LoadFn = std::function<ExprP(const Coords&)>;
+
+// A lowered value: either backed by a buffer through a strided layout, or a
+// loader that computes it from other values (inlined).
+struct Value {
+  TensorType type;
+  LoadFn load;
+  int buffer = -1;
+  Layout layout;
+  std::set<std::string> origins;
+  bool storage() const { return buffer >= 0; }
+};
+
+std::string coords_key(const Coords& c) {
+  std::string k;
+  for (const auto& i : c) k += i->key + ";";
+  return k;
+}
+
+// Memoises a loader per coordinate tuple, so that a value inlined twice at
+// the same index is one expression (printed once).
+LoadFn memo(LoadFn f) {
+  auto cache = std::make_shared<std::map<std::string, ExprP>>();
+  return [f = std::move(f), cache](const Coords& c) {
+    std::string k = coords_key(c);
+    auto it = cache->find(k);
+    if (it != cache->end()) return it->second;
+    ExprP e = f(c);
+    (*cache)[k] = e;
+    return e;
+  };
+}
+
+// Coordinates of an input broadcast to `out` (numpy rules).
+Coords broadcast_coords(const Coords& c, const Shape& out, const Shape& in) {
+  Coords r;
+  size_t off = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) r.push_back(in[k] == 1 ? ix_const(0) : c[k + off]);
+  return r;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opts_(o), users_(g.users()) {
+    for (int o2 : g.outputs) ++extra_uses_[o2];
+    out_.name = g.name;
+  }
+
+  LoweredGraph run() {
+    std::set<int> outputs(g_.outputs.begin(), g_.outputs.end());
+    for (const Node& n : g_.nodes) {
+      loc_ = n.loc;
+      values_.push_back(lower_node(n));
+      Value& v = values_.back();
+      if (!v.storage() && fusion_kind(n.op) == FusionKind::Pointwise && should_realize(n, v)) v = realize(v);
+    }
+    for (int o : g_.outputs) {
+      Value v = values_[static_cast<size_t>(o)];
+      if (!v.storage()) v = realize(v);
+      out_.outputs.push_back({v.buffer, v.layout});
+    }
+    return std::move(out_);
+  }
+
+ private:
+  int uses(int id) const {
+    auto it = extra_uses_.find(id);
+    return static_cast<int>(users_[static_cast<size_t>(id)].size()) + (it == extra_uses_.end() ? 0 : it->second);
+  }
+
+  bool should_realize(const Node& n, const Value& v) {
+    ExprP e = v.load(ix_coords("i", v.type.shape));
+    size_t reads = ex_buffers(e).size();
+    int ops = e->op_count;
+    if (reads > 8 || ops > 100) return true;
+    return uses(n.id) > 1 && (reads > 4 || ops > 30);
+  }
+
+  int new_buffer(const std::string& name, DType t, const Layout& layout, int input_index = -1) {
+    BufferInfo b;
+    b.id = static_cast<int>(out_.buffers.size());
+    b.name = name.empty() ? "buf" + std::to_string(b.id) : name;
+    b.dtype = t;
+    b.layout = layout;
+    b.input_index = input_index;
+    b.storage_numel = 1;
+    for (size_t i = 0; i < layout.sizes.size(); ++i) b.storage_numel += (layout.sizes[i] - 1) * layout.strides[i];
+    b.storage_numel += layout.offset;
+    if (numel(layout.sizes) == 0) b.storage_numel = 0;
+    out_.buffers.push_back(b);
+    return b.id;
+  }
+
+  Value from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins = {}) {
+    Value v;
+    v.type = TensorType{t, l.sizes};
+    v.buffer = buffer;
+    v.layout = l;
+    v.origins = std::move(origins);
+    v.load = [buffer, l, t](const Coords& c) { return ex_load(buffer, t, ix_linear(c, l.strides, l.offset)); };
+    return v;
+  }
+
+  // Records a scheduler node with its reads and dependencies.
+  SchedNode& add_node(SchedNode sn) {
+    sn.id = static_cast<int>(out_.nodes.size());
+    sn.loc = loc_;
+    if (sn.body) sn.reads = ex_buffers(sn.body);
+    for (const auto& a : sn.args) sn.reads.insert(a.first);
+    for (int b : sn.reads) {
+      auto it = last_writer_.find(b);
+      if (it != last_writer_.end()) sn.deps.insert(it->second);
+    }
+    for (int b : sn.writes) {
+      auto it = last_writer_.find(b);
+      if (it != last_writer_.end() && it->second != sn.id) sn.deps.insert(it->second);
+      for (int r : readers_[b]) sn.deps.insert(r);  // write after read
+    }
+    sn.deps.erase(sn.id);
+    for (int b : sn.reads) readers_[b].push_back(sn.id);
+    for (int b : sn.writes) { last_writer_[b] = sn.id; readers_[b].clear(); }
+    if (sn.name.empty()) sn.name = out_.buffers[static_cast<size_t>(sn.out_buffer)].name;
+    out_.nodes.push_back(std::move(sn));
+    return out_.nodes.back();
+  }
+
+  Value realize(const Value& v) {
+    Layout l = Layout::contiguous(v.type.shape);
+    int b = new_buffer("", v.type.dtype, l);
+    SchedNode sn;
+    sn.kind = SNKind::Pointwise;
+    sn.out_buffer = b;
+    sn.shape = v.type.shape;
+    sn.body = v.load(ix_coords("i", v.type.shape));
+    sn.store = l;
+    sn.writes = {b};
+    sn.origins.assign(v.origins.begin(), v.origins.end());
+    add_node(std::move(sn));
+    return from_storage(b, l, v.type.dtype, v.origins);
+  }
+
+  const Value& in(const Node& n, size_t k) { return values_[static_cast<size_t>(n.inputs[k])]; }
+
+  std::string origin_of(const Node& n) const { return n.origin.empty() ? op_info(n.op).aten : n.origin; }
+
+  Value lower_node(const Node& n) {
+    switch (fusion_kind(n.op)) {
+      case FusionKind::Input: return lower_input(n);
+      case FusionKind::Pointwise: return lower_pointwise(n);
+      case FusionKind::Reduction: return lower_reduction(n);
+      case FusionKind::View: return lower_view(n);
+      case FusionKind::Extern: return lower_extern(n);
+      case FusionKind::Collective: return lower_collective(n);
+      case FusionKind::Mutation: return lower_copy_into(n);
+      default: break;
+    }
+    internal_error(std::string("cannot lower op ") + op_name(n.op) + " (decompose first)");
+  }
+
+  Value lower_input(const Node& n) {
+    size_t k = out_.input_buffers.size();
+    Layout l = k < opts_.input_layouts.size() ? opts_.input_layouts[k] : Layout::contiguous(n.type.shape);
+    FG_CHECK(l.sizes == n.type.shape, "input layout does not match input " + g_.ref(n.id));
+    int b = new_buffer(n.name.empty() ? "arg" + std::to_string(k) : n.name, n.type.dtype, l, static_cast<int>(k));
+    out_.input_buffers.push_back(b);
+    return from_storage(b, l, n.type.dtype);
+  }
+
+  Value lower_pointwise(const Node& n) {
+    Value v;
+    v.type = n.type;
+    if (n.op != Op::Full) v.origins.insert(origin_of(n));
+    std::vector<Value> ins;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      ins.push_back(in(n, k));
+      v.origins.insert(ins.back().origins.begin(), ins.back().origins.end());
+    }
+    Shape out = n.type.shape;
+    Op op = n.op;
+    Attrs attrs = n.attrs;
+    DType t = n.type.dtype;
+    if (op == Op::Full) {
+      double val = attr_float(attrs, "value", op);
+      v.load = [val, t](const Coords&) { return ex_const(val, t); };
+      return v;
+    }
+    if (op == Op::Cat) {
+      int64_t d = norm_dim(attr_int(attrs, "dim", op), out.size(), op);
+      v.load = memo([ins, d, t](const Coords& c) {
+        // nested selects from the last piece back; indices are clamped so
+        // that the piece not taken still reads in bounds
+        int64_t start = 0;
+        std::vector<int64_t> starts;
+        for (const auto& x : ins) { starts.push_back(start); start += x.type.shape[static_cast<size_t>(d)]; }
+        ExprP r;
+        for (int k = static_cast<int>(ins.size()) - 1; k >= 0; --k) {
+          int64_t sz = ins[static_cast<size_t>(k)].type.shape[static_cast<size_t>(d)];
+          Coords cc = c;
+          cc[static_cast<size_t>(d)] = ix_clamp(ix_add(c[static_cast<size_t>(d)], ix_const(-starts[static_cast<size_t>(k)])), 0, sz - 1);
+          ExprP piece = ex_cast(ins[static_cast<size_t>(k)].load(cc), t);
+          r = r ? ex_where(ex_index_lt(c[static_cast<size_t>(d)], starts[static_cast<size_t>(k)] + sz), piece, r, t) : piece;
+        }
+        return r;
+      });
+      return v;
+    }
+    v.load = memo([ins, out, op, attrs, t](const Coords& c) {
+      std::vector<ExprP> a;
+      for (const auto& x : ins) a.push_back(x.load(broadcast_coords(c, out, x.type.shape)));
+      if (op == Op::Cast) return ex_cast(a[0], t);
+      if (op == Op::Where) return ex_where(a[0], a[1], a[2], t);
+      if (is_unary_pointwise(op)) return ex_unary(op, a[0], attrs);
+      return ex_binary(op, a[0], a[1], t);
+    });
+    return v;
+  }
+
+  Value lower_reduction(const Node& n) {
+    FG_CHECK(n.op == Op::Sum || n.op == Op::Amax, "reduction not decomposed");
+    const Value& x = in(n, 0);
+    const Shape& s = x.type.shape;
+    std::vector<int64_t> dims = n.attrs.count("dims") ? attr_ints(n.attrs, "dims", n.op) : std::vector<int64_t>{};
+    if (dims.empty())
+      for (size_t i = 0; i < s.size(); ++i) dims.push_back(static_cast<int64_t>(i));
+    for (auto& d : dims) d = norm_dim(d, s.size(), n.op);
+    std::sort(dims.begin(), dims.end());
+    bool keep = attr_int_or(n.attrs, "keepdim", 0) != 0;
+    int64_t r = 1;
+    Shape rshape;
+    for (auto d : dims) { r *= s[static_cast<size_t>(d)]; rshape.push_back(s[static_cast<size_t>(d)]); }
+    std::set<std::string> origins = x.origins;
+    origins.insert(origin_of(n));
+    DType t = n.type.dtype;
+    Op op = n.op;
+
+    // full coordinates of the input from output coordinates and reduced ones
+    auto full = [s, dims, keep](const Coords& oc, const Coords& rc) {
+      Coords f;
+      size_t oi = 0, ri = 0;
+      for (size_t i = 0; i < s.size(); ++i) {
+        bool red = std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end();
+        if (red) { f.push_back(rc[ri++]); if (keep) ++oi; }
+        else f.push_back(oc[oi++]);
+      }
+      return f;
+    };
+
+    if (r < 8) {  // unrolled: a pointwise value
+      Value v;
+      v.type = n.type;
+      v.origins = origins;
+      v.load = memo([x, full, rshape, r, op, t](const Coords& oc) {
+        ExprP acc;
+        for (int64_t j = 0; j < r; ++j) {
+          ExprP e = ex_cast(x.load(full(oc, ix_unflatten(ix_const(j), rshape))), t);
+          acc = acc ? ex_binary(op == Op::Sum ? Op::Add : Op::Maximum, acc, e, t) : e;
+        }
+        return acc ? acc : ex_const(0, t);
+      });
+      return v;
+    }
+    Layout l = Layout::contiguous(n.type.shape);
+    int b = new_buffer("", t, l);
+    SchedNode sn;
+    sn.kind = SNKind::Reduction;
+    sn.out_buffer = b;
+    sn.shape = s;
+    sn.reduce_dims = dims;
+    sn.reduce_op = op;
+    sn.body = ex_cast(x.load(ix_coords("i", s)), t);
+    sn.store = l;
+    sn.writes = {b};
+    sn.origins.assign(origins.begin(), origins.end());
+    add_node(std::move(sn));
+    return from_storage(b, l, t, origins);
+  }
+
+  Value lower_view(const Node& n) {
+    Value x = in(n, 0);
+    const Shape& is = x.type.shape;
+    const Shape& os = n.type.shape;
+    // index map from output coords to input coords, and the strided layout
+    std::function<Coords(const Coords&)> map;
+    std::optional<Layout> layout;
+    switch (n.op) {
+      case Op::Reshape: {
+        map = [is, os](const Coords& c) {
+          return ix_unflatten(ix_linear(c, contiguous_strides(os)), is);
+        };
+        if (x.storage()) layout = view_reshape(x.layout, os);
+        break;
+      }
+      case Op::Permute: case Op::Transpose: {
+        std::vector<int64_t> dims;
+        if (n.op == Op::Permute) {
+          for (auto d : attr_ints(n.attrs, "dims", n.op)) dims.push_back(norm_dim(d, is.size(), n.op));
+        } else {
+          for (size_t i = 0; i < is.size(); ++i) dims.push_back(static_cast<int64_t>(i));
+          std::swap(dims[static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim0", n.op), is.size(), n.op))],
+                    dims[static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim1", n.op), is.size(), n.op))]);
+        }
+        map = [dims](const Coords& c) {
+          Coords r(c.size());
+          for (size_t k = 0; k < dims.size(); ++k) r[static_cast<size_t>(dims[k])] = c[k];
+          return r;
+        };
+        if (x.storage()) {
+          Layout l = x.layout;
+          for (size_t k = 0; k < dims.size(); ++k) {
+            l.sizes[k] = x.layout.sizes[static_cast<size_t>(dims[k])];
+            l.strides[k] = x.layout.strides[static_cast<size_t>(dims[k])];
+          }
+          layout = l;
+        }
+        break;
+      }
+      case Op::Slice: {
+        int64_t d = norm_dim(attr_int(n.attrs, "dim", n.op), is.size(), n.op);
+        int64_t len = is[static_cast<size_t>(d)];
+        int64_t start = attr_int_or(n.attrs, "start", 0), step = attr_int_or(n.attrs, "step", 1);
+        if (start < 0) start += len;
+        start = std::clamp<int64_t>(start, 0, len);
+        map = [d, start, step](const Coords& c) {
+          Coords r = c;
+          r[static_cast<size_t>(d)] = ix_add(ix_const(start), ix_mul(c[static_cast<size_t>(d)], step));
+          return r;
+        };
+        if (x.storage()) {
+          Layout l = x.layout;
+          l.offset += start * l.strides[static_cast<size_t>(d)];
+          l.sizes[static_cast<size_t>(d)] = os[static_cast<size_t>(d)];
+          l.strides[static_cast<size_t>(d)] *= step;
+          layout = l;
+        }
+        break;
+      }
+      case Op::Expand: {
+        map = [is, os](const Coords& c) { return broadcast_coords(c, os, is); };
+        if (x.storage()) {
+          Layout l{os, std::vector<int64_t>(os.size(), 0), x.layout.offset};
+          size_t off = os.size() - is.size();
+          for (size_t k = 0; k < is.size(); ++k)
+            l.strides[k + off] = is[k] == 1 ? 0 : x.layout.strides[k];
+          layout = l;
+        }
+        break;
+      }
+      default:
+        internal_error("unknown view op");
+    }
+    if (layout) return from_storage(x.buffer, *layout, n.type.dtype, x.origins);
+    Value v;
+    v.type = n.type;
+    v.origins = x.origins;
+    v.origins.insert(origin_of(n));
+    LoadFn inner = x.load;
+    v.load = memo([inner, map](const Coords& c) { return inner(map(c)); });
+    return v;
+  }
+
+  Value lower_extern(const Node& n) {
+    SchedNode sn;
+    sn.kind = SNKind::Extern;
+    sn.op = n;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      Value v = in(n, k);
+      if (!v.storage()) v = realize(v);
+      sn.args.push_back({v.buffer, v.layout});
+    }
+    Layout l = Layout::contiguous(n.type.shape);
+    if (n.op == Op::Sdpa) {
+      // attention writes [B,S,H,D] memory and returns the [B,H,S,D] view, so
+      // the usual transpose-and-merge-heads after it is a free view
+      const Shape& s = n.type.shape;
+      l.strides = {s[2] * s[1] * s[3], s[3], s[1] * s[3], 1};
+    }
+    int b = new_buffer("", n.type.dtype, l);
+    sn.out_buffer = b;
+    sn.writes = {b};
+    sn.origins = {origin_of(n)};
+    add_node(std::move(sn));
+    return from_storage(b, l, n.type.dtype, {origin_of(n)});
+  }
+
+  Value lower_collective(const Node& n) {
+    Value v = in(n, 0);
+    const Node& src = g_.node(n.inputs[0]);
+    bool own = v.storage() && out_.buffers[static_cast<size_t>(v.buffer)].input_index < 0 && v.layout.is_contiguous() &&
+               out_.buffers[static_cast<size_t>(v.buffer)].layout == v.layout && uses(src.id) == 1;
+    SchedNode sn;
+    sn.kind = SNKind::Collective;
+    sn.op = n;
+    if (n.op == Op::AllReduce) {
+      // in place on a buffer nobody else reads; otherwise on a fresh copy
+      // (the copy is a pointwise node the scheduler fuses with its producer)
+      if (!own) v = realize(v);
+      sn.args = {{v.buffer, v.layout}};
+      sn.out_buffer = v.buffer;
+      sn.writes = {v.buffer};
+      sn.name = "op" + std::to_string(out_.nodes.size());
+    } else {
+      if (!v.storage() || !v.layout.is_contiguous()) v = realize(v);
+      sn.args = {{v.buffer, v.layout}};
+      sn.out_buffer = new_buffer("", n.type.dtype, Layout::contiguous(n.type.shape));
+      sn.writes = {sn.out_buffer};
+    }
+    sn.origins = {origin_of(n)};
+    int b = sn.out_buffer;
+    add_node(std::move(sn));
+    return from_storage(b, Layout::contiguous(n.type.shape), n.type.dtype);
+  }
+
+  Value lower_copy_into(const Node& n) {
+    const Value& dst = in(n, 0);
+    const Value& src = in(n, 1);
+    FG_CHECK(dst.storage() && out_.buffers[static_cast<size_t>(dst.buffer)].input_index >= 0,
+             "copy_ must write a graph input");
+    SchedNode sn;
+    sn.kind = SNKind::Pointwise;
+    sn.mutation = true;
+    sn.out_buffer = dst.buffer;
+    sn.shape = n.type.shape;
+    sn.body = ex_cast(src.load(broadcast_coords(ix_coords("i", n.type.shape), n.type.shape, src.type.shape)), n.type.dtype);
+    sn.store = dst.layout;
+    sn.writes = {dst.buffer};
+    std::set<std::string> o = src.origins;
+    o.insert("copy_");
+    sn.origins.assign(o.begin(), o.end());
+    sn.name = "mut" + std::to_string(out_.nodes.size());
+    add_node(std::move(sn));
+    return dst;
+  }
+
+  const Graph& g_;
+  const LowerOptions& opts_;
+  std::vector<std::vector<int>> users_;
+  std::map<int, int> extra_uses_;
+  LoweredGraph out_;
+  std::vector<Value> values_;
+  std::map<int, int> last_writer_;
+  std::map<int, std::vector<int>> readers_;
+  SourceLoc loc_;
+};
+
+}  // namespace
+
+LoweredGraph lower(const Graph& g, const LowerOptions& opts) { return Lowerer(g, opts).run(); }
+
+}  // namespace fg

@@ -1,0 +1,99 @@
+// lower: turns a decomposed graph into scheduler nodes over buffers.
+//
+// Pointwise results are inlined into each consumer (recomputed) unless
+// realized into a buffer. Realized: reductions (always); inputs of extern
+// kernels and collectives; graph outputs; a value with several users whose
+// body reads > 4 buffers or has > 30 ops; a pointwise with > 8 reads; one
+// with > 100 ops. Views (reshape, permute, transpose, slice, expand) become
+// index arithmetic, or stay strided views of a buffer when they can, so
+// they cost no kernel. Reductions with fewer than 8 elements are unrolled
+// into pointwise code.
+//
+// Before: a verified, decomposed graph. After: scheduler nodes in a valid
+// execution order, each with its reads, writes and dependencies (including
+// write-after-read on buffers that collectives update in place).
+#pragma once
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fusion/codegen/expr.h"
+#include "fusion/ir/graph.h"
+
+namespace fg {
+
+struct Layout {
+  Shape sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  static Layout contiguous(const Shape& s) { return {s, contiguous_strides(s), 0}; }
+  bool is_contiguous() const { return offset == 0 && strides == contiguous_strides(sizes); }
+  bool operator==(const Layout& o) const { return sizes == o.sizes && strides == o.strides && offset == o.offset; }
+  std::string str() const;
+};
+
+// A view of `sizes` over `base` if it can be expressed with strides.
+std::optional<Layout> view_reshape(const Layout& base, const Shape& sizes);
+
+struct BufferInfo {
+  int id = -1;
+  std::string name;        // "buf3", or the graph input's name
+  DType dtype = DType::F32;
+  Layout layout;           // layout the buffer is allocated with (inputs: as given)
+  int input_index = -1;    // >= 0: the graph input it is
+  int64_t storage_numel = 0;
+};
+
+enum class SNKind { Pointwise, Reduction, Extern, Collective };
+const char* sn_kind_name(SNKind k);
+
+struct SchedNode {
+  int id = -1;
+  std::string name;        // "buf3" (the buffer it writes) or "op7" for collectives
+  SNKind kind = SNKind::Pointwise;
+  int out_buffer = -1;
+  SourceLoc loc;
+  std::vector<std::string> origins;  // sorted ATen names of the graph nodes it covers
+
+  // Pointwise: `shape` is the output shape and `body` is over vars i0..ik.
+  // Reduction: `shape` is the input shape, `body` is over its full coords
+  // i0..ik, `reduce_dims` are reduced, the output is contiguous over the
+  // remaining dims.
+  Shape shape;
+  ExprP body;
+  Op reduce_op = Op::Sum;
+  std::vector<int64_t> reduce_dims;
+  Layout store;            // where the result goes in out_buffer
+  bool mutation = false;   // stores into a graph input (copy_)
+
+  // Extern / collective: the op and its input views.
+  Node op;
+  std::vector<std::pair<int, Layout>> args;
+
+  std::set<int> reads, writes;  // buffer ids
+  std::set<int> deps;           // scheduler node ids that must run first
+
+  int64_t numel() const;   // outer iteration size
+  int64_t rnumel() const;  // reduction size (1 for pointwise)
+  bool is_reduction() const { return kind == SNKind::Reduction; }
+  bool fusable() const { return kind == SNKind::Pointwise || kind == SNKind::Reduction; }
+  Shape out_shape() const;  // reduction output without kept dims
+};
+
+struct LoweredGraph {
+  std::string name;
+  std::vector<BufferInfo> buffers;
+  std::vector<SchedNode> nodes;
+  std::vector<std::pair<int, Layout>> outputs;
+  std::vector<int> input_buffers;  // buffer id of graph input k
+};
+
+struct LowerOptions {
+  // Layouts of the graph inputs at run time; missing entries are contiguous.
+  std::vector<Layout> input_layouts;
+};
+
+LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});
+
+}  // namespace fg

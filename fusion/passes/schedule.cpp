@@ -1,0 +1,509 @@
+// The fusion scheduler.
+//
+// Input: scheduler nodes from `lower`, each a pointwise or reduction body
+// over its own coordinates, or an extern / collective call. Output: groups of
+// nodes, each group one kernel, in an order that respects every dependency.
+//
+// The default policy follows TorchInductor's `fuse_nodes` so that a user can
+// predict the kernel count of a graph the way torch.compile would produce it:
+//
+// 1. Candidates. Every fusable group (not extern, not collective) joins a
+//    list per buffer it reads or writes. Within each list, kept in node
+//    order, group i is paired with the next 64 groups only; pairs are
+//    de-duplicated across lists, keeping the order in which they were first
+//    met (buffers in first-seen order, then positions). A pair enters the
+//    candidate set only if `can_fuse` accepts it.
+//
+// 2. Scores. A pair scores (template, node type, memory, proximity):
+//    template is 2 for an ordinary fusion that shares data; node type is 1
+//    when both or neither are reductions and they share data; memory is the
+//    bytes of accesses both touch at the same index in the fused kernel (a
+//    broadcast read counts only the elements its index uses); proximity is
+//    minus the distance in the original order. Pairs are compared on the
+//    template score first; then, if one memory score exceeds 16 times the
+//    other, memory alone decides; else the tuple decides. The sort is stable.
+//
+// 3. Greedy application. Walk the sorted pairs; map each node to the group it
+//    now belongs to; re-check `can_fuse` (which includes the cycle check) on
+//    the current groups, and fuse. Scores are not recomputed within a round.
+//    Up to 10 rounds, stopping when the group count no longer changes.
+//
+// can_fuse gates, in order, each with its own rejection code:
+//    extern / collective -> no; iteration spaces: reductions need equal
+//    (numel, rnumel), a pointwise joins a reduction when its numel is
+//    numel*rnumel (inside the loop) or numel (after it), two pointwise need
+//    equal numel; at most 64 nodes per group; no shared bytes -> no;
+//    vertical (one reads what the other writes): every such read must be at
+//    the index the producer writes ("memory deps did not match"); a path
+//    between the two through a third group would make a cycle
+//    ("intermediate nodes between node1 & node2"); horizontal (no data
+//    flows between them): shared bytes >= 10 and distance <= 64.
+//
+// Every pair considered, fused or not, is recorded in the ledger with its
+// score and reason, so "why didn't this fuse" has an answer.
+//
+// Departures, on purpose: there are no templates yet (template gates never
+// fire: GEMMs are extern in `default`), and the peak-memory gate is not
+// applied.
+#include "fusion/passes/schedule.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+const char* policy_name(FusionPolicy p) {
+  switch (p) {
+    case FusionPolicy::Default: return "default";
+    case FusionPolicy::MaxAutotune: return "max-autotune";
+    case FusionPolicy::None: return "none";
+  }
+  return "?";
+}
+
+bool parse_policy(const std::string& s, FusionPolicy* out) {
+  for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::MaxAutotune, FusionPolicy::None})
+    if (s == policy_name(p)) { *out = p; return true; }
+  return false;
+}
+
+const char* reject_code(Reject r) {
+  switch (r) {
+    case Reject::None: return "";
+    case Reject::PolicyNone: return "policy_none";
+    case Reject::Extern: return "extern";
+    case Reject::ReductionSizes: return "reduction_sizes";
+    case Reject::NumelMismatch: return "numel_mismatch";
+    case Reject::TooManyNodes: return "too_many_nodes";
+    case Reject::NoSharedData: return "no_shared_data";
+    case Reject::MemoryDepsMismatch: return "memory_deps_mismatch";
+    case Reject::IntermediateNodes: return "intermediate_nodes";
+    case Reject::HorizontalTooFar: return "horizontal_too_far";
+    case Reject::HorizontalTooSmall: return "horizontal_too_small";
+  }
+  return "?";
+}
+
+const char* reject_reason(Reject r) {
+  switch (r) {
+    case Reject::None: return "";
+    case Reject::PolicyNone: return "fusion policy 'none' keeps one kernel per node";
+    case Reject::Extern: return "extern kernels and collectives do not fuse";
+    case Reject::ReductionSizes: return "reductions over different (numel, rnumel)";
+    case Reject::NumelMismatch: return "iteration sizes do not match";
+    case Reject::TooManyNodes: return "fused node would exceed 64 nodes";
+    case Reject::NoSharedData: return "no shared data";
+    case Reject::MemoryDepsMismatch: return "memory deps did not match";
+    case Reject::IntermediateNodes: return "intermediate nodes between node1 & node2";
+    case Reject::HorizontalTooFar: return "horizontal fusion: nodes too far apart (> 64)";
+    case Reject::HorizontalTooSmall: return "horizontal fusion: fewer than 10 shared bytes";
+  }
+  return "?";
+}
+
+std::string FusedGroup::names() const { return std::to_string(nodes.size()); }
+
+bool runs_inner(const SchedNode& n, int64_t numel, int64_t rnumel) {
+  if (n.is_reduction()) return true;
+  return rnumel > 1 && n.numel() == numel * rnumel;
+}
+
+std::map<std::string, IndexP> kernel_var_map(const SchedNode& n, int64_t numel, int64_t rnumel) {
+  IndexP x = ix_var("x", numel), r = ix_var("r", rnumel);
+  std::vector<IndexP> coords;
+  if (n.is_reduction()) {
+    Shape rs;
+    for (auto d : n.reduce_dims) rs.push_back(n.shape[static_cast<size_t>(d)]);
+    auto oc = ix_unflatten(x, n.out_shape());
+    auto rc = ix_unflatten(r, rs);
+    size_t oi = 0, ri = 0;
+    for (size_t i = 0; i < n.shape.size(); ++i) {
+      bool red = std::find(n.reduce_dims.begin(), n.reduce_dims.end(), static_cast<int64_t>(i)) != n.reduce_dims.end();
+      coords.push_back(red ? rc[ri++] : oc[oi++]);
+    }
+  } else {
+    IndexP flat = runs_inner(n, numel, rnumel) ? ix_add(ix_mul(x, rnumel), r) : x;
+    coords = ix_unflatten(flat, n.shape);
+  }
+  std::map<std::string, IndexP> m;
+  for (size_t k = 0; k < coords.size(); ++k) m["i" + std::to_string(k)] = coords[k];
+  return m;
+}
+
+namespace {
+
+int64_t access_bytes(const IndexP& idx, DType t, int64_t numel, int64_t rnumel) {
+  std::map<std::string, int64_t> vars;
+  ix_vars(idx, &vars);
+  int64_t n = 1;
+  for (const auto& [v, range] : vars) n *= range;
+  (void)numel;
+  (void)rnumel;
+  return n * dtype_size(t);
+}
+
+}  // namespace
+
+bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, int64_t rnumel,
+                     std::vector<Access>* out) {
+  if (!n.fusable()) return false;
+  if (n.is_reduction()) {
+    if (n.numel() != numel || n.rnumel() != rnumel) return false;
+  } else if (!(n.numel() == numel * rnumel || n.numel() == numel)) {
+    return false;
+  }
+  auto m = kernel_var_map(n, numel, rnumel);
+  std::map<std::string, std::pair<int, IndexP>> loads;
+  ex_loads(ex_subst(n.body, m), &loads);
+  for (const auto& [k, v] : loads)
+    out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype, numel, rnumel)});
+  // the store: output coordinates through the store layout
+  std::vector<IndexP> oc;
+  if (n.is_reduction()) {
+    oc = ix_unflatten(ix_var("x", numel), n.store.sizes);
+  } else {
+    std::vector<IndexP> c;
+    for (size_t k = 0; k < n.shape.size(); ++k) c.push_back(m["i" + std::to_string(k)]);
+    oc = c;
+  }
+  IndexP w = ix_linear(oc, n.store.strides, n.store.offset);
+  out->push_back({n.out_buffer, w, true, access_bytes(w, g.buffers[static_cast<size_t>(n.out_buffer)].dtype, numel, rnumel)});
+  return true;
+}
+
+namespace {
+
+struct Group {
+  std::vector<int> nodes;  // sorted by original position
+  bool reduction = false;
+  int64_t numel = 0, rnumel = 1;
+  int min_pos = 0, max_pos = 0;
+  bool alive = true;
+};
+
+using Score = std::array<int64_t, 4>;
+
+// a > b in the scheduler's order
+bool score_greater(const Score& a, const Score& b) {
+  if (a[0] != b[0]) return a[0] > b[0];
+  int64_t ma = a[2], mb = b[2];
+  if (ma > 16 * mb || mb > 16 * ma) return ma > mb;
+  return std::tie(a[1], a[2], a[3]) > std::tie(b[1], b[2], b[3]);
+}
+
+class Scheduler {
+ public:
+  Scheduler(const LoweredGraph& g, FusionPolicy p) : g_(g), policy_(p) {
+    group_of_.resize(g.nodes.size());
+    for (const auto& n : g.nodes) {
+      Group gr;
+      gr.nodes = {n.id};
+      gr.reduction = n.is_reduction();
+      gr.numel = n.numel();
+      gr.rnumel = n.rnumel();
+      gr.min_pos = gr.max_pos = n.id;
+      group_of_[static_cast<size_t>(n.id)] = static_cast<int>(groups_.size());
+      groups_.push_back(gr);
+    }
+  }
+
+  Schedule run() {
+    if (policy_ != FusionPolicy::None) {
+      for (int round = 1; round <= 10; ++round) {
+        size_t before = alive_count();
+        fuse_once(round);
+        size_t after = alive_count();
+        if (after == before || after <= 1) break;
+      }
+    } else {
+      record_policy_none();
+    }
+    Schedule s;
+    s.ledger = std::move(ledger_);
+    for (int gi : topo_order()) {
+      const Group& gr = groups_[static_cast<size_t>(gi)];
+      FusedGroup fgp;
+      fgp.nodes = gr.nodes;
+      fgp.numel = gr.numel;
+      fgp.rnumel = gr.rnumel;
+      fgp.generated = g_.nodes[static_cast<size_t>(gr.nodes[0])].fusable();
+      s.groups.push_back(fgp);
+    }
+    return s;
+  }
+
+ private:
+  size_t alive_count() const {
+    size_t n = 0;
+    for (const auto& gr : groups_) n += gr.alive;
+    return n;
+  }
+  bool fusable(const Group& gr) const { return g_.nodes[static_cast<size_t>(gr.nodes[0])].fusable(); }
+  std::string name(const Group& gr) const {
+    std::string s;
+    for (int n : gr.nodes) s += (s.empty() ? "" : "+") + g_.nodes[static_cast<size_t>(n)].name;
+    return s;
+  }
+
+  // The kernel iteration space of the two groups together, if any.
+  bool combined_space(const Group& a, const Group& b, int64_t* numel, int64_t* rnumel, Reject* why) const {
+    if (a.reduction && b.reduction) {
+      if (a.numel != b.numel || a.rnumel != b.rnumel) { *why = Reject::ReductionSizes; return false; }
+      *numel = a.numel; *rnumel = a.rnumel;
+      return true;
+    }
+    if (a.reduction || b.reduction) {
+      const Group& red = a.reduction ? a : b;
+      const Group& pw = a.reduction ? b : a;
+      // a pointwise group may hold nodes of both sizes only if it is itself
+      // already fused into a reduction, which `reduction` would say
+      if (pw.numel != red.numel * red.rnumel && pw.numel != red.numel) { *why = Reject::NumelMismatch; return false; }
+      *numel = red.numel; *rnumel = red.rnumel;
+      return true;
+    }
+    if (a.numel != b.numel) { *why = Reject::NumelMismatch; return false; }
+    *numel = a.numel; *rnumel = 1;
+    return true;
+  }
+
+  const std::vector<Access>& accesses(int node, int64_t numel, int64_t rnumel) {
+    auto key = std::make_tuple(node, numel, rnumel);
+    auto it = access_cache_.find(key);
+    if (it != access_cache_.end()) return it->second;
+    std::vector<Access> acc;
+    bool ok = kernel_accesses(g_, g_.nodes[static_cast<size_t>(node)], numel, rnumel, &acc);
+    FG_CHECK(ok, "node placed in a kernel it does not fit");
+    return access_cache_[key] = acc;
+  }
+
+  // Is there a path between the groups through a third group? Walks
+  // predecessors from one group, never below the other's first position.
+  bool path_through_other(const Group& from_later, const Group& earlier, int ga, int gb) {
+    std::vector<int> stack;
+    std::set<int> seen;
+    for (int n : from_later.nodes)
+      for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
+        int gd = group_of_[static_cast<size_t>(d)];
+        if (gd != ga && gd != gb) stack.push_back(d);
+      }
+    while (!stack.empty()) {
+      int n = stack.back();
+      stack.pop_back();
+      if (!seen.insert(n).second || n < earlier.min_pos) continue;
+      for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
+        int gd = group_of_[static_cast<size_t>(d)];
+        if (gd == ga || gd == gb) {
+          if (gd == group_of_[static_cast<size_t>(earlier.nodes[0])]) return true;
+          continue;
+        }
+        stack.push_back(d);
+      }
+    }
+    return false;
+  }
+
+  Reject can_fuse(int ga, int gb, Score* score) {
+    const Group& a = groups_[static_cast<size_t>(ga)];
+    const Group& b = groups_[static_cast<size_t>(gb)];
+    *score = {0, 0, 0, -std::max(std::abs(a.min_pos - b.max_pos), std::abs(b.min_pos - a.max_pos))};
+    if (!fusable(a) || !fusable(b)) return Reject::Extern;
+    int64_t numel, rnumel;
+    Reject why = Reject::None;
+    if (!combined_space(a, b, &numel, &rnumel, &why)) return why;
+    // accesses of each side in the combined kernel
+    std::map<std::string, int64_t> a_keys, b_keys;  // "buffer@index" -> bytes
+    std::map<int, std::string> a_writes, b_writes;  // buffer -> index key
+    std::vector<std::pair<int, std::string>> a_reads, b_reads;
+    auto collect = [&](const Group& gr, std::map<std::string, int64_t>& keys, std::map<int, std::string>& w,
+                       std::vector<std::pair<int, std::string>>& r) {
+      for (int n : gr.nodes)
+        for (const Access& acc : accesses(n, numel, rnumel)) {
+          keys[std::to_string(acc.buffer) + "@" + acc.index->key] = acc.bytes;
+          if (acc.write) w[acc.buffer] = acc.index->key;
+          else r.push_back({acc.buffer, acc.index->key});
+        }
+    };
+    collect(a, a_keys, a_writes, a_reads);
+    collect(b, b_keys, b_writes, b_reads);
+    int64_t mem = 0;
+    for (const auto& [k, bytes] : a_keys)
+      if (b_keys.count(k)) mem += bytes;
+    bool both_red = a.reduction == b.reduction;
+    *score = {mem > 0 ? 2 : 1, (both_red && mem > 0) ? 1 : 0, mem, (*score)[3]};
+    if (a.nodes.size() + b.nodes.size() > 64) return Reject::TooManyNodes;
+    bool vertical = false;
+    auto deps_match = [&](const std::map<int, std::string>& w, const std::vector<std::pair<int, std::string>>& r) {
+      for (const auto& [buf, key] : r) {
+        auto it = w.find(buf);
+        if (it == w.end()) continue;
+        vertical = true;
+        if (it->second != key) return false;
+      }
+      return true;
+    };
+    if (!deps_match(a_writes, b_reads) || !deps_match(b_writes, a_reads)) return Reject::MemoryDepsMismatch;
+    if (mem == 0) return Reject::NoSharedData;
+    const Group& early = a.min_pos <= b.min_pos ? a : b;
+    const Group& late = a.min_pos <= b.min_pos ? b : a;
+    if (path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb))
+      return Reject::IntermediateNodes;
+    if (!vertical) {
+      if (-(*score)[3] > 64) return Reject::HorizontalTooFar;
+      if (mem < 10) return Reject::HorizontalTooSmall;
+    }
+    return Reject::None;
+  }
+
+  void fuse_once(int round) {
+    // 1. candidate pairs by shared buffer, in discovery order
+    std::vector<int> buffer_order;
+    std::map<int, std::vector<int>> by_buffer;
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      const Group& gr = groups_[gi];
+      if (!gr.alive || !fusable(gr)) continue;
+      std::set<int> bufs;
+      for (int n : gr.nodes) {
+        const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+        bufs.insert(sn.reads.begin(), sn.reads.end());
+        bufs.insert(sn.writes.begin(), sn.writes.end());
+      }
+      for (int b : bufs) {
+        if (!by_buffer.count(b)) buffer_order.push_back(b);
+        by_buffer[b].push_back(static_cast<int>(gi));
+      }
+    }
+    std::sort(buffer_order.begin(), buffer_order.end(), [&](int x, int y) {
+      return first_seen(x) < first_seen(y);
+    });
+    std::vector<std::pair<int, int>> pairs;
+    std::set<std::pair<int, int>> seen;
+    for (int b : buffer_order) {
+      auto& list = by_buffer[b];
+      std::sort(list.begin(), list.end(), [&](int x, int y) { return groups_[x].min_pos < groups_[y].min_pos; });
+      for (size_t i = 0; i < list.size(); ++i)
+        for (size_t j = i + 1; j < list.size() && j <= i + 64; ++j)
+          if (seen.insert({list[i], list[j]}).second) pairs.push_back({list[i], list[j]});
+    }
+    struct Cand { int a, b; Score s; };
+    std::vector<Cand> cands;
+    for (auto [x, y] : pairs) {
+      Score s;
+      Reject r = can_fuse(x, y, &s);
+      if (r == Reject::None) cands.push_back({x, y, s});
+      else record(x, y, s, false, r, round);
+    }
+    // 2. stable sort by score
+    std::stable_sort(cands.begin(), cands.end(), [](const Cand& p, const Cand& q) { return score_greater(p.s, q.s); });
+    // 3. greedy
+    for (const Cand& c : cands) {
+      int ga = find(c.a), gb = find(c.b);
+      if (ga == gb) continue;
+      Score s;
+      Reject r = can_fuse(ga, gb, &s);
+      record(ga, gb, c.s, r == Reject::None, r, round);
+      if (r == Reject::None) merge(ga, gb);
+    }
+  }
+
+  int first_seen(int buffer) const {
+    for (const auto& n : g_.nodes)
+      if (n.reads.count(buffer) || n.writes.count(buffer)) return n.id;
+    return static_cast<int>(g_.nodes.size());
+  }
+
+  int find(int gi) const {
+    while (!groups_[static_cast<size_t>(gi)].alive) gi = forward_.at(gi);
+    return gi;
+  }
+
+  void merge(int ga, int gb) {
+    Group& a = groups_[static_cast<size_t>(ga)];
+    Group& b = groups_[static_cast<size_t>(gb)];
+    int64_t numel = 0, rnumel = 1;
+    Reject why = Reject::None;
+    FG_CHECK(combined_space(a, b, &numel, &rnumel, &why), "merging groups that cannot share a kernel");
+    a.nodes.insert(a.nodes.end(), b.nodes.begin(), b.nodes.end());
+    std::sort(a.nodes.begin(), a.nodes.end());
+    a.reduction = a.reduction || b.reduction;
+    a.numel = numel;
+    a.rnumel = rnumel;
+    a.min_pos = std::min(a.min_pos, b.min_pos);
+    a.max_pos = std::max(a.max_pos, b.max_pos);
+    b.alive = false;
+    forward_[gb] = ga;
+    for (int n : b.nodes) group_of_[static_cast<size_t>(n)] = ga;
+  }
+
+  void record(int ga, int gb, const Score& s, bool fused, Reject r, int round) {
+    LedgerEntry e;
+    e.first = name(groups_[static_cast<size_t>(ga)]);
+    e.second = name(groups_[static_cast<size_t>(gb)]);
+    e.score = s;
+    e.fused = fused;
+    e.reason = r;
+    e.round = round;
+    ledger_.push_back(e);
+  }
+
+  void record_policy_none() {
+    for (const auto& n : g_.nodes)
+      for (int d : n.deps)
+        if (g_.nodes[static_cast<size_t>(d)].fusable() && n.fusable())
+          record(group_of_[static_cast<size_t>(d)], group_of_[static_cast<size_t>(n.id)], {0, 0, 0, d - n.id}, false,
+                 Reject::PolicyNone, 1);
+  }
+
+  // Groups in dependency order; ties by first position (Kahn's algorithm).
+  std::vector<int> topo_order() const {
+    std::map<int, std::set<int>> preds;
+    std::vector<int> alive;
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      if (!groups_[gi].alive) continue;
+      alive.push_back(static_cast<int>(gi));
+      for (int n : groups_[gi].nodes)
+        for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
+          int gd = group_of_[static_cast<size_t>(d)];
+          if (gd != static_cast<int>(gi)) preds[static_cast<int>(gi)].insert(gd);
+        }
+    }
+    std::vector<int> order;
+    std::set<int> done;
+    auto cmp = [&](int x, int y) { return groups_[x].min_pos > groups_[y].min_pos; };
+    std::vector<int> ready;
+    for (int gi : alive)
+      if (preds[gi].empty()) ready.push_back(gi);
+    while (!ready.empty()) {
+      std::sort(ready.begin(), ready.end(), cmp);
+      int gi = ready.back();
+      ready.pop_back();
+      order.push_back(gi);
+      done.insert(gi);
+      for (int gj : alive) {
+        if (done.count(gj) || std::find(ready.begin(), ready.end(), gj) != ready.end()) continue;
+        bool ok = true;
+        for (int p : preds[gj]) ok = ok && done.count(p);
+        if (ok && preds[gj].count(gi)) ready.push_back(gj);
+      }
+    }
+    FG_CHECK(order.size() == alive.size(), "fused groups form a cycle");
+    return order;
+  }
+
+  const LoweredGraph& g_;
+  FusionPolicy policy_;
+  std::vector<Group> groups_;
+  std::vector<int> group_of_;
+  std::map<int, int> forward_;
+  std::vector<LedgerEntry> ledger_;
+  std::map<std::tuple<int, int64_t, int64_t>, std::vector<Access>> access_cache_;
+};
+
+}  // namespace
+
+Schedule schedule(const LoweredGraph& g, FusionPolicy policy) { return Scheduler(g, policy).run(); }
+
+}  // namespace fg

@@ -1,0 +1,580 @@
+#include "harness/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+namespace fg {
+using nlohmann::json;
+
+const char* verdict_name(VerdictKind k) {
+  switch (k) {
+    case VerdictKind::Pass: return "PASS";
+    case VerdictKind::Fail: return "FAIL";
+    case VerdictKind::Improved: return "IMPROVED";
+    case VerdictKind::Missing: return "MISSING";
+    case VerdictKind::CannotTest: return "CANNOT_TEST";
+  }
+  return "UNKNOWN";
+}
+
+VerdictKind overall_kind(const std::vector<Finding>& findings) {
+  auto any = [&](VerdictKind k) {
+    return std::any_of(findings.begin(), findings.end(),
+                       [&](const Finding& f) { return f.kind == k; });
+  };
+  if (any(VerdictKind::Fail)) return VerdictKind::Fail;
+  if (any(VerdictKind::CannotTest)) return VerdictKind::CannotTest;
+  if (any(VerdictKind::Improved)) return VerdictKind::Improved;
+  return VerdictKind::Pass;
+}
+
+namespace {
+
+// Records come from other processes and golden files from people; every
+// accessor tolerates a missing or mistyped key instead of throwing.
+const json* field(const json& o, const char* key) {
+  if (!o.is_object()) return nullptr;
+  auto it = o.find(key);
+  return it == o.end() ? nullptr : &*it;
+}
+
+std::string text_of(const json* v) {
+  if (!v) return "";
+  if (v->is_string()) return v->get<std::string>();
+  return v->dump();
+}
+
+std::string text_of(const json& o, const char* key) { return text_of(field(o, key)); }
+
+const json& array_of(const json& o, const char* key) {
+  static const json empty = json::array();
+  const json* v = field(o, key);
+  return v && v->is_array() ? *v : empty;
+}
+
+// JSON cannot hold NaN or Inf: a writer that meets one stores null.
+double number(const json* v) {
+  if (v && v->is_number()) return v->get<double>();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string fmt(double x) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+// Long name lists would drown the message that matters.
+std::string join_capped(const std::vector<std::string>& v, size_t cap = 8) {
+  if (v.size() <= cap) return join(v, ", ");
+  std::vector<std::string> head(v.begin(), v.begin() + cap);
+  return join(head, ", ") + " and " + std::to_string(v.size() - cap) + " more";
+}
+
+// Ranks keyed by their "rank" field (the list's order is not a promise).
+std::map<long long, const json*> ranks_by_id(const json& rec) {
+  std::map<long long, const json*> out;
+  const json& ranks = array_of(rec, "ranks");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const json* id = field(ranks[i], "rank");
+    long long r = id && id->is_number_integer() ? id->get<long long>() : static_cast<long long>(i);
+    out.emplace(r, &ranks[i]);
+  }
+  return out;
+}
+
+std::map<std::string, const json*> outputs_by_name(const json& rank) {
+  std::map<std::string, const json*> out;
+  for (const json& o : array_of(rank, "outputs")) out.emplace(text_of(o, "name"), &o);
+  return out;
+}
+
+struct Ctx {
+  std::string rank;  // "rank 0"
+  std::string bless;
+  std::vector<Finding>* out;
+  void add(VerdictKind k, const std::string& msg) { out->push_back({k, rank + ": " + msg}); }
+  std::string bless_hint() const { return bless.empty() ? "" : "; bless with: " + bless; }
+};
+
+// -- counts ------------------------------------------------------------------
+
+std::string moved_kinds(const json& run_rank, const json& gold_rank) {
+  const json* a = field(gold_rank, "kernel_count_by_kind");
+  const json* b = field(run_rank, "kernel_count_by_kind");
+  if (!a || !b || !a->is_object() || !b->is_object()) return "";
+  std::vector<std::string> kinds = {"poi", "red", "per", "tem", "extern", "collective"};
+  for (const json* obj : {a, b})
+    for (auto it = obj->begin(); it != obj->end(); ++it)
+      if (std::find(kinds.begin(), kinds.end(), it.key()) == kinds.end()) kinds.push_back(it.key());
+  std::vector<std::string> moved;
+  for (const std::string& k : kinds) {
+    long long x = 0, y = 0;
+    if (const json* v = field(*a, k.c_str()); v && v->is_number_integer()) x = v->get<long long>();
+    if (const json* v = field(*b, k.c_str()); v && v->is_number_integer()) y = v->get<long long>();
+    if (x != y) moved.push_back(k + " " + std::to_string(x) + " -> " + std::to_string(y));
+  }
+  return join(moved, ", ");
+}
+
+void compare_counts(Ctx& c, const json& run, const json& gold) {
+  struct Figure {
+    const char* key;
+    const char* noun;
+    const char* worse;
+  };
+  static const Figure figures[] = {
+      {"graph_count", "graphs", "the block no longer compiles as one region"},
+      {"graph_break_count", "graph breaks", "capture got worse"},
+      {"recompile_count", "recompiles", "a guard fails on a later call"},
+      {"kernel_count", "kernels", "fusion got worse"},
+  };
+  for (const Figure& f : figures) {
+    const json* a = field(gold, f.key);
+    const json* b = field(run, f.key);
+    if (!a || !b || !a->is_number_integer() || !b->is_number_integer()) continue;
+    long long x = a->get<long long>(), y = b->get<long long>();
+    std::string kinds = std::string(f.key) == "kernel_count" ? moved_kinds(run, gold) : "";
+    std::string moved = kinds.empty() ? "" : "; by kind: " + kinds;
+    std::string head = std::string(f.key) + " " + std::to_string(x) + " -> " + std::to_string(y);
+    if (y > x)
+      c.add(VerdictKind::Fail,
+            head + " (more " + f.noun + " than the golden: " + f.worse + ")" + moved);
+    else if (y < x)
+      c.add(VerdictKind::Improved,
+            head + " (fewer " + f.noun + " than the golden" + moved + ")" + c.bless_hint());
+    else if (!kinds.empty())
+      c.add(VerdictKind::Pass, "kernel kinds moved at equal kernel_count: " + kinds);
+  }
+}
+
+// -- graph breaks ------------------------------------------------------------
+
+void compare_breaks(Ctx& c, const json& run, const json& gold) {
+  using Key = std::pair<std::string, std::string>;  // reason, location
+  std::map<Key, int> golden;
+  for (const json& b : array_of(gold, "breaks"))
+    ++golden[{text_of(b, "reason"), text_of(b, "location")}];
+  std::vector<Key> fresh;
+  for (const json& b : array_of(run, "breaks")) {
+    Key k{text_of(b, "reason"), text_of(b, "location")};
+    auto it = golden.find(k);
+    if (it != golden.end() && it->second > 0)
+      --it->second;
+    else
+      fresh.push_back(k);
+  }
+  std::vector<Key> gone;
+  for (auto& [k, n] : golden) gone.insert(gone.end(), n, k);
+  for (const Key& k : fresh) {
+    // A break with the same reason that vanished elsewhere is most likely the
+    // same break moved (an edit above it shifted its line): say where it was.
+    auto was =
+        std::find_if(gone.begin(), gone.end(), [&](const Key& g) { return g.first == k.first; });
+    std::string note;
+    if (was != gone.end()) {
+      note = " (the golden has it at " + was->second + ")";
+      gone.erase(was);
+    }
+    c.add(VerdictKind::Fail, "new graph break: " + k.first + " at " + k.second + note);
+  }
+  for (const Key& k : gone)
+    c.add(VerdictKind::Pass, "graph break gone: " + k.first + " at " + k.second);
+}
+
+// -- kernels -----------------------------------------------------------------
+
+void compare_kernel_names(Ctx& c, const json& run, const json& gold) {
+  std::map<std::string, int> delta;
+  for (const json& k : array_of(gold, "kernels")) --delta[text_of(k, "name")];
+  for (const json& k : array_of(run, "kernels")) ++delta[text_of(k, "name")];
+  std::vector<std::string> added, removed;
+  for (auto& [name, d] : delta) {
+    for (int i = 0; i < d; ++i) added.push_back(name);
+    for (int i = 0; i < -d; ++i) removed.push_back(name);
+  }
+  if (added.empty() && removed.empty()) return;
+  std::vector<std::string> parts;
+  if (!added.empty()) parts.push_back("added " + join_capped(added));
+  if (!removed.empty()) parts.push_back("removed " + join_capped(removed));
+  c.add(VerdictKind::Pass, "kernels changed: " + join(parts, "; "));
+}
+
+// -- fusion ledger -----------------------------------------------------------
+
+std::string nodes_key(const json& entry) {
+  const json* n = field(entry, "nodes");
+  if (!n || !n->is_array()) return text_of(n);
+  std::vector<std::string> names;
+  for (const json& x : *n) names.push_back(text_of(&x));
+  return join(names, "+");
+}
+
+std::string decision(const json& entry) {
+  std::string outcome = text_of(entry, "outcome"), reason = text_of(entry, "reason");
+  return reason.empty() ? outcome : outcome + " (" + reason + ")";
+}
+
+// A fusion-rule change shows here as a readable diff of decisions, even when
+// the kernel count did not move.
+void compare_ledger(Ctx& c, const json& run, const json& gold) {
+  const json* a = field(gold, "ledger");
+  const json* b = field(run, "ledger");
+  if (!a || !b || !a->is_array() || !b->is_array()) return;
+  // The same pair may be considered more than once; match occurrences in order.
+  std::map<std::string, std::vector<const json*>> golden;
+  for (const json& e : *a) golden[nodes_key(e)].push_back(&e);
+  std::map<std::string, size_t> seen;
+  std::vector<std::string> lines;
+  for (const json& e : *b) {
+    std::string key = nodes_key(e);
+    size_t n = seen[key]++;
+    auto it = golden.find(key);
+    if (it == golden.end() || n >= it->second.size()) {
+      lines.push_back(key + ": new candidate, " + decision(e));
+      continue;
+    }
+    const json& g = *it->second[n];
+    if (text_of(g, "outcome") != text_of(e, "outcome") ||
+        text_of(g, "reason") != text_of(e, "reason"))
+      lines.push_back(key + ": " + decision(g) + " -> " + decision(e));
+  }
+  for (auto& [key, entries] : golden)
+    for (size_t n = seen[key]; n < entries.size(); ++n)
+      lines.push_back(key + ": no longer a candidate (was " + decision(*entries[n]) + ")");
+  if (!lines.empty())
+    c.add(VerdictKind::Pass, "fusion decisions changed:\n  " + join(lines, "\n  "));
+}
+
+// -- outputs -----------------------------------------------------------------
+
+void compare_outputs(Ctx& c, const json& run, const json& gold, bool same_env) {
+  auto golden = outputs_by_name(gold);
+  auto actual = outputs_by_name(run);
+  for (auto& [name, g] : golden) {
+    auto it = actual.find(name);
+    if (it == actual.end()) {
+      c.add(VerdictKind::Fail, "output " + name + " is missing from the run (the golden has it)");
+      continue;
+    }
+    const json& r = *it->second;
+    const json* gf = field(*g, "fingerprint");
+    const json* rf = field(r, "fingerprint");
+    std::string why;
+    // Golden first, so that "why" reads in the same direction as "a -> b".
+    bool close = gf && rf && fingerprints_close(*gf, *rf, &why);
+    if (!gf || !rf) why = "no fingerprint on " + std::string(gf ? "the run" : "the golden");
+    const json* ge = field(*g, "exact");
+    const json* re = field(r, "exact");
+    if (same_env && ge && re) {
+      std::string note;
+      if (gf && rf)
+        note = close ? " (fingerprints are within tolerance: rounding changed)"
+                     : " (fingerprint drifted too: " + why + ")";
+      if (text_of(ge) != text_of(re))
+        c.add(VerdictKind::Fail,
+              "output " + name + ": exact digest " + text_of(ge) + " -> " + text_of(re) + note);
+      continue;
+    }
+    // Another compiler, LibTorch or ISA rounds differently: only the
+    // fingerprints are comparable.
+    if (!close)
+      c.add(VerdictKind::Fail, "output " + name + ": fingerprint outside tolerance: " + why);
+  }
+  for (auto& [name, r] : actual)
+    if (!golden.count(name))
+      c.add(VerdictKind::Fail,
+            "output " + name + " is not in the golden; if the repro gained it on purpose, bless" +
+                (c.bless.empty() ? "" : " with: " + c.bless));
+}
+
+void check_accuracy(Ctx& c, const json& run) {
+  const json* acc = field(run, "accuracy");
+  if (!acc || !acc->is_object()) return;
+  std::string status = text_of(*acc, "status");
+  if (status == "pass") return;
+  std::vector<std::string> bad;
+  for (const json& o : array_of(*acc, "outputs")) {
+    const json* pass = field(o, "pass");
+    if (pass && pass->is_boolean() && pass->get<bool>()) continue;
+    std::vector<std::string> figs;
+    for (auto it = o.begin(); it != o.end(); ++it)
+      if (it.key() != "name" && it.key() != "pass")
+        figs.push_back(it.key() + " " + (it->is_number() ? fmt(it->get<double>()) : text_of(&*it)));
+    bad.push_back(text_of(o, "name") + " (" + join(figs, ", ") + ")");
+  }
+  c.add(VerdictKind::Fail, "accuracy " + (status.empty() ? "missing status" : status) +
+                               (bad.empty() ? "" : ": " + join(bad, "; ")));
+}
+
+bool header_matches(std::vector<Finding>* out, const json& run, const json& gold,
+                    const std::string& file, const std::string& bless) {
+  bool ok = true;
+  for (const char* key : {"repro", "mode", "world_size", "backend", "fusion"}) {
+    const json* a = field(gold, key);
+    const json* b = field(run, key);
+    if (!a || !b || *a == *b) continue;
+    if (std::string(key) == "fusion" && text_of(run, "mode") == "A") continue;
+    out->push_back({VerdictKind::Fail, "golden file " + file + " holds " + key + " " + text_of(a) +
+                                           " but the run has " + text_of(b) +
+                                           "; restore it from git or re-bless" +
+                                           (bless.empty() ? "" : " with: " + bless)});
+    ok = false;
+  }
+  return ok;
+}
+
+}  // namespace
+
+std::vector<Finding> cross_rank_findings(const json& run) {
+  std::vector<Finding> out;
+  auto ranks = ranks_by_id(run);
+  if (ranks.size() < 2) return out;
+  auto first = ranks.begin();
+  std::string ref = std::to_string(first->first);
+  auto ref_outputs = outputs_by_name(*first->second);
+  for (auto it = std::next(first); it != ranks.end(); ++it) {
+    std::string id = std::to_string(it->first);
+    auto outs = outputs_by_name(*it->second);
+    for (auto& [name, o] : ref_outputs) {
+      const json* rep = field(*o, "replicated");
+      if (!rep || !rep->is_boolean() || !rep->get<bool>()) continue;
+      auto other = outs.find(name);
+      std::string mine = text_of(*o, "exact");
+      std::string theirs = other == outs.end() ? "(absent)" : text_of(*other->second, "exact");
+      if (mine != theirs)
+        out.push_back({VerdictKind::Fail, "output " + name + " is replicated but rank " + id +
+                                              " differs from rank " + ref + " (exact " + mine +
+                                              " vs " + theirs + ")"});
+    }
+    const json* ha = field(*first->second, "hashes");
+    const json* hb = field(*it->second, "hashes");
+    if (!ha || !hb || *ha == *hb) continue;
+    std::vector<std::string> which;
+    if (ha->is_object() && hb->is_object()) {
+      json keys = json::object();
+      for (auto k = ha->begin(); k != ha->end(); ++k) keys[k.key()] = true;
+      for (auto k = hb->begin(); k != hb->end(); ++k) keys[k.key()] = true;
+      for (auto k = keys.begin(); k != keys.end(); ++k)
+        if (text_of(*ha, k.key().c_str()) != text_of(*hb, k.key().c_str()))
+          which.push_back(k.key());
+    }
+    if (which.empty()) which.push_back("graphs/decisions/collectives");
+    out.push_back({VerdictKind::Fail, "rank " + id + " compiled different " + join(which, "/") +
+                                          " than rank " + ref + " (NCCL would hang)"});
+  }
+  return out;
+}
+
+Verdict compare_with_golden(const json& run, const json* golden, const std::string& golden_file,
+                            const std::string& check_id, const std::string& bless_command) {
+  Verdict v;
+  v.check_id = check_id;
+  v.bless_command = bless_command;
+  std::vector<Finding>& out = v.findings;
+  auto run_ranks = ranks_by_id(run);
+  if (run_ranks.empty()) {
+    out.push_back(
+        {VerdictKind::CannotTest, "run record has no ranks: the run did not finish; see its log"});
+    v.kind = VerdictKind::CannotTest;
+    return v;
+  }
+  for (auto& [id, r] : run_ranks) {
+    Ctx c{"rank " + std::to_string(id), bless_command, &out};
+    check_accuracy(c, *r);
+  }
+  for (Finding& f : cross_rank_findings(run)) out.push_back(std::move(f));
+
+  if (!golden) {
+    out.push_back({VerdictKind::Missing,
+                   "no golden file " + golden_file + "; create it with: " + bless_command});
+    VerdictKind k = overall_kind(out);
+    v.kind = k == VerdictKind::Pass || k == VerdictKind::Improved ? VerdictKind::Missing : k;
+    return v;
+  }
+
+  if (header_matches(&out, run, *golden, golden_file, bless_command)) {
+    auto gold_ranks = ranks_by_id(*golden);
+    if (gold_ranks.size() != run_ranks.size())
+      out.push_back({VerdictKind::Fail, "rank count " + std::to_string(gold_ranks.size()) + " -> " +
+                                            std::to_string(run_ranks.size()) + " (the golden has " +
+                                            std::to_string(gold_ranks.size()) + " ranks, the run " +
+                                            std::to_string(run_ranks.size()) + ")"});
+    const json* ge = field(*golden, "env");
+    const json* re = field(run, "env");
+    std::string gfp = ge ? text_of(*ge, "fingerprint") : "";
+    std::string rfp = re ? text_of(*re, "fingerprint") : "";
+    bool same_env = !gfp.empty() && gfp == rfp;
+    for (auto& [id, r] : run_ranks) {
+      Ctx c{"rank " + std::to_string(id), bless_command, &out};
+      auto g = gold_ranks.find(id);
+      if (g == gold_ranks.end()) {
+        c.add(VerdictKind::Fail, "not in the golden file");
+        continue;
+      }
+      compare_counts(c, *r, *g->second);
+      compare_breaks(c, *r, *g->second);
+      compare_kernel_names(c, *r, *g->second);
+      compare_ledger(c, *r, *g->second);
+      compare_outputs(c, *r, *g->second, same_env);
+    }
+  }
+  v.kind = overall_kind(out);
+  return v;
+}
+
+// -- fingerprints --------------------------------------------------------------
+
+namespace {
+
+struct Tol {
+  double rtol, atol;
+};
+
+bool tolerance_for(const std::string& dtype, Tol* t) {
+  // torch.testing.assert_close's defaults; integers and bool are exact.
+  if (dtype == "bf16")
+    *t = {1.6e-2, 1e-5};
+  else if (dtype == "f16")
+    *t = {1e-3, 1e-5};
+  else if (dtype == "f32")
+    *t = {1.3e-6, 1e-5};
+  else if (dtype == "f64")
+    *t = {1e-7, 1e-7};
+  else if (dtype == "i64" || dtype == "bool")
+    *t = {0, 0};
+  else
+    return false;
+  return true;
+}
+
+// NaN equals NaN here: matching NaN counts are checked separately, and a sum
+// over a tensor holding NaN is NaN (stored as null) on both sides.
+bool near(double x, double y, double tol) {
+  if (x == y) return true;
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+  if (std::isinf(x) || std::isinf(y)) return false;
+  return std::fabs(x - y) <= tol;
+}
+
+// Tolerance scales must stay finite even when the data holds Inf or NaN.
+double scale(double x) { return std::isfinite(x) ? std::fabs(x) : 0.0; }
+
+}  // namespace
+
+bool fingerprints_close(const json& a, const json& b, std::string* why) {
+  std::string sink;
+  std::string& w = why ? *why : sink;
+  auto differ = [&](const std::string& what, const std::string& x, const std::string& y) {
+    w = what + " " + x + " vs " + y;
+    return false;
+  };
+  std::string da = text_of(a, "dtype"), db = text_of(b, "dtype");
+  if (da != db) return differ("dtype", da, db);
+  Tol tol{};
+  if (!tolerance_for(da, &tol)) {
+    w = "unknown dtype '" + da + "'";
+    return false;
+  }
+  for (const char* key : {"shape", "numel", "nan", "inf"}) {
+    const json* x = field(a, key);
+    const json* y = field(b, key);
+    if (!x || !y) {
+      w = std::string("fingerprint lacks ") + key;
+      return false;
+    }
+    if (*x != *y) return differ(key, x->dump(), y->dump());
+  }
+  for (const char* key : {"sum", "sumsq", "max_abs"})
+    if (!field(a, key) || !field(b, key)) {
+      w = std::string("fingerprint lacks ") + key;
+      return false;
+    }
+  double n = number(field(a, "numel"));
+  auto per = [&](double total) { return n > 0 ? total / n : 0.0; };
+  double rms_a = std::sqrt(per(number(field(a, "sumsq"))));
+  double rms_b = std::sqrt(per(number(field(b, "sumsq"))));
+  double mean_a = per(number(field(a, "sum"))), mean_b = per(number(field(b, "sum")));
+  double max_a = number(field(a, "max_abs")), max_b = number(field(b, "max_abs"));
+  // The slack factor 4 on rtol: compiled code may reorder reductions and fuse
+  // or split roundings, so its results stray further from the golden than
+  // one eager op's rounding does; torch's defaults alone would flag that.
+  const double k = 4 * tol.rtol;
+  double rms = std::max(scale(rms_a), scale(rms_b));
+  auto check = [&](const char* what, double x, double y, double allowed) {
+    if (near(x, y, allowed)) return true;
+    w = std::string(what) + " " + fmt(x) + " vs " + fmt(y) + " (allowed difference " +
+        fmt(allowed) + ")";
+    return false;
+  };
+  if (!check("rms", rms_a, rms_b, k * rms + tol.atol)) return false;
+  if (!check("mean", mean_a, mean_b, k * rms + tol.atol)) return false;
+  if (!check("max_abs", max_a, max_b, k * std::max(scale(max_a), scale(max_b)) + tol.atol))
+    return false;
+  const json& sa = array_of(a, "samples");
+  const json& sb = array_of(b, "samples");
+  if (sa.size() != sb.size())
+    return differ("sample count", std::to_string(sa.size()), std::to_string(sb.size()));
+  for (size_t i = 0; i < sa.size(); ++i) {
+    double x = number(&sa[i]), y = number(&sb[i]);
+    double allowed = tol.atol + k * std::max(scale(x), scale(y)) + k * rms;
+    std::string what = "samples[" + std::to_string(i) + "]";
+    if (!check(what.c_str(), x, y, allowed)) return false;
+  }
+  w.clear();
+  return true;
+}
+
+Verdict compare_across_worlds(const json& base, const json& other, const std::string& check_id) {
+  Verdict v;
+  v.check_id = check_id;
+  std::string world = "world " + text_of(other, "world_size");
+  auto pick = [](const json& rec) -> const json* {
+    auto ranks = ranks_by_id(rec);
+    if (ranks.empty()) return nullptr;
+    auto zero = ranks.find(0);
+    return zero != ranks.end() ? zero->second : ranks.begin()->second;
+  };
+  const json* b = pick(base);
+  const json* o = pick(other);
+  if (!b || !o) {
+    v.findings.push_back(
+        {VerdictKind::CannotTest,
+         std::string(b ? world : "world 1") + " record has no ranks: the run did not finish"});
+    v.kind = VerdictKind::CannotTest;
+    return v;
+  }
+  auto outs = outputs_by_name(*o);
+  for (auto& [name, bo] : outputs_by_name(*b)) {
+    auto it = outs.find(name);
+    if (it == outs.end()) {
+      v.findings.push_back({VerdictKind::Fail, "output " + name + " is missing at " + world});
+      continue;
+    }
+    const json* rep = field(*it->second, "replicated");
+    if (rep && rep->is_boolean() && !rep->get<bool>()) {
+      v.findings.push_back(
+          {VerdictKind::Pass, "output " + name + " is sharded at " + world + ": not compared"});
+      continue;
+    }
+    const json* fa = field(*bo, "fingerprint");
+    const json* fb = field(*it->second, "fingerprint");
+    std::string why = "fingerprint missing";
+    if (!fa || !fb || !fingerprints_close(*fa, *fb, &why))
+      v.findings.push_back({VerdictKind::Fail, "output " + name + ": " + world +
+                                                   " rank 0 drifts from world 1: " + why});
+  }
+  v.kind = overall_kind(v.findings);
+  return v;
+}
+
+}  // namespace fg

@@ -1,0 +1,507 @@
+#include "harness/golden.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "fusion/errors.h"
+
+namespace fg {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string golden_path(const std::string& root, const std::string& backend,
+                        const std::string& repro, const std::string& mode, int world,
+                        const std::string& fusion) {
+  std::string name = mode + "_w" + std::to_string(world);
+  if (fusion != "default" && mode != "A") name += "." + fusion;
+  name += ".json";
+  return (fs::path(root) / backend / repro / name).string();
+}
+
+std::string bless_command(const std::string& repro, const std::string& mode, int world,
+                          const std::string& backend, const std::string& fusion) {
+  std::string cmd =
+      "fusegate bless " + repro + " --mode " + mode + " --world-size " + std::to_string(world);
+  if (!backend.empty() && backend != "cpu") cmd += " --backend " + backend;
+  if (!fusion.empty() && fusion != "default" && mode != "A") cmd += " --fusion " + fusion;
+  return cmd;
+}
+
+std::string dump_record(const json& j) {
+  // Replace rather than throw on invalid UTF-8: a stray byte in a kernel name
+  // must not make a record impossible to bless.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+// Recovers the bless command from a golden path laid out by golden_path(), so
+// that an error about a broken file can say how to rebuild it.
+std::string recovery_hint(const std::string& path) {
+  fs::path p(path);
+  std::string file = p.filename().string();
+  std::string repro = p.parent_path().filename().string();
+  std::string backend = p.parent_path().parent_path().filename().string();
+  const std::string ext = ".json";
+  if (file.size() > ext.size() && file.compare(file.size() - ext.size(), ext.size(), ext) == 0) {
+    std::string stem = file.substr(0, file.size() - ext.size());
+    std::string fusion = "default";
+    size_t dot = stem.find('.');
+    if (dot != std::string::npos) {
+      fusion = stem.substr(dot + 1);
+      stem = stem.substr(0, dot);
+    }
+    size_t w = stem.rfind("_w");
+    if (w != std::string::npos && w > 0 && !repro.empty()) {
+      std::string mode = stem.substr(0, w);
+      std::string digits = stem.substr(w + 2);
+      bool numeric =
+          !digits.empty() && digits.size() < 6 &&
+          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (numeric)
+        return "restore it from git or re-bless with: " +
+               bless_command(repro, mode, std::stoi(digits), backend, fusion);
+    }
+  }
+  return "restore it from git or re-bless it with fusegate bless";
+}
+
+// Strips nlohmann's "[json.exception.parse_error.101] parse error at line 1,
+// column 2: " prefix: the message gives our own position instead.
+std::string parse_detail(const std::string& what) {
+  std::string s = what;
+  size_t close = s.find("] ");
+  if (s.rfind("[json.exception", 0) == 0 && close != std::string::npos) s = s.substr(close + 2);
+  if (s.rfind("parse error", 0) == 0) {
+    size_t colon = s.find(": ");
+    if (colon != std::string::npos) s = s.substr(colon + 2);
+  }
+  return s;
+}
+
+// nlohmann reports the error as a count of bytes read; editors want line and
+// column of the offending character.
+void byte_to_line_col(const std::string& text, size_t byte, int* line, int* col) {
+  size_t off = byte == 0 ? 0 : byte - 1;
+  off = std::min(off, text.size());
+  *line = 1;
+  size_t line_start = 0;
+  for (size_t i = 0; i < off; ++i) {
+    if (text[i] == '\n') {
+      ++*line;
+      line_start = i + 1;
+    }
+  }
+  *col = static_cast<int>(off - line_start) + 1;
+}
+
+// Line of every key and array element in already-valid JSON text, keyed by
+// path ("ranks", "ranks[1]", "ranks[1].kernel_count"), so that a schema error
+// points at the line to fix. nlohmann keeps no positions, hence this scan.
+std::map<std::string, int> value_lines(const std::string& text) {
+  struct Frame {
+    bool object = false;
+    std::string prefix;
+    size_t index = 0;
+    bool want_key = true;
+    std::string key;
+  };
+  std::map<std::string, int> lines;
+  std::vector<Frame> stack;
+  int line = 1;
+  auto child_path = [&]() -> std::string {
+    if (stack.empty()) return "";
+    const Frame& f = stack.back();
+    if (f.object) return f.prefix.empty() ? f.key : f.prefix + "." + f.key;
+    return f.prefix + "[" + std::to_string(f.index) + "]";
+  };
+  auto value_starts = [&]() {
+    if (!stack.empty() && !stack.back().object) lines.emplace(child_path(), line);
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '"') {
+      std::string s;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\' && i + 1 < text.size())
+          s += text[++i];
+        else
+          s += text[i];
+        if (text[i] == '\n') ++line;
+      }
+      if (!stack.empty() && stack.back().object && stack.back().want_key) {
+        stack.back().key = s;
+        stack.back().want_key = false;
+        lines.emplace(child_path(), line);
+      } else {
+        value_starts();
+      }
+    } else if (c == '{' || c == '[') {
+      value_starts();
+      Frame f;
+      f.object = c == '{';
+      f.prefix = child_path();
+      stack.push_back(f);
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+    } else if (c == ',') {
+      if (!stack.empty()) {
+        if (stack.back().object)
+          stack.back().want_key = true;
+        else
+          ++stack.back().index;
+      }
+    } else if (c != ':' && c != ' ' && c != '\t' && c != '\r') {
+      value_starts();
+      while (i + 1 < text.size() && std::strchr(",]}: \t\r\n", text[i + 1]) == nullptr) ++i;
+    }
+  }
+  return lines;
+}
+
+const char* type_word(const json& v) {
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number()) return "number";
+  return v.type_name();
+}
+
+class SchemaCheck {
+ public:
+  SchemaCheck(const std::string& path, const std::string& text) : path_(path), text_(text) {}
+
+  void require(const json& parent, const std::string& parent_path, const std::string& key,
+               bool want_array) {
+    std::string kp = parent_path.empty() ? key : parent_path + "." + key;
+    const char* want = want_array ? "an array" : "an integer";
+    if (!parent.contains(key)) fail(parent_path, "lacks " + kp + " (" + want + ")");
+    const json& v = parent.at(key);
+    bool ok = want_array ? v.is_array() : v.is_number_integer();
+    if (!ok) fail(kp, "has " + kp + " as " + type_word(v) + ", expected " + want);
+  }
+
+  // `where` is the path whose line the message names: the key itself when
+  // it is mistyped, the enclosing object when the key is missing.
+  [[noreturn]] void fail(const std::string& where, const std::string& what) {
+    if (lines_.empty()) lines_ = value_lines(text_);
+    int line = 1;
+    auto it = lines_.find(where);
+    if (it != lines_.end()) line = it->second;
+    user_error(path_ + ":" + std::to_string(line) + ": error: golden file " + what + "; " +
+               recovery_hint(path_));
+  }
+
+ private:
+  const std::string& path_;
+  const std::string& text_;
+  std::map<std::string, int> lines_;
+};
+
+void check_schema(const std::string& path, const std::string& text, const json& j) {
+  SchemaCheck sc(path, text);
+  if (!j.is_object())
+    sc.fail("", std::string("is ") + type_word(j) + ", expected an object holding a RunRecord");
+  sc.require(j, "", "ranks", true);
+  const json& ranks = j.at("ranks");
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::string rp = "ranks[" + std::to_string(r) + "]";
+    if (!ranks[r].is_object())
+      sc.fail(rp, "has " + rp + " as " + type_word(ranks[r]) + ", expected an object");
+    for (const char* k : {"graph_count", "graph_break_count", "kernel_count"})
+      sc.require(ranks[r], rp, k, false);
+    for (const char* k : {"breaks", "kernels", "outputs"}) sc.require(ranks[r], rp, k, true);
+  }
+}
+
+}  // namespace
+
+std::optional<json> load_golden(const std::string& path) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found) return std::nullopt;
+  if (fs::is_directory(st))
+    user_error(path +
+               ": error: golden path is a folder, not a file; remove "
+               "it or point --golden-dir elsewhere");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    int err = errno;
+    user_error(path + ": error: cannot read golden file (" + std::strerror(err) +
+               "); check its permissions, or " + recovery_hint(path));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad())
+    user_error(path + ": error: cannot read golden file (i/o error); " + recovery_hint(path));
+  std::string text = ss.str();
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    int line = 1, col = 1;
+    byte_to_line_col(text, e.byte, &line, &col);
+    user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) +
+               ": error: corrupted golden file (" + parse_detail(e.what()) + "); " +
+               recovery_hint(path));
+  }
+  check_schema(path, text, j);
+  return j;
+}
+
+void write_atomic(const std::string& path, const std::string& text) {
+  fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    user_error(path + ": error: cannot create folder " + dir.string() + " (" + ec.message() +
+               "); check the golden folder's permissions");
+
+  // Same folder as the target, so rename() stays within one file system and
+  // is atomic. open(O_EXCL) with mode 0666 keeps the umask's say on the final
+  // permissions, which mkstemp's 0600 would not.
+  static std::atomic<unsigned> counter{0};
+  auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = (dir / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                  std::to_string(counter++) + "." + std::to_string(stamp & 0xffffff)))
+              .string();
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    int err = errno;
+    user_error(path + ": error: cannot create a temporary file beside it (" + std::strerror(err) +
+               "); check the folder's permissions");
+  }
+  auto fail = [&](const char* step) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    user_error(path + ": error: cannot write golden file (" + step + ": " + std::strerror(err) +
+               "); the old file is unchanged, free disk "
+               "space or fix permissions and retry");
+  };
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  // Without the sync a crash after rename() can leave an empty file on some
+  // file systems: rename is ordered against metadata, not data.
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    errno = err;
+    user_error(path + ": error: cannot write golden file (close: " +
+               std::string(std::strerror(err)) + "); the old file is unchanged");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    user_error(path + ": error: cannot replace golden file (" + std::string(std::strerror(err)) +
+               "); the old file is unchanged, check permissions");
+  }
+  // Persist the rename itself; failure here loses nothing already visible.
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Unified diff. Lines keep their '\n' so that a missing final newline counts
+// as a change, as in diff(1). The common head and tail are cut first (a bless
+// usually touches a few figures), then Hirschberg's linear-space LCS aligns
+// the middle: golden files of many ranks with ledgers reach thousands of
+// lines, where a full LCS table would cost hundreds of megabytes.
+// ---------------------------------------------------------------------------
+namespace {
+
+enum class Op { Equal, Del, Ins };
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t nl = s.find('\n', start);
+    if (nl == std::string::npos) {
+      out.push_back(s.substr(start));
+      break;
+    }
+    out.push_back(s.substr(start, nl - start + 1));
+    start = nl + 1;
+  }
+  return out;
+}
+
+using Lines = std::vector<std::string>;
+
+// LCS lengths of a[a0,a1) against every prefix (forward) or suffix (reverse)
+// of b[b0,b1), in one row of memory.
+std::vector<int> lcs_row(const Lines& a, size_t a0, size_t a1, const Lines& b, size_t b0, size_t b1,
+                         bool reverse) {
+  size_t m = b1 - b0;
+  std::vector<int> prev(m + 1, 0), cur(m + 1, 0);
+  for (size_t k = 0; k < a1 - a0; ++k) {
+    const std::string& x = reverse ? a[a1 - 1 - k] : a[a0 + k];
+    for (size_t j = 1; j <= m; ++j) {
+      const std::string& y = reverse ? b[b1 - j] : b[b0 + j - 1];
+      cur[j] = x == y ? prev[j - 1] + 1 : std::max(prev[j], cur[j - 1]);
+    }
+    std::swap(prev, cur);
+  }
+  return prev;
+}
+
+void align(const Lines& a, size_t a0, size_t a1, const Lines& b, size_t b0, size_t b1,
+           std::vector<Op>* ops) {
+  if (a0 == a1) {
+    ops->insert(ops->end(), b1 - b0, Op::Ins);
+    return;
+  }
+  if (b0 == b1) {
+    ops->insert(ops->end(), a1 - a0, Op::Del);
+    return;
+  }
+  if (a1 - a0 == 1) {
+    for (size_t j = b0; j < b1; ++j) {
+      if (a[a0] == b[j]) {
+        ops->insert(ops->end(), j - b0, Op::Ins);
+        ops->push_back(Op::Equal);
+        ops->insert(ops->end(), b1 - j - 1, Op::Ins);
+        return;
+      }
+    }
+    ops->push_back(Op::Del);
+    ops->insert(ops->end(), b1 - b0, Op::Ins);
+    return;
+  }
+  size_t mid = a0 + (a1 - a0) / 2;
+  std::vector<int> fwd = lcs_row(a, a0, mid, b, b0, b1, false);
+  std::vector<int> bwd = lcs_row(a, mid, a1, b, b0, b1, true);
+  size_t m = b1 - b0, best = 0;
+  int best_len = -1;
+  for (size_t k = 0; k <= m; ++k) {
+    int len = fwd[k] + bwd[m - k];
+    if (len > best_len) {
+      best_len = len;
+      best = k;
+    }
+  }
+  align(a, a0, mid, b, b0, b0 + best, ops);
+  align(a, mid, a1, b, b0 + best, b1, ops);
+}
+
+struct Entry {
+  Op op;
+  size_t old_line;  // 0-based position in the old text before this entry
+  size_t new_line;
+};
+
+void put_line(std::string* out, char tag, const std::string& line) {
+  out->push_back(tag);
+  *out += line;
+  if (line.empty() || line.back() != '\n') *out += "\n\\ No newline at end of file\n";
+}
+
+// Old files or insertions of zero lines name the line before, as diff(1).
+std::string range(size_t start, size_t count) {
+  return std::to_string(count == 0 ? start : start + 1) + "," + std::to_string(count);
+}
+
+}  // namespace
+
+std::string unified_diff(const std::string& old_text, const std::string& new_text,
+                         const std::string& old_name, const std::string& new_name) {
+  if (old_text == new_text) return "";
+  Lines a = split_lines(old_text), b = split_lines(new_text);
+  size_t head = 0;
+  while (head < a.size() && head < b.size() && a[head] == b[head]) ++head;
+  size_t tail = 0;
+  while (tail < a.size() - head && tail < b.size() - head &&
+         a[a.size() - 1 - tail] == b[b.size() - 1 - tail])
+    ++tail;
+
+  std::vector<Op> ops(head, Op::Equal);
+  std::vector<Op> middle;
+  align(a, head, a.size() - tail, b, head, b.size() - tail, &middle);
+  // Within one run of changes print removals before additions, as readers
+  // of diffs expect; the alignment may interleave them.
+  for (size_t i = 0; i < middle.size();) {
+    if (middle[i] == Op::Equal) {
+      ops.push_back(Op::Equal);
+      ++i;
+      continue;
+    }
+    size_t j = i, dels = 0, ins = 0;
+    for (; j < middle.size() && middle[j] != Op::Equal; ++j) (middle[j] == Op::Del ? dels : ins)++;
+    ops.insert(ops.end(), dels, Op::Del);
+    ops.insert(ops.end(), ins, Op::Ins);
+    i = j;
+  }
+  ops.insert(ops.end(), tail, Op::Equal);
+
+  std::vector<Entry> entries;
+  size_t oi = 0, ni = 0;
+  for (Op op : ops) {
+    entries.push_back({op, oi, ni});
+    if (op != Op::Ins) ++oi;
+    if (op != Op::Del) ++ni;
+  }
+  std::vector<size_t> changes;
+  for (size_t k = 0; k < entries.size(); ++k)
+    if (entries[k].op != Op::Equal) changes.push_back(k);
+
+  const size_t context = 3;
+  std::string out = "--- " + old_name + "\n+++ " + new_name + "\n";
+  for (size_t c = 0; c < changes.size();) {
+    size_t first = changes[c], last = changes[c];
+    size_t d = c + 1;
+    while (d < changes.size() && changes[d] - last - 1 <= 2 * context) last = changes[d++];
+    size_t begin = first >= context ? first - context : 0;
+    size_t end = std::min(entries.size(), last + 1 + context);
+    size_t old_count = 0, new_count = 0;
+    for (size_t k = begin; k < end; ++k) {
+      if (entries[k].op != Op::Ins) ++old_count;
+      if (entries[k].op != Op::Del) ++new_count;
+    }
+    out += "@@ -" + range(entries[begin].old_line, old_count) + " +" +
+           range(entries[begin].new_line, new_count) + " @@\n";
+    for (size_t k = begin; k < end; ++k) {
+      const Entry& e = entries[k];
+      if (e.op == Op::Ins)
+        put_line(&out, '+', b[e.new_line]);
+      else
+        put_line(&out, e.op == Op::Del ? '-' : ' ', a[e.old_line]);
+    }
+    c = d;
+  }
+  return out;
+}
+
+}  // namespace fg

@@ -1,0 +1,40 @@
+// Golden files: where they live, how they are written and read back, and the
+// diff that `bless` shows. A golden file is a RunRecord (harness/RECORD.md)
+// in canonical text, so that a bless reads as a small, reviewable diff.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace fg {
+
+// root/backend/repro/MODE_wN.json for the default fusion policy and for mode
+// A (eager has no fusion policy), else root/backend/repro/MODE_wN.FUSION.json.
+std::string golden_path(const std::string& root, const std::string& backend,
+                        const std::string& repro, const std::string& mode, int world,
+                        const std::string& fusion);
+
+// The command that (re)writes one golden file; --backend and --fusion appear
+// only when they differ from the CLI's defaults (cpu, default).
+std::string bless_command(const std::string& repro, const std::string& mode, int world,
+                          const std::string& backend, const std::string& fusion);
+
+// Canonical text: sorted keys, indent 2, one figure per line, trailing
+// newline. Equal records give byte-equal text.
+std::string dump_record(const nlohmann::json& j);
+
+// nullopt when `path` does not exist. A file that exists but cannot be read,
+// is not JSON, or lacks the keys `check` relies on is a UserError naming
+// path:line[:col] and how to recover.
+std::optional<nlohmann::json> load_golden(const std::string& path);
+
+// Replaces `path` with `text` so that a reader sees the old file or the new
+// one, never a mix: creates parent folders, writes a temporary file beside
+// the target, syncs it, renames it over the target.
+void write_atomic(const std::string& path, const std::string& text);
+
+// Line-based unified diff (3 lines of context); empty when equal.
+std::string unified_diff(const std::string& old_text, const std::string& new_text,
+                         const std::string& old_name, const std::string& new_name);
+
+}  // namespace fg

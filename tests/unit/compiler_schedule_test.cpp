@@ -1,0 +1,108 @@
+// Kernel counts of small graphs: the fusion decisions users predict.
+#include <gtest/gtest.h>
+
+#include "fusion/compile.h"
+#include "fusion/ir/text.h"
+
+namespace fg {
+namespace {
+
+CompiledProgram compile_text(const std::string& text, FusionPolicy p = FusionPolicy::Default) {
+  CompileOptions o;
+  o.fusion = p;
+  return compile(parse_graph(text, "test.fg"), o);
+}
+
+int generated(const CompiledProgram& c) {
+  int n = 0;
+  for (const auto& k : c.program.kernels) n += k.generated();
+  return n;
+}
+
+std::string dump(const CompiledProgram& c) {
+  return print_lowered(c.lowered) + print_ledger(c.schedule) + print_schedule(c.lowered, c.schedule, c.program) +
+         c.program.module_source;
+}
+
+TEST(Schedule, PointwiseChainIsOneKernel) {
+  auto c = compile_text(R"(
+graph g(%x: f32[64,32], %y: f32[64,32]) {
+  %2 = add(%x, %y) : f32[64,32]
+  %3 = relu(%2) : f32[64,32]
+  %4 = full() {value = 0.5} : f32[]
+  %5 = mul(%3, %4) : f32[64,32]
+  %6 = full() {value = 1.0} : f32[]
+  %7 = add(%5, %6) : f32[64,32]
+  return %7
+}
+)");
+  EXPECT_EQ(generated(c), 1) << dump(c);
+  EXPECT_EQ(c.program.kernels.size(), 1u) << dump(c);
+  EXPECT_EQ(c.program.kernels[0].kind, "poi");
+  EXPECT_EQ(c.program.kernels[0].name, "cpu_poi_fused_add_mul_relu_0");
+}
+
+TEST(Schedule, RmsNormIsOnePersistentReduction) {
+  auto c = compile_text(R"(
+graph g(%x: bf16[2,64,256], %w: bf16[256]) {
+  %2 = rms_norm(%x, %w) {eps = 1e-06} : bf16[2,64,256]
+  return %2
+}
+)");
+  ASSERT_EQ(c.program.kernels.size(), 1u) << dump(c);
+  EXPECT_EQ(c.program.kernels[0].kind, "per") << dump(c);
+  EXPECT_EQ(c.program.kernels[0].name, "cpu_per_fused__to_copy_add_mean_mul_pow_rsqrt_0") << dump(c);
+}
+
+TEST(Schedule, LinearIsExternAndNotFused) {
+  auto c = compile_text(R"(
+graph g(%x: f32[8,16], %w: f32[32,16]) {
+  %2 = relu(%x) : f32[8,16]
+  %3 = linear(%2, %w) : f32[8,32]
+  %4 = relu(%3) : f32[8,32]
+  return %4
+}
+)");
+  ASSERT_EQ(c.program.kernels.size(), 3u) << dump(c);
+  EXPECT_EQ(c.program.kernels[1].kind, "extern");
+}
+
+TEST(Schedule, SoftmaxFusesIntoOneKernel) {
+  auto c = compile_text(R"(
+graph g(%x: f32[16,128]) {
+  %1 = softmax(%x) {dim = -1} : f32[16,128]
+  return %1
+}
+)");
+  EXPECT_EQ(generated(c), 1) << dump(c);
+}
+
+TEST(Schedule, TransposedReadDoesNotFuseVertically) {
+  auto c = compile_text(R"(
+graph g(%x: f32[32,32]) {
+  %1 = sum(%x) {dims = [1], keepdim = 1} : f32[32,1]
+  %2 = transpose(%1) {dim0 = 0, dim1 = 1} : f32[1,32]
+  %3 = add(%x, %2) : f32[32,32]
+  return %3
+}
+)");
+  // the reduction output is read along the other axis: both fit one kernel
+  // only if the read index matches, which it does not
+  EXPECT_EQ(generated(c), 2) << dump(c);
+  bool saw = false;
+  for (const auto& e : c.schedule.ledger) saw = saw || e.reason == Reject::MemoryDepsMismatch || e.reason == Reject::NumelMismatch;
+  EXPECT_TRUE(saw) << dump(c);
+}
+
+TEST(Schedule, PolicyNoneKeepsOneKernelPerNode) {
+  auto c = compile_text(R"(
+graph g(%x: bf16[2,64,256], %w: bf16[256]) {
+  %2 = rms_norm(%x, %w) {eps = 1e-06} : bf16[2,64,256]
+  return %2
+}
+)", FusionPolicy::None);
+  EXPECT_EQ(generated(c), 2) << dump(c);
+}
+
+}  // namespace
+}  // namespace fg

@@ -1,0 +1,420 @@
+// Verdicts of a run against its golden, across ranks and across world sizes.
+#include <gtest/gtest.h>
+
+#include "harness/compare.h"
+
+namespace fg {
+namespace {
+using nlohmann::json;
+
+const char* kBless = "fusegate bless tp_block_llama --mode C --world-size 2";
+
+json fingerprint(double sum = 1.5, double sumsq = 3.0, double max_abs = 2.0) {
+  return {{"dtype", "bf16"},
+          {"shape", {2, 64, 256}},
+          {"numel", 32768},
+          {"sum", sum},
+          {"sumsq", sumsq},
+          {"max_abs", max_abs},
+          {"nan", 0},
+          {"inf", 0},
+          {"samples", {0.1, -0.2, 1.25}}};
+}
+
+json rank_record(int r) {
+  return {
+      {"rank", r},
+      {"graph_count", 1},
+      {"graph_break_count", 0},
+      {"breaks", json::array()},
+      {"recompile_count", 0},
+      {"kernel_count", 12},
+      {"kernel_count_by_kind",
+       {{"poi", 2}, {"red", 0}, {"per", 2}, {"tem", 0}, {"extern", 6}, {"collective", 2}}},
+      {"kernels", json::array({{{"name", "cpu_per_fused__to_copy_add_0"}, {"kind", "per"}},
+                               {{"name", "cpu_poi_fused_mul_silu_1"}, {"kind", "poi"}}})},
+      {"ledger",
+       json::array({{{"nodes", {"buf0", "buf1"}}, {"outcome", "fused"}, {"reason", ""}},
+                    {{"nodes", {"buf3", "buf4"}}, {"outcome", "fused"}, {"reason", ""}}})},
+      {"outputs", json::array({{{"name", "out"},
+                                {"replicated", true},
+                                {"exact", "0123456789abcdef"},
+                                {"fingerprint", fingerprint()}}})},
+      {"accuracy",
+       {{"status", "pass"},
+        {"outputs", json::array({{{"name", "out"}, {"pass", true}, {"rmse_vs_fp64", 0.001}}})}}},
+      {"hashes", {{"graphs", "g1"}, {"decisions", "d1"}, {"collectives", "c1"}}}};
+}
+
+// A valid two-rank record; tests change one figure of a copy.
+json make_record(int world = 2) {
+  json ranks = json::array();
+  for (int r = 0; r < world; ++r) ranks.push_back(rank_record(r));
+  return {{"repro", "tp_block_llama"},
+          {"mode", "C"},
+          {"world_size", world},
+          {"backend", "cpu"},
+          {"fusion", "default"},
+          {"env", {{"backend", "cpu"}, {"compiler", "g++ 12.2.0"}, {"fingerprint", "9f3c"}}},
+          {"ranks", ranks}};
+}
+
+Verdict check(const json& run, const json& golden) {
+  return compare_with_golden(run, &golden, "golden/cpu/tp_block_llama/C_w2.json",
+                             "tp_block_llama/C_w2", kBless);
+}
+
+// The first finding of `kind`, or "" (a failed EXPECT then shows all).
+std::string finding(const Verdict& v, VerdictKind kind) {
+  for (const Finding& f : v.findings)
+    if (f.kind == kind) return f.message;
+  return "";
+}
+
+std::string all(const Verdict& v) {
+  std::string s;
+  for (const Finding& f : v.findings)
+    s += std::string(verdict_name(f.kind)) + ": " + f.message + "\n";
+  return s;
+}
+
+TEST(VerdictName, AllKinds) {
+  EXPECT_STREQ(verdict_name(VerdictKind::Pass), "PASS");
+  EXPECT_STREQ(verdict_name(VerdictKind::Fail), "FAIL");
+  EXPECT_STREQ(verdict_name(VerdictKind::Improved), "IMPROVED");
+  EXPECT_STREQ(verdict_name(VerdictKind::Missing), "MISSING");
+  EXPECT_STREQ(verdict_name(VerdictKind::CannotTest), "CANNOT_TEST");
+}
+
+TEST(OverallKind, FailBeatsCannotTestBeatsImproved) {
+  using K = VerdictKind;
+  EXPECT_EQ(overall_kind({}), K::Pass);
+  EXPECT_EQ(overall_kind({{K::Pass, "note"}, {K::Improved, "x"}}), K::Improved);
+  EXPECT_EQ(overall_kind({{K::Improved, "x"}, {K::CannotTest, "y"}}), K::CannotTest);
+  EXPECT_EQ(overall_kind({{K::CannotTest, "y"}, {K::Fail, "z"}}), K::Fail);
+}
+
+TEST(CompareWithGolden, EqualRecordsPass) {
+  Verdict v = check(make_record(), make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  EXPECT_TRUE(v.findings.empty()) << all(v);
+  EXPECT_EQ(v.check_id, "tp_block_llama/C_w2");
+  EXPECT_EQ(v.bless_command, kBless);
+}
+
+TEST(CompareWithGolden, MoreKernelsFailAndNameTheKindThatMoved) {
+  json run = make_record();
+  run["ranks"][0]["kernel_count"] = 13;
+  run["ranks"][0]["kernel_count_by_kind"]["poi"] = 3;
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  std::string f = finding(v, VerdictKind::Fail);
+  EXPECT_NE(
+      f.find("rank 0: kernel_count 12 -> 13 (more kernels than the golden: fusion got worse)"),
+      std::string::npos)
+      << all(v);
+  EXPECT_NE(f.find("poi 2 -> 3"), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, FewerKernelsAreImprovedWithBlessCommand) {
+  json run = make_record();
+  run["ranks"][1]["kernel_count"] = 11;
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Improved) << all(v);
+  std::string f = finding(v, VerdictKind::Improved);
+  EXPECT_NE(f.find("rank 1: kernel_count 12 -> 11 (fewer kernels"), std::string::npos) << f;
+  EXPECT_NE(f.find(std::string("bless with: ") + kBless), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, MoreGraphsFail) {
+  json run = make_record();
+  run["ranks"][0]["graph_count"] = 2;
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(finding(v, VerdictKind::Fail).find("graph_count 1 -> 2"), std::string::npos) << all(v);
+}
+
+TEST(CompareWithGolden, NewGraphBreakFailsNamingReasonAndLocation) {
+  json run = make_record();
+  run["ranks"][0]["graph_break_count"] = 1;
+  run["ranks"][0]["breaks"] = {
+      {{"reason", "host sync: item()"}, {"location", "repros/tp_block_llama.cpp:57 (attention)"}}};
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(
+      all(v).find(
+          "rank 0: new graph break: host sync: item() at repros/tp_block_llama.cpp:57 (attention)"),
+      std::string::npos)
+      << all(v);
+}
+
+TEST(CompareWithGolden, MovedGraphBreakAtEqualCountFailsAndSaysWhereItWas) {
+  json golden = make_record();
+  golden["ranks"][0]["graph_break_count"] = 1;
+  golden["ranks"][0]["breaks"] = {{{"reason", "print"}, {"location", "r.cpp:10 (f)"}}};
+  json run = golden;
+  run["ranks"][0]["breaks"][0]["location"] = "r.cpp:12 (f)";
+  Verdict v = check(run, golden);
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(finding(v, VerdictKind::Fail)
+                .find("new graph break: print at r.cpp:12 (f) (the golden has it at r.cpp:10 (f))"),
+            std::string::npos)
+      << all(v);
+}
+
+TEST(CompareWithGolden, RenamedKernelAtEqualCountIsInformative) {
+  json run = make_record();
+  run["ranks"][0]["kernels"][1]["name"] = "cpu_poi_fused_mul_sigmoid_1";
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  std::string f = finding(v, VerdictKind::Pass);
+  EXPECT_NE(f.find("added cpu_poi_fused_mul_sigmoid_1"), std::string::npos) << f;
+  EXPECT_NE(f.find("removed cpu_poi_fused_mul_silu_1"), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, LedgerChangeShowsReadableDecisionLines) {
+  json run = make_record();
+  run["ranks"][0]["ledger"][1]["outcome"] = "rejected";
+  run["ranks"][0]["ledger"][1]["reason"] = "memory deps did not match";
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  std::string f = finding(v, VerdictKind::Pass);
+  EXPECT_NE(f.find("buf3+buf4: fused -> rejected (memory deps did not match)"), std::string::npos)
+      << f;
+  EXPECT_EQ(f.find("buf0+buf1"), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, LedgerAbsentOnOneSideIsNotCompared) {
+  json run = make_record();
+  run["ranks"][0].erase("ledger");
+  EXPECT_TRUE(check(run, make_record()).findings.empty());
+}
+
+TEST(CompareWithGolden, ExactDigestMismatchInSameEnvFails) {
+  json run = make_record();
+  run["ranks"][0]["outputs"][0]["exact"] = "abcd";
+  run["ranks"][1]["outputs"][0]["exact"] = "abcd";
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(finding(v, VerdictKind::Fail)
+                .find("rank 0: output out: exact digest 0123456789abcdef -> abcd"),
+            std::string::npos)
+      << all(v);
+}
+
+TEST(CompareWithGolden, OtherEnvComparesFingerprintsWithinTolerance) {
+  json run = make_record();
+  run["env"]["fingerprint"] = "other-machine";
+  for (auto& r : run["ranks"]) {
+    r["outputs"][0]["exact"] = "ffffffffffffffff";
+    r["outputs"][0]["fingerprint"]["sum"] = 1.5001;  // bf16 rounding noise
+    r["outputs"][0]["fingerprint"]["sumsq"] = 3.001;
+  }
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+}
+
+TEST(CompareWithGolden, OtherEnvFarFingerprintFailsWithFigures) {
+  json run = make_record();
+  run["env"]["fingerprint"] = "other-machine";
+  run["ranks"][0]["outputs"][0]["fingerprint"]["sumsq"] = 6.0;
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  std::string f = finding(v, VerdictKind::Fail);
+  EXPECT_NE(f.find("rank 0: output out: fingerprint outside tolerance: rms"), std::string::npos)
+      << f;
+  EXPECT_NE(f.find("vs"), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, MissingOutputFails) {
+  json run = make_record();
+  run["ranks"][1]["outputs"] = json::array();
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("rank 1: output out is missing from the run"), std::string::npos) << all(v);
+}
+
+TEST(CompareWithGolden, RankCountMismatchFails) {
+  json golden = make_record(2);
+  golden["ranks"].erase(1);
+  Verdict v = check(make_record(2), golden);
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("rank count 1 -> 2"), std::string::npos) << all(v);
+  EXPECT_NE(all(v).find("rank 1: not in the golden file"), std::string::npos) << all(v);
+}
+
+TEST(CompareWithGolden, GoldenOfAnotherWorldSizeFails) {
+  Verdict v = check(make_record(2), make_record(1));
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("holds world_size 1 but the run has 2"), std::string::npos) << all(v);
+}
+
+TEST(CompareWithGolden, AccuracyFailureNamesOutputAndFigures) {
+  json run = make_record();
+  run["ranks"][0]["accuracy"] = {{"status", "fail"},
+                                 {"outputs", json::array({{{"name", "out"},
+                                                           {"pass", false},
+                                                           {"rmse_vs_fp64", 0.5},
+                                                           {"eager_rmse_vs_fp64", 0.001}}})}};
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  std::string f = finding(v, VerdictKind::Fail);
+  EXPECT_NE(f.find("rank 0: accuracy fail: out ("), std::string::npos) << f;
+  EXPECT_NE(f.find("rmse_vs_fp64 0.5"), std::string::npos) << f;
+  EXPECT_NE(f.find("eager_rmse_vs_fp64 0.001"), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, ReplicatedOutputDifferingAcrossRanksFails) {
+  json run = make_record();
+  json golden = make_record();
+  run["ranks"][1]["outputs"][0]["exact"] = "fedcba9876543210";
+  golden["ranks"][1]["outputs"][0]["exact"] = "fedcba9876543210";  // golden is not the point
+  Verdict v = check(run, golden);
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(
+      finding(v, VerdictKind::Fail).find("output out is replicated but rank 1 differs from rank 0"),
+      std::string::npos)
+      << all(v);
+}
+
+TEST(CompareWithGolden, ShardedOutputMayDifferAcrossRanks) {
+  json run = make_record();
+  for (auto& r : run["ranks"]) r["outputs"][0]["replicated"] = false;
+  run["ranks"][1]["outputs"][0]["exact"] = "fedcba9876543210";
+  EXPECT_TRUE(cross_rank_findings(run).empty());
+}
+
+TEST(CompareWithGolden, HashesDifferingAcrossRanksFail) {
+  json run = make_record();
+  run["ranks"][1]["hashes"]["decisions"] = "d2";
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(finding(v, VerdictKind::Fail)
+                .find("rank 1 compiled different decisions than rank 0 (NCCL would hang)"),
+            std::string::npos)
+      << all(v);
+}
+
+TEST(CompareWithGolden, NoGoldenIsMissingWithBlessCommand) {
+  Verdict v =
+      compare_with_golden(make_record(), nullptr, "golden/cpu/x/C_w2.json", "x/C_w2", kBless);
+  EXPECT_EQ(v.kind, VerdictKind::Missing);
+  std::string f = finding(v, VerdictKind::Missing);
+  EXPECT_NE(f.find("golden/cpu/x/C_w2.json"), std::string::npos) << f;
+  EXPECT_NE(f.find(kBless), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, NoGoldenStillRunsCrossRankChecks) {
+  json run = make_record();
+  run["ranks"][1]["hashes"]["graphs"] = "g2";
+  Verdict v = compare_with_golden(run, nullptr, "g.json", "x/C_w2", kBless);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+}
+
+TEST(CompareWithGolden, RunWithoutRanksCannotBeTested) {
+  json golden = make_record();
+  Verdict v = compare_with_golden(json::object(), &golden, "g.json", "x/C_w2", kBless);
+  EXPECT_EQ(v.kind, VerdictKind::CannotTest);
+}
+
+TEST(CompareWithGolden, GoldenOfAnotherModeFails) {
+  json golden = make_record();
+  golden["mode"] = "B";
+  Verdict v = check(make_record(), golden);
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("holds mode B but the run has C"), std::string::npos) << all(v);
+}
+
+TEST(FingerprintsClose, IdenticalAreClose) {
+  std::string why = "stale";
+  EXPECT_TRUE(fingerprints_close(fingerprint(), fingerprint(), &why));
+  EXPECT_EQ(why, "");
+}
+
+TEST(FingerprintsClose, ToleranceFollowsDtype) {
+  json a = fingerprint(), b = fingerprint();
+  b["sumsq"] = 3.0 * 1.02 * 1.02;                  // rms 2% higher
+  EXPECT_TRUE(fingerprints_close(a, b, nullptr));  // bf16: 4 * 1.6e-2
+  a["dtype"] = b["dtype"] = "f32";
+  std::string why;
+  EXPECT_FALSE(fingerprints_close(a, b, &why));
+  EXPECT_EQ(why.rfind("rms ", 0), 0u) << why;
+}
+
+TEST(FingerprintsClose, IntegersAreExact) {
+  json a = fingerprint(), b = fingerprint();
+  a["dtype"] = b["dtype"] = "i64";
+  b["sum"] = 1.5000001;
+  std::string why;
+  EXPECT_FALSE(fingerprints_close(a, b, &why));
+  EXPECT_EQ(why.rfind("mean ", 0), 0u) << why;
+}
+
+TEST(FingerprintsClose, StructuralFiguresMustMatch) {
+  std::string why;
+  json b = fingerprint();
+  b["nan"] = 1;
+  EXPECT_FALSE(fingerprints_close(fingerprint(), b, &why));
+  EXPECT_EQ(why, "nan 0 vs 1");
+  b = fingerprint();
+  b["shape"] = {2, 64, 128};
+  EXPECT_FALSE(fingerprints_close(fingerprint(), b, &why));
+  EXPECT_EQ(why, "shape [2,64,256] vs [2,64,128]");
+  b = fingerprint();
+  b["dtype"] = "f16";
+  EXPECT_FALSE(fingerprints_close(fingerprint(), b, &why));
+  EXPECT_EQ(why, "dtype bf16 vs f16");
+}
+
+TEST(FingerprintsClose, FarSampleNamesItsIndexAndValues) {
+  json b = fingerprint();
+  b["samples"][2] = 1.5;
+  std::string why;
+  EXPECT_FALSE(fingerprints_close(fingerprint(), b, &why));
+  EXPECT_EQ(why.rfind("samples[2] 1.25 vs 1.5", 0), 0u) << why;
+}
+
+TEST(FingerprintsClose, NullSumsFromNanDataMatch) {
+  json a = fingerprint(), b = fingerprint();
+  for (json* f : {&a, &b}) {
+    (*f)["nan"] = 3;
+    (*f)["sum"] = nullptr;
+    (*f)["sumsq"] = nullptr;
+  }
+  std::string why;
+  EXPECT_TRUE(fingerprints_close(a, b, &why)) << why;
+}
+
+TEST(CompareAcrossWorlds, CloseOutputsPass) {
+  json other = make_record(2);
+  other["ranks"][0]["outputs"][0]["fingerprint"]["sum"] = 1.5002;
+  Verdict v = compare_across_worlds(make_record(1), other, "tp_block_llama/C_w1_vs_w2");
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  EXPECT_EQ(v.check_id, "tp_block_llama/C_w1_vs_w2");
+}
+
+TEST(CompareAcrossWorlds, DriftFails) {
+  json other = make_record(2);
+  other["ranks"][0]["outputs"][0]["fingerprint"]["max_abs"] = 3.0;
+  Verdict v = compare_across_worlds(make_record(1), other, "x");
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("output out: world 2 rank 0 drifts from world 1: max_abs 2 vs 3"),
+            std::string::npos)
+      << all(v);
+}
+
+TEST(CompareAcrossWorlds, MissingOutputFailsShardIsOnlyNoted) {
+  json base = make_record(1);
+  base["ranks"][0]["outputs"].push_back({{"name", "shard"}, {"fingerprint", fingerprint()}});
+  json other = make_record(2);
+  other["ranks"][0]["outputs"].push_back(
+      {{"name", "shard"}, {"replicated", false}, {"fingerprint", fingerprint(0.7)}});
+  EXPECT_EQ(compare_across_worlds(base, other, "x").kind, VerdictKind::Pass);
+  other["ranks"][0]["outputs"].erase(0);
+  Verdict v = compare_across_worlds(base, other, "x");
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("output out is missing at world 2"), std::string::npos) << all(v);
+}
+
+}  // namespace
+}  // namespace fg

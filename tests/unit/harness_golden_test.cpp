@@ -1,0 +1,303 @@
+// Golden files: naming, canonical text, loading with useful errors, atomic
+// writes and the diff that a bless shows.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fusion/errors.h"
+#include "harness/golden.h"
+
+namespace fg {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json rank_record(int r) {
+  return {{"rank", r},
+          {"graph_count", 1},
+          {"graph_break_count", 0},
+          {"breaks", json::array()},
+          {"kernel_count", 12},
+          {"kernels", json::array({{{"name", "cpu_poi_fused_add_0"}, {"kind", "poi"}}})},
+          {"outputs", json::array({{{"name", "out"}, {"exact", "0123456789abcdef"}}})}};
+}
+
+json valid_record() {
+  return {{"repro", "x"},        {"mode", "C"},
+          {"world_size", 2},     {"backend", "cpu"},
+          {"fusion", "default"}, {"ranks", json::array({rank_record(0), rank_record(1)})}};
+}
+
+// A fresh folder per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = fs::temp_directory_path() /
+            ("fusegate_golden_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write_file(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string load_error(const fs::path& p) {
+  try {
+    load_golden(p.string());
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+int line_of_nth(const std::string& text, const std::string& needle, int n) {
+  size_t pos = std::string::npos;
+  for (int i = 0; i <= n; ++i) pos = text.find(needle, pos == std::string::npos ? 0 : pos + 1);
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + pos, '\n'));
+}
+
+TEST(GoldenPath, DefaultFusionHasNoSuffix) {
+  EXPECT_EQ(golden_path("golden", "cpu", "tp_block_llama", "C", 2, "default"),
+            "golden/cpu/tp_block_llama/C_w2.json");
+}
+
+TEST(GoldenPath, OtherFusionPolicyIsASuffix) {
+  EXPECT_EQ(golden_path("golden", "cuda", "tp_block_wan", "B", 4, "max-autotune"),
+            "golden/cuda/tp_block_wan/B_w4.max-autotune.json");
+}
+
+TEST(GoldenPath, EagerModeIgnoresFusionPolicy) {
+  EXPECT_EQ(golden_path("golden/", "cpu", "r", "A", 1, "none"), "golden/cpu/r/A_w1.json");
+}
+
+TEST(BlessCommand, NamesOnlyNonDefaultBackendAndFusion) {
+  EXPECT_EQ(bless_command("x", "C", 2, "cpu", "default"),
+            "fusegate bless x --mode C --world-size 2");
+  EXPECT_EQ(bless_command("x", "B", 4, "cuda", "none"),
+            "fusegate bless x --mode B --world-size 4 --backend cuda --fusion none");
+}
+
+TEST(DumpRecord, SortedKeysOneFigurePerLineTrailingNewline) {
+  json j = {{"zeta", 1}, {"alpha", {{"shape", {2, 64, 256}}}}};
+  std::string text = dump_record(j);
+  EXPECT_LT(text.find("\"alpha\""), text.find("\"zeta\""));
+  EXPECT_NE(text.find("\n      2,\n      64,\n      256\n    ]"), std::string::npos) << text;
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_EQ(json::parse(text), j);
+  EXPECT_EQ(dump_record(json::parse(text)), text);
+}
+
+TEST(LoadGolden, MissingFileIsNullopt) {
+  TempDir dir;
+  EXPECT_FALSE(load_golden((dir.path() / "cpu/x/C_w2.json").string()).has_value());
+}
+
+TEST(LoadGolden, ValidFileRoundTrips) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  write_file(p, dump_record(valid_record()));
+  auto j = load_golden(p.string());
+  ASSERT_TRUE(j.has_value());
+  EXPECT_EQ(*j, valid_record());
+}
+
+TEST(LoadGolden, SyntaxErrorNamesFileLineColumnAndBlessCommand) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  write_file(
+      p,
+      "{\n  \"repro\": \"x\",\n  \"mode\": \"C\",\n  \"world_size\": 2 3,\n  \"ranks\": []\n}\n");
+  std::string msg = load_error(p);
+  EXPECT_NE(msg.find(p.string() + ":4:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("corrupted golden file"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fusegate bless x --mode C --world-size 2"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("[json.exception"), std::string::npos) << msg;
+}
+
+TEST(LoadGolden, TruncatedFileNamesItsLastLine) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.max-autotune.json";
+  std::string text = dump_record(valid_record());
+  write_file(p, text.substr(0, text.size() / 2));
+  std::string msg = load_error(p);
+  int last = 1 + static_cast<int>(std::count(text.begin(), text.begin() + text.size() / 2, '\n'));
+  EXPECT_NE(msg.find(":" + std::to_string(last) + ":"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("--fusion max-autotune"), std::string::npos) << msg;
+}
+
+TEST(LoadGolden, MistypedKeyNamesKeyPathAndItsLine) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  json j = valid_record();
+  j["ranks"][1]["kernel_count"] = "13";
+  std::string text = dump_record(j);
+  write_file(p, text);
+  std::string msg = load_error(p);
+  EXPECT_NE(msg.find("ranks[1].kernel_count"), std::string::npos) << msg;
+  int line = line_of_nth(text, "\"kernel_count\"", 1);
+  EXPECT_NE(msg.find(p.string() + ":" + std::to_string(line) + ":"), std::string::npos) << msg;
+}
+
+TEST(LoadGolden, MissingKeyNamesKeyPathAndEnclosingLine) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  json j = valid_record();
+  j["ranks"][0].erase("outputs");
+  std::string text = dump_record(j);
+  write_file(p, text);
+  std::string msg = load_error(p);
+  EXPECT_NE(msg.find("lacks ranks[0].outputs"), std::string::npos) << msg;
+  // The first rank object opens on the line after "ranks": [
+  int line = line_of_nth(text, "\"ranks\"", 0) + 1;
+  EXPECT_NE(msg.find(p.string() + ":" + std::to_string(line) + ":"), std::string::npos) << msg;
+}
+
+TEST(LoadGolden, RecordWithoutRanksIsAnError) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  write_file(p, "{\"repro\": \"x\"}\n");
+  EXPECT_NE(load_error(p).find(p.string() + ":1: error: golden file lacks ranks"),
+            std::string::npos)
+      << load_error(p);
+  write_file(p, "[1, 2]\n");
+  EXPECT_NE(load_error(p).find("expected an object"), std::string::npos) << load_error(p);
+}
+
+TEST(WriteAtomic, CreatesFoldersReplacesContentLeavesNoTempFiles) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  write_atomic(p.string(), "old\n");
+  EXPECT_EQ(read_file(p), "old\n");
+  write_atomic(p.string(), "new text\n");
+  EXPECT_EQ(read_file(p), "new text\n");
+  int entries = 0;
+  for (const auto& e : fs::directory_iterator(p.parent_path())) {
+    ++entries;
+    EXPECT_EQ(e.path().filename(), "C_w2.json");
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(WriteAtomic, UnwritableTargetIsAUserErrorAndKeepsNothing) {
+  TempDir dir;
+  write_file(dir.path() / "blocker", "a file where a folder should be\n");
+  EXPECT_THROW(write_atomic((dir.path() / "blocker/x/C_w2.json").string(), "{}\n"), UserError);
+  EXPECT_EQ(read_file(dir.path() / "blocker"), "a file where a folder should be\n");
+}
+
+std::string numbered(int n, int changed = -1, int changed2 = -1) {
+  std::string s;
+  for (int i = 1; i <= n; ++i)
+    s += (i == changed || i == changed2 ? "LINE" : "line") + std::to_string(i) + "\n";
+  return s;
+}
+
+TEST(UnifiedDiff, EqualTextsGiveEmptyDiff) {
+  EXPECT_EQ(unified_diff(numbered(5), numbered(5), "a", "b"), "");
+}
+
+TEST(UnifiedDiff, ChangedLineShowsHunkWithThreeLinesOfContext) {
+  std::string d = unified_diff(numbered(10), numbered(10, 5), "golden/C_w2.json", "run");
+  EXPECT_EQ(d,
+            "--- golden/C_w2.json\n+++ run\n@@ -2,7 +2,7 @@\n line2\n line3\n line4\n"
+            "-line5\n+LINE5\n line6\n line7\n line8\n");
+}
+
+TEST(UnifiedDiff, DistantChangesMakeTwoHunksNearOnesOne) {
+  std::string far = unified_diff(numbered(30), numbered(30, 3, 25), "a", "b");
+  EXPECT_NE(far.find("@@ -1,6 +1,6 @@"), std::string::npos) << far;
+  EXPECT_NE(far.find("@@ -22,7 +22,7 @@"), std::string::npos) << far;
+  std::string near = unified_diff(numbered(30), numbered(30, 3, 10), "a", "b");
+  EXPECT_EQ(std::count(near.begin(), near.end(), '@'), 4) << near;
+}
+
+TEST(UnifiedDiff, MissingFinalNewlineIsMarked) {
+  std::string d = unified_diff("a\nb", "a\nb\nc\n", "a", "b");
+  EXPECT_NE(d.find("-b\n\\ No newline at end of file\n+b\n+c\n"), std::string::npos) << d;
+}
+
+TEST(UnifiedDiff, InsertIntoEmptyFile) {
+  EXPECT_EQ(unified_diff("", "x\n", "a", "b"), "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n");
+}
+
+// Applies a diff produced above; the strongest check that hunks, ranges and
+// context are right is that the diff rebuilds the new text.
+std::string apply_diff(const std::string& old_text, const std::string& diff) {
+  std::vector<std::string> old_lines;
+  std::stringstream os(old_text);
+  for (std::string l; std::getline(os, l);) old_lines.push_back(l);
+  std::vector<std::string> out;
+  size_t next_old = 0;
+  std::stringstream ds(diff);
+  std::string l;
+  std::getline(ds, l);
+  std::getline(ds, l);
+  while (std::getline(ds, l)) {
+    if (l.rfind("@@ -", 0) == 0) {
+      size_t start = std::stoul(l.substr(4));
+      size_t count = std::stoul(l.substr(l.find(',') + 1));
+      size_t first = count == 0 ? start : start - 1;
+      while (next_old < first) out.push_back(old_lines[next_old++]);
+    } else if (l[0] == ' ') {
+      EXPECT_EQ(old_lines.at(next_old), l.substr(1));
+      out.push_back(old_lines[next_old++]);
+    } else if (l[0] == '-') {
+      EXPECT_EQ(old_lines.at(next_old), l.substr(1));
+      ++next_old;
+    } else if (l[0] == '+') {
+      out.push_back(l.substr(1));
+    }
+  }
+  while (next_old < old_lines.size()) out.push_back(old_lines[next_old++]);
+  std::string s;
+  for (const auto& x : out) s += x + "\n";
+  return s;
+}
+
+TEST(UnifiedDiff, DiffRebuildsTheNewText) {
+  unsigned seed = 12345;
+  auto rnd = [&]() { return (seed = seed * 1103515245u + 12345u) >> 16; };
+  for (int round = 0; round < 50; ++round) {
+    std::string a, b;
+    int n = 5 + rnd() % 60;
+    for (int i = 0; i < n; ++i) {
+      std::string line = "v" + std::to_string(rnd() % 7) + "\n";
+      a += line;
+      switch (rnd() % 6) {
+        case 0: break;                                         // dropped
+        case 1: b += "new" + std::to_string(i) + "\n"; break;  // replaced
+        case 2: b += line + "ins\n"; break;                    // added after
+        default: b += line;
+      }
+    }
+    std::string d = unified_diff(a, b, "a", "b");
+    if (a == b) {
+      EXPECT_EQ(d, "");
+      continue;
+    }
+    EXPECT_EQ(apply_diff(a, d), b) << d;
+  }
+}
+
+}  // namespace
+}  // namespace fg

@@ -1,0 +1,399 @@
+// The .fg text format and the verifier.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "fusion/errors.h"
+#include "fusion/ir/graph.h"
+#include "fusion/ir/text.h"
+
+namespace fg {
+namespace {
+
+// Returns the UserError message of `f`, or fails the test if it throws none.
+template <typename F>
+std::string user_error_of(F f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a UserError";
+  return "";
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Every attribute kind, named and numbered refs, and the ops the brief lists.
+const char* kBlock =
+    "graph block(%x: bf16[2,4,8,16], %w: bf16[16,16], %bias: bf16[16]) {\n"
+    "  %3 = full() {value = 1e-06} : f32[]\n"
+    "  %4 = full() {value = 2.0} : bf16[]\n"
+    "  %5 = add(%x, %bias) : bf16[2,4,8,16]\n"
+    "  %6 = mul(%5, %4) : bf16[2,4,8,16]\n"
+    "  %7 = cast(%6) {to = \"f32\"} : f32[2,4,8,16]\n"
+    "  %8 = sum(%7) {dims = [-1], keepdim = 1} : f32[2,4,8,1]\n"
+    "  %9 = sum(%7) {dims = []} : f32[]\n"
+    "  %10 = reshape(%6) {shape = [2, 4, 128]} : bf16[2,4,128]\n"
+    "  %11 = permute(%6) {dims = [0, 2, 1, 3]} : bf16[2,8,4,16]\n"
+    "  %12 = slice(%11) {dim = 1, end = 6, start = 2, step = 2} : bf16[2,2,4,16]\n"
+    "  %13 = linear(%6, %w, %bias) : bf16[2,4,8,16]\n"
+    "  %attn = sdpa(%13, %13, %13) {scale = 0.25} : bf16[2,4,8,16]\n"
+    "  %15 = all_reduce(%attn) {group = \"tp\", op = \"sum\", tag = \"a\\\"b\\\\c\"} : bf16[2,4,8,16]\n"
+    "  %16 = lt(%7, %3) : bool[2,4,8,16]\n"
+    "  %17 = where(%16, %7, %3) : f32[2,4,8,16]\n"
+    "  %18 = full() {value = -1.5e+20} : f64[]\n"
+    "  %19 = full() {value = -inf} : f32[]\n"
+    "  return %15, %17, %8, %9, %10, %12, %18, %19\n"
+    "}\n";
+
+TEST(IrText, RoundTripsPrinterForm) {
+  Graph g = parse_graph(kBlock, "block.fg");
+  EXPECT_EQ(print_graph(g), kBlock);
+}
+
+TEST(IrText, ParsedGraphHasExpectedStructure) {
+  Graph g = parse_graph(kBlock, "block.fg");
+  EXPECT_EQ(g.name, "block");
+  ASSERT_EQ(g.nodes.size(), 20u);
+  EXPECT_EQ(g.input_ids(), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(g.nodes[0].name, "x");
+  EXPECT_EQ(g.nodes[3].name, "");  // "%3" at id 3 is just its number
+  EXPECT_EQ(g.nodes[14].name, "attn");
+  EXPECT_EQ(g.nodes[14].op, Op::Sdpa);
+  EXPECT_EQ(g.outputs, (std::vector<int>{15, 17, 8, 9, 10, 12, 18, 19}));
+
+  // 1e-06 and 2.0 are doubles, keepdim = 1 is an integer.
+  EXPECT_EQ(std::get<double>(g.nodes[3].attrs.at("value")), 1e-06);
+  EXPECT_EQ(std::get<double>(g.nodes[4].attrs.at("value")), 2.0);
+  EXPECT_EQ(std::get<int64_t>(g.nodes[8].attrs.at("keepdim")), 1);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(g.nodes[8].attrs.at("dims")), (std::vector<int64_t>{-1}));
+  EXPECT_TRUE(std::get<std::vector<int64_t>>(g.nodes[9].attrs.at("dims")).empty());
+  EXPECT_EQ(std::get<std::string>(g.nodes[15].attrs.at("tag")), "a\"b\\c");
+  EXPECT_EQ(std::get<double>(g.nodes[19].attrs.at("value")), -std::numeric_limits<double>::infinity());
+
+  // Broadcasting and the rank-0 operand rules gave the declared types.
+  EXPECT_EQ(g.nodes[5].type.str(), "bf16[2,4,8,16]");
+  EXPECT_EQ(g.nodes[16].type.dtype, DType::Bool);
+  EXPECT_EQ(g.nodes[17].inputs, (std::vector<int>{16, 7, 3}));
+  EXPECT_NO_THROW(verify(g));
+}
+
+TEST(IrText, SourceLocationsNameFileAndLine) {
+  Graph g = parse_graph(kBlock, "block.fg");
+  EXPECT_EQ(g.nodes[0].loc.file, "block.fg");
+  EXPECT_EQ(g.nodes[0].loc.line, 1);  // inputs: the header line
+  EXPECT_EQ(g.nodes[3].loc.line, 2);
+  EXPECT_EQ(g.nodes[14].loc.line, 13);
+  EXPECT_EQ(g.nodes[14].loc.str(), "block.fg:13");
+}
+
+TEST(IrText, ParsePrintReproducesBuiltGraph) {
+  Graph g;
+  g.name = "built";
+  TensorType xt{DType::BF16, {2, 3, 8}};
+  TensorType wt{DType::BF16, {8}};
+  TensorType st{DType::F32, {}};
+  int x = g.add_input("x", xt);
+  int w = g.add_input("w", wt);
+  int eps = g.add(Op::Full, {}, {{"value", 1e-06}}, &st);
+  int n = g.add(Op::RmsNorm, {x, w}, {{"eps", 1e-06}}, nullptr, "normed");
+  int c = g.add(Op::Cast, {n}, {{"to", std::string("f32")}});
+  int a = g.add(Op::Add, {c, eps});
+  int r = g.add(Op::Sum, {a}, {{"dims", std::vector<int64_t>{0, 2}}, {"keepdim", int64_t{0}}});
+  int t = g.add(Op::Transpose, {a}, {{"dim0", int64_t{0}}, {"dim1", int64_t{-1}}});
+  g.outputs = {r, t, n};
+
+  Graph p = parse_graph(print_graph(g), "built.fg");
+  EXPECT_EQ(p.name, g.name);
+  EXPECT_EQ(p.outputs, g.outputs);
+  ASSERT_EQ(p.nodes.size(), g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    SCOPED_TRACE("node " + std::to_string(i));
+    EXPECT_EQ(p.nodes[i].id, g.nodes[i].id);
+    EXPECT_EQ(p.nodes[i].op, g.nodes[i].op);
+    EXPECT_EQ(p.nodes[i].inputs, g.nodes[i].inputs);
+    EXPECT_EQ(p.nodes[i].attrs, g.nodes[i].attrs);
+    EXPECT_EQ(p.nodes[i].type, g.nodes[i].type);
+    EXPECT_EQ(p.nodes[i].name, g.nodes[i].name);
+  }
+  EXPECT_EQ(graph_hash(p), graph_hash(g));
+}
+
+TEST(IrText, CommentsAndWhitespaceAreIgnored) {
+  const char* messy =
+      "# a leading comment\n"
+      "\n"
+      "graph   g ( %x :f32[ 2 , 3 ] ,%y: f32[3] )   # header\n"
+      "{\n"
+      "\t%s=add( %x,%y ){alpha=1}:f32[2,3]   # trailing\n"
+      "  # a whole-line comment\n"
+      "  return %s ,%x\n"
+      "}   \n"
+      "# the end\n";
+  Graph g = parse_graph(messy, "messy.fg");
+  EXPECT_EQ(print_graph(g),
+            "graph g(%x: f32[2,3], %y: f32[3]) {\n"
+            "  %s = add(%x, %y) {alpha = 1} : f32[2,3]\n"
+            "  return %s, %x\n"
+            "}\n");
+  EXPECT_EQ(g.nodes[2].loc.line, 5);
+}
+
+TEST(IrText, EmptyReturnAndNoInputs) {
+  const char* text =
+      "graph g() {\n"
+      "  %0 = full() {value = 0.5} : f32[4]\n"
+      "  return\n"
+      "}\n";
+  Graph g = parse_graph(text);
+  EXPECT_TRUE(g.outputs.empty());
+  EXPECT_TRUE(g.input_ids().empty());
+  EXPECT_EQ(print_graph(g), text);
+}
+
+TEST(IrText, MultipleGraphsInOneFile) {
+  std::string a =
+      "graph first(%x: f32[4]) {\n"
+      "  %1 = neg(%x) : f32[4]\n"
+      "  return %1\n"
+      "}\n";
+  std::string b =
+      "graph second(%x: f16[2]) {\n"
+      "  %y = exp(%x) : f16[2]\n"
+      "  return %y\n"
+      "}\n";
+  std::string text = a + "\n" + b;
+  auto gs = parse_graphs(text, "two.fg");
+  ASSERT_EQ(gs.size(), 2u);
+  EXPECT_EQ(gs[0].name, "first");
+  EXPECT_EQ(gs[1].name, "second");
+  // Value names are scoped to their graph: %x is defined in both.
+  EXPECT_EQ(gs[1].nodes[0].type.dtype, DType::F16);
+  EXPECT_EQ(gs[1].nodes[1].loc.line, 7);
+  EXPECT_EQ(print_graph(gs[0]) + "\n" + print_graph(gs[1]), text);
+
+  std::string msg = user_error_of([&] { parse_graph(text, "two.fg"); });
+  EXPECT_TRUE(starts_with(msg, "two.fg:6:1: error: ")) << msg;
+}
+
+TEST(IrText, NoGraphIsAnError) {
+  std::string msg = user_error_of([] { parse_graphs("# only a comment\n", "e.fg"); });
+  EXPECT_EQ(msg, "e.fg:2:1: error: expected 'graph' but found end of input");
+}
+
+TEST(IrText, NumberedRefOtherThanIdBecomesName) {
+  const char* text =
+      "graph g(%7: f32[2]) {\n"
+      "  %1 = neg(%7) : f32[2]\n"
+      "  return %1\n"
+      "}\n";
+  Graph g = parse_graph(text);
+  EXPECT_EQ(g.nodes[0].name, "7");
+  EXPECT_EQ(g.nodes[1].name, "");
+  EXPECT_EQ(g.nodes[1].inputs, (std::vector<int>{0}));
+  EXPECT_EQ(print_graph(g), text);
+}
+
+TEST(IrText, IntegerAndDoubleAttrsStayDistinct) {
+  const char* text =
+      "graph g() {\n"
+      "  %0 = full() {value = 2} : i64[]\n"
+      "  %1 = full() {value = 2.0} : f32[]\n"
+      "  return %0, %1\n"
+      "}\n";
+  Graph g = parse_graph(text);
+  EXPECT_TRUE(std::holds_alternative<int64_t>(g.nodes[0].attrs.at("value")));
+  EXPECT_TRUE(std::holds_alternative<double>(g.nodes[1].attrs.at("value")));
+  EXPECT_EQ(print_graph(g), text);
+}
+
+// ------------------------------------------------------------------ errors
+
+TEST(IrTextErrors, UnknownOp) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4]) {\n  %1 = frob(%x) : f32[4]\n  return %1\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:8: error: unknown op 'frob'");
+}
+
+TEST(IrTextErrors, UndefinedValue) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4]) {\n  %1 = neg(%q) : f32[4]\n  return %1\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:12: error: use of undefined value %q");
+}
+
+TEST(IrTextErrors, UndefinedOutput) {
+  std::string msg = user_error_of([] { parse_graph("graph g(%x: f32[4]) {\n  return %x, %nope\n}\n", "m.fg"); });
+  EXPECT_EQ(msg, "m.fg:2:14: error: use of undefined value %nope");
+}
+
+TEST(IrTextErrors, BadDtype) {
+  std::string msg = user_error_of([] { parse_graph("graph g(%x: f33[4]) {\n  return %x\n}\n", "m.fg"); });
+  EXPECT_EQ(msg, "m.fg:1:13: error: unknown dtype 'f33'");
+}
+
+TEST(IrTextErrors, MissingCloseParen) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4]) {\n  %1 = neg(%x {a = 1} : f32[4]\n  return %1\n}\n", "model.fg");
+  });
+  EXPECT_EQ(msg, "model.fg:2:15: error: expected ')' but found '{'");
+}
+
+TEST(IrTextErrors, DeclaredTypeDiffersFromInferred) {
+  std::string msg = user_error_of([] {
+    parse_graph(
+        "graph g(%x: bf16[4], %w: bf16[4]) {\n"
+        "  %2 = rms_norm(%x, %w) {eps = 1e-06} : bf16[2]\n"
+        "  return %2\n"
+        "}\n",
+        "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:41: error: declared type bf16[2] but rms_norm gives bf16[4]");
+}
+
+TEST(IrTextErrors, DuplicateNames) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4]) {\n  %x = neg(%x) : f32[4]\n  return %x\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:3: error: redefinition of value %x");
+
+  // A number that is another node's id clashes with that node's default name.
+  msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4]) {\n  %2 = neg(%x) : f32[4]\n  %2 = neg(%x) : f32[4]\n  return %2\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:3:3: error: redefinition of value %2");
+
+  msg = user_error_of([] { parse_graph("graph g(%a: f32[4], %a: f32[4]) {\n  return\n}\n", "m.fg"); });
+  EXPECT_EQ(msg, "m.fg:1:21: error: redefinition of value %a");
+}
+
+TEST(IrTextErrors, BroadcastFailureNamesOpAndShapes) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%a: f32[2,3], %b: f32[4]) {\n  %2 = mul(%a, %b) : f32[2,3]\n  return %2\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:8: error: mul: shapes [2,3] and [4] do not broadcast");
+}
+
+TEST(IrTextErrors, FullNeedsValue) {
+  std::string msg = user_error_of([] { parse_graph("graph g() {\n  %0 = full() : f32[]\n  return %0\n}\n", "m.fg"); });
+  EXPECT_EQ(msg, "m.fg:2:8: error: full needs attribute 'value'");
+}
+
+TEST(IrTextErrors, LexicalErrors) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g() {\n  %0 = full() {value = \"abc} : f32[]\n  return %0\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:24: error: unterminated string");
+  msg = user_error_of([] { parse_graph("graph g() {\n  $\n}\n", "m.fg"); });
+  EXPECT_EQ(msg, "m.fg:2:3: error: unexpected character '$'");
+  msg = user_error_of([] {
+    parse_graph("graph g() {\n  %0 = full() {value = 1e} : f32[]\n  return %0\n}\n", "m.fg");
+  });
+  EXPECT_TRUE(starts_with(msg, "m.fg:2:24: error: malformed number")) << msg;
+}
+
+TEST(IrTextErrors, IntegerListRejectsFloats) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4]) {\n  %1 = reshape(%x) {shape = [2, 2.0]} : f32[2,2]\n  return %1\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:33: error: expected an integer but found '2.0'");
+}
+
+TEST(IrTextErrors, MissingFile) {
+  std::string msg = user_error_of([] { parse_graph_file("/nonexistent/dir/x.fg"); });
+  EXPECT_TRUE(starts_with(msg, "cannot read /nonexistent/dir/x.fg: ")) << msg;
+}
+
+TEST(IrText, ParsesFileWithPathInErrorsAndLocs) {
+  std::string path = testing::TempDir() + "ir_text_test_file.fg";
+  {
+    std::ofstream out(path);
+    out << "graph g(%x: f32[4]) {\n  %1 = neg(%x) : f32[4]\n  return %1\n}\n";
+  }
+  auto gs = parse_graph_file(path);
+  ASSERT_EQ(gs.size(), 1u);
+  EXPECT_EQ(gs[0].nodes[1].loc.file, path);
+  EXPECT_EQ(gs[0].nodes[1].loc.line, 2);
+  {
+    std::ofstream out(path);
+    out << "graph g(%x: f32[4]) {\n  %1 = neg(%x) : f32[5]\n  return %1\n}\n";
+  }
+  std::string msg = user_error_of([&] { parse_graph_file(path); });
+  EXPECT_TRUE(starts_with(msg, path + ":2:18: error: declared type f32[5]")) << msg;
+  std::remove(path.c_str());
+}
+
+// ---------------------------------------------------------------- verifier
+
+Graph small_graph() {
+  Graph g;
+  TensorType t{DType::F32, {4}};
+  int x = g.add_input("x", t);
+  int a = g.add(Op::Neg, {x});
+  int b = g.add(Op::Exp, {a});
+  g.outputs = {b};
+  return g;
+}
+
+TEST(IrVerify, AcceptsWellFormedGraph) { EXPECT_NO_THROW(verify(small_graph())); }
+
+TEST(IrVerify, InputDefinedLaterIsInternalError) {
+  Graph g = small_graph();
+  g.nodes[1].inputs = {2};  // neg now reads exp, which comes after it
+  EXPECT_THROW(verify(g, /*as_user=*/false), InternalError);
+  EXPECT_THROW(verify(g, /*as_user=*/true), UserError);
+}
+
+TEST(IrVerify, WrongTypeAndMissingOutputAreCaught) {
+  Graph g = small_graph();
+  g.nodes[2].type = TensorType{DType::F16, {4}};
+  EXPECT_THROW(verify(g), InternalError);
+  Graph h = small_graph();
+  h.outputs = {9};
+  EXPECT_THROW(verify(h), InternalError);
+}
+
+// ------------------------------------------------------------ format_double
+
+TEST(IrText, FormatDouble) {
+  EXPECT_EQ(format_double(2.0), "2.0");
+  EXPECT_EQ(format_double(-3.0), "-3.0");
+  EXPECT_EQ(format_double(0.0), "0.0");
+  EXPECT_EQ(format_double(1e-06), "1e-06");
+  EXPECT_EQ(format_double(0.5), "0.5");
+  EXPECT_EQ(format_double(0.1), "0.1");
+  EXPECT_EQ(format_double(1e20), "1e+20");
+  EXPECT_EQ(format_double(std::numeric_limits<double>::infinity()), "inf");
+  EXPECT_EQ(format_double(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(format_double(std::nan("")), "nan");
+}
+
+TEST(IrText, FormatDoubleReadsBackExactly) {
+  const double vals[] = {1.0 / 3.0, -2.5e-300, 123456789.125, 6.02214076e23, 5e-324, 0.30000000000000004};
+  for (double v : vals) {
+    std::string s = format_double(v);
+    EXPECT_NE(s.find_first_of(".e"), std::string::npos) << s;
+    EXPECT_EQ(std::strtod(s.c_str(), nullptr), v) << s;
+  }
+}
+
+TEST(IrText, NanAndInfAttributesRoundTrip) {
+  const char* text =
+      "graph g() {\n"
+      "  %0 = full() {value = nan} : f32[]\n"
+      "  %1 = full() {value = inf} : f32[]\n"
+      "  return %0, %1\n"
+      "}\n";
+  Graph g = parse_graph(text);
+  EXPECT_TRUE(std::isnan(std::get<double>(g.nodes[0].attrs.at("value"))));
+  EXPECT_EQ(print_graph(g), text);
+}
+
+}  // namespace
+}  // namespace fg
