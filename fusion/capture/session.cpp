@@ -204,6 +204,7 @@ Tensor Session::collective(Op op, const Tensor& t, const Here& here, bool in_pla
   } else {
     attrs["reduce_op"] = std::string("sum");
   }
+  if (in_place && (mode_ != Mode::Compiled || disabled_depth_ > 0)) attrs["inplace"] = int64_t{1};
   if (mode_ == Mode::CompiledDisabled && disabled_depth_ == 0) {
     Tensor r;
     std::string name = std::string(op_name(op)) + (in_place ? "_" : "");

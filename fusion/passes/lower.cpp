@@ -217,7 +217,7 @@ class Lowerer {
     sn.writes = {b};
     sn.origins.assign(v.origins.begin(), v.origins.end());
     add_node(std::move(sn));
-    return from_storage(b, l, v.type.dtype, v.origins);
+    return from_storage(b, l, v.type.dtype);
   }
 
   const Value& in(const Node& n, size_t k) { return values_[static_cast<size_t>(n.inputs[k])]; }
@@ -353,7 +353,7 @@ class Lowerer {
     sn.writes = {b};
     sn.origins.assign(origins.begin(), origins.end());
     add_node(std::move(sn));
-    return from_storage(b, l, t, origins);
+    return from_storage(b, l, t);
   }
 
   Value lower_view(const Node& n) {
@@ -460,7 +460,7 @@ class Lowerer {
     sn.writes = {b};
     sn.origins = {origin_of(n)};
     add_node(std::move(sn));
-    return from_storage(b, l, n.type.dtype, {origin_of(n)});
+    return from_storage(b, l, n.type.dtype);
   }
 
   Value lower_collective(const Node& n) {

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up, build, and run every test (unit, text-IR, command line).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/setup.sh
+export FUSEGATE_CACHE_DIR="${FUSEGATE_CACHE_DIR:-$PWD/build/kernel-cache}"
+ctest --test-dir build --output-on-failure -j 2 --timeout 600

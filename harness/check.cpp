@@ -1,0 +1,126 @@
+// check and bless: run every selected repro x mode x world size, compare
+// with the goldens (check) or write them (bless).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "fusion/errors.h"
+#include "harness/commands.h"
+#include "harness/compare.h"
+#include "harness/golden.h"
+#include "harness/report.h"
+#include "repros/registry.h"
+
+namespace fg {
+
+namespace {
+
+struct Job {
+  RunSpec spec;
+  std::string id;  // tp_block_llama/C/w2/cpu
+};
+
+std::vector<Job> expand(const Selection& sel) {
+  auto repros = all_repros(sel.fg_dirs);
+  std::vector<std::string> names = sel.repros;
+  if (names.empty())
+    for (const auto& r : repros) names.push_back(r.name);
+  std::vector<std::string> modes = sel.modes.empty() ? std::vector<std::string>{"A", "B", "C"} : sel.modes;
+  std::vector<int> worlds = sel.worlds.empty() ? std::vector<int>{1, 2, 4} : sel.worlds;
+  std::vector<Job> jobs;
+  for (const auto& n : names) {
+    const Repro* r = find_repro(repros, n);
+    if (!r) user_error("unknown repro '" + n + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
+    for (const auto& m : modes)
+      for (int w : worlds) {
+        if (w > r->max_world) continue;
+        Job j;
+        j.spec.repro = n;
+        j.spec.mode = m;
+        j.spec.world = w;
+        j.spec.backend = sel.backend;
+        j.spec.fusion = sel.fusion;
+        j.spec.fg_dirs = sel.fg_dirs;
+        j.spec.timeout_s = sel.timeout_s;
+        validate_spec(j.spec);
+        j.id = n + "/" + m + "/w" + std::to_string(w) + "/" + sel.backend + (sel.fusion == "default" ? "" : "/" + sel.fusion);
+        jobs.push_back(j);
+      }
+  }
+  return jobs;
+}
+
+// What a golden keeps: the record without timings, which vary run to run.
+nlohmann::json golden_of(nlohmann::json rec) {
+  for (auto& r : rec["ranks"]) r.erase("times_ms");
+  return rec;
+}
+
+}  // namespace
+
+int cmd_check(const Selection& sel, const CheckOptions& opts) {
+  std::vector<Job> jobs = expand(sel);
+  std::vector<Verdict> verdicts;
+  std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
+  for (const Job& j : jobs) {
+    std::cerr << "fusegate: running " << j.id << "\n";
+    std::string path = golden_path(sel.golden_dir, sel.backend, j.spec.repro, j.spec.mode, j.spec.world, sel.fusion);
+    std::optional<nlohmann::json> golden = load_golden(path);  // a corrupted golden is bad input: exit 2
+    std::string bless = bless_command(j.spec.repro, j.spec.mode, j.spec.world, sel.backend, sel.fusion);
+    RunOutcome run = launch(j.spec);
+    if (run.exit_code != 0) {
+      Verdict v;
+      v.check_id = j.id;
+      v.kind = VerdictKind::CannotTest;
+      v.findings.push_back({VerdictKind::CannotTest, run.message});
+      verdicts.push_back(v);
+      continue;
+    }
+    if (!opts.records_dir.empty())
+      write_atomic(opts.records_dir + "/" + j.spec.repro + "_" + j.spec.mode + "_w" + std::to_string(j.spec.world) + ".json",
+                   dump_record(run.record));
+    Verdict v = compare_with_golden(run.record, golden ? &*golden : nullptr, path, j.id, bless);
+    std::string key = j.spec.repro + "/" + j.spec.mode;
+    if (j.spec.world == 1) {
+      world1[key] = run.record;
+    } else if (world1.count(key)) {
+      Verdict w = compare_across_worlds(world1[key], run.record, j.id);
+      for (const auto& f : w.findings) v.findings.push_back(f);
+      if (golden || v.kind != VerdictKind::Missing) v.kind = overall_kind(v.findings);
+    }
+    verdicts.push_back(v);
+  }
+  std::cout << verdict_table(verdicts);
+  if (!opts.junit.empty()) write_atomic(opts.junit, junit_xml(verdicts, "fusegate"));
+  if (!opts.markdown.empty()) write_atomic(opts.markdown, markdown_summary(verdicts));
+  return exit_code(verdicts, opts.strict);
+}
+
+int cmd_bless(const Selection& sel, const std::string& why) {
+  std::vector<Job> jobs = expand(sel);
+  int changed = 0;
+  for (const Job& j : jobs) {
+    std::cerr << "fusegate: running " << j.id << "\n";
+    RunOutcome run = launch(j.spec);
+    if (run.exit_code != 0) {
+      std::cerr << "fusegate bless: " << j.id << ": " << run.message << "\nnothing was written for it\n";
+      return run.exit_code;
+    }
+    std::string path = golden_path(sel.golden_dir, sel.backend, j.spec.repro, j.spec.mode, j.spec.world, sel.fusion);
+    std::string old_text;
+    if (std::filesystem::exists(path)) {
+      std::ifstream f(path);
+      old_text.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    std::string text = dump_record(golden_of(run.record));
+    if (text == old_text) continue;
+    write_atomic(path, text);
+    ++changed;
+    std::cout << unified_diff(old_text, text, old_text.empty() ? "/dev/null" : path, path);
+  }
+  std::cout << "fusegate bless: " << changed << " of " << jobs.size() << " golden files changed"
+            << (why.empty() ? "" : " (" + why + ")") << "\n";
+  return 0;
+}
+
+}  // namespace fg

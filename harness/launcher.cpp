@@ -1,0 +1,180 @@
+// The rank launcher: hosts the c10d TCPStore, starts one process per rank
+// (each in its own process group, killed if the launcher dies), and waits
+// for all of them within the timeout. A crash or a hang stops every rank and
+// names the rank; no process is left behind.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "fusion/capture/session.h"
+#include "fusion/errors.h"
+#include "fusion/passes/schedule.h"
+#include "harness/run.h"
+#include "repros/registry.h"
+
+namespace fg {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string last_lines(const std::string& text, int n) {
+  size_t pos = text.size();
+  while (n-- > 0 && pos > 0) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) { pos = 0; break; }
+  }
+  return text.substr(pos);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+void validate_spec(const RunSpec& spec) {
+  auto repros = all_repros(spec.fg_dirs);
+  const Repro* r = find_repro(repros, spec.repro);
+  if (!r) user_error("unknown repro '" + spec.repro + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
+  Mode m;
+  if (!parse_mode(spec.mode, &m)) user_error("unknown mode '" + spec.mode + "': use A, B or C");
+  FusionPolicy p;
+  if (!parse_policy(spec.fusion, &p)) user_error("unknown fusion policy '" + spec.fusion + "': use default, max-autotune or none");
+  if (spec.backend != "cpu")
+    user_error("backend '" + spec.backend + "' is not built into this fusegate: use --backend cpu");
+  if (spec.world < 1 || spec.world < r->min_world || spec.world > r->max_world)
+    user_error("world size " + std::to_string(spec.world) + " is out of range for " + r->name + " (1.." +
+               std::to_string(r->max_world) + ")");
+  if (spec.timeout_s < 1) user_error("--timeout must be at least 1 second");
+}
+
+RunOutcome launch(const RunSpec& spec) {
+  validate_spec(spec);
+  RunOutcome out;
+  c10d::TCPStoreOptions so;
+  so.port = 0;  // any free port
+  so.isServer = true;
+  so.waitWorkers = false;
+  so.timeout = std::chrono::seconds(spec.timeout_s);
+  c10d::TCPStore store("127.0.0.1", so);
+  int port = store.getPort();
+
+  char tmpl[] = "/tmp/fusegate-run-XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < spec.world; ++rank) {
+    std::vector<std::string> args = {self, "_worker", spec.repro, "--mode", spec.mode, "--world-size",
+                                     std::to_string(spec.world), "--fusion", spec.fusion, "--backend", spec.backend,
+                                     "--rank", std::to_string(rank), "--port", std::to_string(port), "--out",
+                                     dir + "/rank" + std::to_string(rank) + ".json", "--timeout",
+                                     std::to_string(spec.timeout_s)};
+    for (const auto& d : spec.fg_dirs) { args.push_back("--repro-dir"); args.push_back(d); }
+    pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      std::string log = dir + "/rank" + std::to_string(rank) + ".log";
+      FILE* f = freopen(log.c_str(), "w", stderr);
+      (void)f;
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(self.c_str(), argv.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+
+  auto kill_all = [&] {
+    for (pid_t p : pids)
+      if (p > 0) { kill(-p, SIGKILL); kill(p, SIGKILL); }
+    for (pid_t& p : pids)
+      if (p > 0) { waitpid(p, nullptr, 0); p = -1; }
+  };
+  auto progress = [&](int rank) {
+    return trim(read_text(dir + "/rank" + std::to_string(rank) + ".json.progress"));
+  };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(spec.timeout_s);
+  int alive = spec.world;
+  while (alive > 0) {
+    for (int rank = 0; rank < spec.world; ++rank) {
+      pid_t& p = pids[static_cast<size_t>(rank)];
+      if (p <= 0) continue;
+      int status = 0;
+      if (waitpid(p, &status, WNOHANG) != p) continue;
+      p = -1;
+      --alive;
+      bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (ok) continue;
+      std::string log = read_text(dir + "/rank" + std::to_string(rank) + ".log");
+      kill_all();
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+        out.exit_code = 2;
+        out.message = "rank " + std::to_string(rank) + ": " + trim(last_lines(log, 3));
+      } else {
+        out.exit_code = 125;
+        std::string how = WIFSIGNALED(status) ? std::string("killed by signal ") + std::to_string(WTERMSIG(status)) +
+                                                    " (" + strsignal(WTERMSIG(status)) + ")"
+                                              : "exit code " + std::to_string(WEXITSTATUS(status));
+        out.message = "rank " + std::to_string(rank) + " crashed (" + how + ") during '" + progress(rank) +
+                      "'; all ranks stopped. Its last output:\n" + last_lines(log, 8);
+      }
+      std::filesystem::remove_all(dir);
+      return out;
+    }
+    if (alive > 0 && std::chrono::steady_clock::now() > deadline) {
+      // the hung rank is the one that got least far; the others wait on it
+      std::string culprit, waiting;
+      int worst = 1 << 30;
+      const std::vector<std::string> steps = {"joining the process group", "joined", "warm-up forward",
+                                              "measured forward", "reference runs", "done"};
+      for (int rank = 0; rank < spec.world; ++rank) {
+        if (pids[static_cast<size_t>(rank)] <= 0) continue;
+        std::string st = progress(rank);
+        int idx = -1;
+        for (size_t i = 0; i < steps.size(); ++i)
+          if (st == steps[i]) idx = static_cast<int>(i);
+        if (st.find("on purpose") != std::string::npos) idx = -2;
+        if (idx < worst) { worst = idx; culprit = std::to_string(rank) + " (last step: '" + st + "')"; }
+      }
+      for (int rank = 0; rank < spec.world; ++rank)
+        if (pids[static_cast<size_t>(rank)] > 0 && culprit.rfind(std::to_string(rank) + " ", 0) != 0)
+          waiting += (waiting.empty() ? "" : ", ") + std::to_string(rank) + " ('" + progress(rank) + "')";
+      kill_all();
+      out.exit_code = 125;
+      out.message = "rank " + culprit + " did not finish within " + std::to_string(spec.timeout_s) +
+                    " s (hung)" + (waiting.empty() ? "" : "; ranks waiting on it: " + waiting) +
+                    "; all ranks stopped (raise --timeout if the run is just slow)";
+      std::filesystem::remove_all(dir);
+      return out;
+    }
+    if (alive > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+  out.record = {{"repro", spec.repro}, {"mode", spec.mode}, {"world_size", spec.world}, {"backend", spec.backend},
+                {"fusion", spec.fusion}, {"env", environment(spec.backend)}};
+  out.record["ranks"] = nlohmann::json::array();
+  for (int rank = 0; rank < spec.world; ++rank)
+    out.record["ranks"].push_back(nlohmann::json::parse(read_text(dir + "/rank" + std::to_string(rank) + ".json")));
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+}  // namespace fg

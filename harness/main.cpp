@@ -1,0 +1,137 @@
+// The fusegate command line. Exit codes: 0 pass, 1 regression, 2 bad usage
+// or bad input, 125 cannot test.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "fusion/errors.h"
+#include "harness/commands.h"
+#include "harness/golden.h"
+#include "harness/run.h"
+#include "repros/registry.h"
+
+#ifndef FUSEGATE_SOURCE_DIR
+#define FUSEGATE_SOURCE_DIR "."
+#endif
+
+namespace {
+
+int run_main(int argc, char** argv) {
+  using namespace fg;
+  CLI::App app{"fusegate: a CI gate and compile-invariant harness for tensor-parallel transformer blocks"};
+  app.require_subcommand(1);
+  Selection sel;
+  sel.golden_dir = std::string(FUSEGATE_SOURCE_DIR) + "/golden";
+  sel.fg_dirs = {std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg"};
+  std::vector<std::string> extra_dirs;
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("--golden-dir", sel.golden_dir, "folder of golden files");
+    c->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
+    c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
+    c->add_option("--backend", sel.backend, "cpu or cuda")->capture_default_str();
+  };
+  auto add_filters = [&](CLI::App* c) {
+    c->add_option("repros", sel.repros, "repros (default: all)");
+    c->add_option("--mode", sel.modes, "A, B or C (repeatable; default all)");
+    c->add_option("--world-size", sel.worlds, "world sizes (repeatable; default 1 2 4)");
+    c->add_option("--fusion", sel.fusion, "default, max-autotune or none")->capture_default_str();
+    add_common(c);
+  };
+
+  auto* list = app.add_subcommand("list", "list the repros");
+  add_common(list);
+
+  RunSpec spec;
+  std::string out_file;
+  auto* run = app.add_subcommand("run", "run one repro and print its RunRecord");
+  run->add_option("repro", spec.repro, "repro name")->required();
+  run->add_option("--mode", spec.mode, "A, B or C")->capture_default_str();
+  run->add_option("--world-size", spec.world, "ranks")->capture_default_str();
+  run->add_option("--fusion", spec.fusion, "default, max-autotune or none")->capture_default_str();
+  run->add_option("--out", out_file, "write the record here instead of stdout");
+  add_common(run);
+
+  CheckOptions copts;
+  auto* check = app.add_subcommand("check", "run and compare with the goldens; print verdicts");
+  add_filters(check);
+  check->add_flag("--strict", copts.strict, "IMPROVED and MISSING fail too (the ratchet)");
+  check->add_option("--junit", copts.junit, "write JUnit XML here");
+  check->add_option("--markdown", copts.markdown, "write a Markdown summary here");
+  check->add_option("--records", copts.records_dir, "keep every RunRecord in this folder");
+
+  std::string why;
+  auto* bless = app.add_subcommand("bless", "run and write the goldens (atomically), showing the diff");
+  add_filters(bless);
+  bless->add_option("--why", why, "why the goldens change (printed)");
+
+  std::string graph_file, dot_dir, efusion = "default";
+  bool svg = false;
+  auto* explain = app.add_subcommand("explain", "compile a .fg graph and show every step, decision and kernel");
+  explain->add_option("--graph", graph_file, ".fg file")->required();
+  explain->add_option("--fusion", efusion, "default, max-autotune or none")->capture_default_str();
+  explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
+  explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
+
+  int rank = 0, port = 0;
+  std::string wout;
+  auto* worker = app.add_subcommand("_worker", "(internal) one rank of a run");
+  worker->group("");
+  worker->add_option("repro", spec.repro)->required();
+  worker->add_option("--mode", spec.mode);
+  worker->add_option("--world-size", spec.world);
+  worker->add_option("--fusion", spec.fusion);
+  worker->add_option("--rank", rank);
+  worker->add_option("--port", port);
+  worker->add_option("--out", wout);
+  add_common(worker);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  extra_dirs.insert(extra_dirs.end(), sel.fg_dirs.begin(), sel.fg_dirs.end());
+  sel.fg_dirs = extra_dirs;
+  spec.fg_dirs = sel.fg_dirs;
+  spec.timeout_s = sel.timeout_s;
+  spec.backend = sel.backend;
+
+  if (*list) {
+    for (const auto& r : all_repros(sel.fg_dirs)) std::cout << r.name << "\t" << r.description << "\n";
+    return 0;
+  }
+  if (*worker) return worker_main(spec, rank, port, wout);
+  if (*run) {
+    RunOutcome o = launch(spec);
+    if (o.exit_code != 0) {
+      std::cerr << "fusegate run: " << o.message << "\n";
+      return o.exit_code;
+    }
+    std::string text = dump_record(o.record);
+    if (out_file.empty()) std::cout << text;
+    else write_atomic(out_file, text);
+    return 0;
+  }
+  if (*check) return cmd_check(sel, copts);
+  if (*bless) return cmd_bless(sel, why);
+  if (*explain) return cmd_explain(graph_file, efusion, dot_dir, svg);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const fg::UserError& e) {
+    std::cerr << "fusegate: error: " << e.what() << "\n";
+    return 2;
+  } catch (const fg::InternalError& e) {
+    std::cerr << "fusegate: " << e.what() << "\n";
+    return 125;
+  } catch (const std::exception& e) {
+    std::cerr << "fusegate: cannot test: " << e.what() << "\n";
+    return 125;
+  }
+}

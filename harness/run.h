@@ -1,0 +1,41 @@
+// Running one repro x mode x world size: the launcher starts one process
+// per rank (like torchrun), joined through a c10d TCPStore it hosts; each
+// rank writes its part of the RunRecord.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace fg {
+
+struct RunSpec {
+  std::string repro;
+  std::string mode = "C";        // A, B or C
+  int world = 1;
+  std::string backend = "cpu";
+  std::string fusion = "default";
+  std::vector<std::string> fg_dirs;
+  int timeout_s = 120;
+};
+
+struct RunOutcome {
+  int exit_code = 0;     // 0 ok, 2 bad input, 125 cannot test
+  std::string message;   // why not 0
+  nlohmann::json record;
+};
+
+// Starts the ranks and gathers their records; never leaves a process behind.
+RunOutcome launch(const RunSpec& spec);
+
+// The body of one rank process (`fusegate _worker`). Returns its exit code.
+int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path);
+
+// backend, compiler, LibTorch, ISA, and a hash of them.
+nlohmann::json environment(const std::string& backend);
+
+// Checks repro name, mode and world size before anything starts; throws
+// UserError naming what is wrong and listing what is known.
+void validate_spec(const RunSpec& spec);
+
+}  // namespace fg

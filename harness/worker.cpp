@@ -1,0 +1,226 @@
+// One rank: joins the process group, builds its shard of the inputs, runs
+// the repro (warm-up, then the measured forwards), and writes its record.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "fusion/errors.h"
+#include "harness/digest.h"
+#include "harness/golden.h"
+#include "harness/run.h"
+#include "kernels/collectives/collectives.h"
+#include "kernels/cpu/jit.h"
+#include "kernels/cpu/runtime.h"
+#include "repros/registry.h"
+
+namespace fg {
+
+namespace {
+
+uint64_t seed_of(const std::string& repro, const std::string& input) {
+  std::string k = repro + "/" + input;
+  return XXH64(k.data(), k.size(), 0);
+}
+
+// Full tensor from a seeded generator (the same on every rank and world
+// size), then this rank's shard.
+at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, int world) {
+  auto gen = at::detail::createCPUGenerator(seed_of(repro, s.name));
+  at::Tensor full;
+  if (s.dtype == DType::I64 || s.dtype == DType::Bool) {
+    full = at::randint(0, s.dtype == DType::Bool ? 2 : std::max<int64_t>(2, static_cast<int64_t>(s.std)), s.full_shape,
+                       gen, at::TensorOptions().dtype(to_aten(s.dtype)));
+  } else {
+    full = (at::randn(s.full_shape, gen, at::TensorOptions().dtype(at::kFloat)) * s.std + s.mean).to(to_aten(s.dtype));
+  }
+  if (s.shard_dim < 0 || world == 1) return full.contiguous();
+  std::vector<at::Tensor> parts;
+  for (const auto& block : full.chunk(s.shard_blocks, s.shard_dim)) {
+    int64_t n = block.size(s.shard_dim);
+    if (n % world) user_error("input " + s.name + ": dim " + std::to_string(s.shard_dim) + " (" + std::to_string(n) +
+                              ") does not split over " + std::to_string(world) + " ranks");
+    parts.push_back(block.chunk(world, s.shard_dim)[static_cast<size_t>(rank)]);
+  }
+  return at::cat(parts, s.shard_dim).contiguous();
+}
+
+void progress(const std::string& out_path, const std::string& step) {
+  std::ofstream f(out_path + ".progress", std::ios::trunc);
+  f << step << "\n";
+}
+
+struct ForwardResult {
+  std::vector<at::Tensor> outputs;
+  int graph_count = 0;
+  std::vector<GraphBreak> breaks;
+  std::vector<std::string> graph_hashes;
+};
+
+ForwardResult forward(const Repro& r, Mode mode, CpuExecutor& ex, const std::map<std::string, at::Tensor>& inputs,
+                      bool upcast) {
+  Session s(mode, &ex, r.file);
+  Inputs in;
+  for (const auto& [k, v] : inputs) in[k] = s.wrap(wrap_aten(upcast && v.is_floating_point() ? v.to(at::kDouble) : v));
+  ex.begin_forward();
+  std::vector<Tensor> outs = r.forward(s, in);
+  ForwardResult res;
+  for (const auto& c : s.finish(outs)) res.outputs.push_back(unwrap(c).contiguous());
+  res.graph_count = s.graph_count();
+  res.breaks = s.breaks();
+  res.graph_hashes = s.graph_hashes();
+  return res;
+}
+
+std::string hash_text(const std::string& s) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(XXH64(s.data(), s.size(), 0)));
+  return buf;
+}
+
+void maybe_fault(int rank, const std::string& out_path) {
+  // FUSEGATE_FAULT=crash:R or hang:R makes rank R fail on purpose, to test
+  // that the launcher stops the run and names the rank
+  const char* f = std::getenv("FUSEGATE_FAULT");
+  if (!f) return;
+  std::string s = f;
+  auto colon = s.find(':');
+  if (colon == std::string::npos || std::atoi(s.c_str() + colon + 1) != rank) return;
+  std::string what = s.substr(0, colon);
+  if (what == "crash") std::abort();
+  if (what == "hang") {
+    progress(out_path, "hanging on purpose (FUSEGATE_FAULT)");
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+  }
+}
+
+}  // namespace
+
+int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path) {
+  at::set_num_threads(1);  // ranks share the cores; one thread keeps results deterministic
+  progress(out_path, "joining the process group");
+  Collectives coll("127.0.0.1", port, rank, spec.world, spec.timeout_s);
+  progress(out_path, "joined");
+  maybe_fault(rank, out_path);
+
+  auto repros = all_repros(spec.fg_dirs);
+  const Repro* r = find_repro(repros, spec.repro);
+  if (!r) user_error("unknown repro " + spec.repro);
+  Mode mode;
+  parse_mode(spec.mode, &mode);
+  FusionPolicy policy;
+  if (!parse_policy(spec.fusion, &policy)) user_error("unknown fusion policy " + spec.fusion);
+
+  std::map<std::string, at::Tensor> inputs;
+  for (const auto& s : r->inputs(spec.world)) inputs[s.name] = make_input(r->name, s, rank, spec.world);
+
+  progress(out_path, "warm-up forward");
+  CpuExecutor ex(&coll, rank, spec.world, policy);
+  forward(*r, mode, ex, inputs, false);
+  coll.reset_sequence();
+  progress(out_path, "measured forward");
+  std::vector<double> times;
+  ForwardResult res;
+  std::vector<LaunchRecord> launches;
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    res = forward(*r, mode, ex, inputs, false);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (i == 0) launches = ex.launches();
+  }
+  std::string collectives = coll.sequence();
+
+  nlohmann::json j;
+  j["rank"] = rank;
+  j["graph_count"] = res.graph_count;
+  j["graph_break_count"] = static_cast<int>(res.breaks.size());
+  j["breaks"] = nlohmann::json::array();
+  for (const auto& b : res.breaks) j["breaks"].push_back({{"reason", b.reason}, {"location", b.loc.str()}});
+  j["recompile_count"] = ex.recompile_count();
+  j["kernel_count"] = static_cast<int>(launches.size());
+  nlohmann::json by_kind = {{"poi", 0}, {"red", 0}, {"per", 0}, {"tem", 0}, {"extern", 0}, {"collective", 0}};
+  j["kernels"] = nlohmann::json::array();
+  for (const auto& l : launches) {
+    by_kind[l.kind] = by_kind[l.kind].get<int>() + 1;
+    j["kernels"].push_back({{"name", l.name}, {"kind", l.kind}, {"ops", l.ops}, {"graph", l.graph}});
+  }
+  j["kernel_count_by_kind"] = by_kind;
+  j["ledger"] = nlohmann::json::array();
+  std::string decisions;
+  int gi = 0;
+  for (const CompiledGraphRt* g : ex.graphs_run()) {
+    for (const auto& e : g->prog.schedule.ledger) {
+      j["ledger"].push_back({{"graph", gi},
+                             {"nodes", {e.first, e.second}},
+                             {"score", {e.score[0], e.score[1], e.score[2], e.score[3]}},
+                             {"outcome", e.fused ? "fused" : "rejected"},
+                             {"reason", e.fused ? "" : reject_code(e.reason)},
+                             {"round", e.round}});
+      decisions += e.first + "|" + e.second + "|" + (e.fused ? "1" : "0") + ";";
+    }
+    ++gi;
+  }
+  std::string graphs;
+  for (const auto& h : res.graph_hashes) graphs += h + ";";
+  j["hashes"] = {{"graphs", hash_text(graphs)}, {"decisions", hash_text(decisions)}, {"collectives", hash_text(collectives)}};
+
+  j["outputs"] = nlohmann::json::array();
+  for (size_t i = 0; i < res.outputs.size(); ++i) {
+    std::string name = i < r->outputs.size() ? r->outputs[i] : "out" + std::to_string(i);
+    j["outputs"].push_back({{"name", name},
+                            {"replicated", r->replicated_outputs},
+                            {"exact", exact_digest(res.outputs[i])},
+                            {"fingerprint", fingerprint(res.outputs[i])}});
+  }
+  if (mode != Mode::Eager) {
+    // the references: eager on the same inputs, and the same program in fp64
+    progress(out_path, "reference runs");
+    CpuExecutor eager_ex(&coll, rank, spec.world, policy);
+    ForwardResult eager = forward(*r, Mode::Eager, eager_ex, inputs, false);
+    CpuExecutor fp64_ex(&coll, rank, spec.world, policy, /*upcast_fp64=*/true);
+    ForwardResult fp64 = forward(*r, Mode::Eager, fp64_ex, inputs, true);
+    nlohmann::json acc = {{"status", "pass"}, {"outputs", nlohmann::json::array()}};
+    for (size_t i = 0; i < res.outputs.size(); ++i) {
+      nlohmann::json a = judge_accuracy(j["outputs"][i]["name"], res.outputs[i], eager.outputs[i], fp64.outputs[i]);
+      if (!a["pass"].get<bool>()) acc["status"] = "fail";
+      acc["outputs"].push_back(a);
+    }
+    j["accuracy"] = acc;
+  }
+  std::sort(times.begin(), times.end());
+  j["times_ms"] = {{"compile", ex.compile_ms()}, {"forward_median", times[times.size() / 2]}};
+  write_atomic(out_path, j.dump(2) + "\n");
+  progress(out_path, "done");
+  coll.barrier();
+  return 0;
+}
+
+nlohmann::json environment(const std::string& backend) {
+  std::string isa = "x86_64";
+#if defined(__aarch64__)
+  isa = "aarch64";
+#endif
+  std::ifstream cpu("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpu, line))
+    if (line.rfind("flags", 0) == 0) {
+      for (const char* f : {"avx512f", "avx2", "fma"})
+        if (line.find(std::string(" ") + f) != std::string::npos) isa += "+" + std::string(f);
+      break;
+    }
+  nlohmann::json e = {{"backend", backend},
+                      {"compiler", jit_compiler_version()},
+                      {"libtorch", std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+                                       std::to_string(TORCH_VERSION_PATCH)},
+                      {"isa", isa}};
+  e["fingerprint"] = hash_text(e.dump());
+  return e;
+}
+
+}  // namespace fg

@@ -1,0 +1,36 @@
+// Collectives between rank processes: c10d ProcessGroupGloo on the cpu
+// backend. Every call is counted and folded into a sequence hash, so the
+// harness can check that all ranks issued the same collectives.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <string>
+
+namespace c10d { class ProcessGroup; class Store; }
+
+namespace fg {
+
+class Collectives {
+ public:
+  // Joins the group through a c10d TCPStore at host:port.
+  Collectives(const std::string& host, int port, int rank, int world, int timeout_s);
+  ~Collectives();
+  int rank() const { return rank_; }
+  int world() const { return world_; }
+  void all_reduce_(at::Tensor& t);                 // sum, in place
+  at::Tensor all_gather(const at::Tensor& t);      // concatenated along dim 0
+  at::Tensor reduce_scatter(const at::Tensor& t);  // sum, then this rank's slice of dim 0
+  void barrier();
+  const std::string& sequence() const { return sequence_; }  // e.g. "all_reduce:bf16[2,64,256];..."
+  void reset_sequence() { sequence_.clear(); }
+
+ private:
+  void note(const char* what, const at::Tensor& t);
+  int rank_, world_;
+  std::shared_ptr<void> store_;  // keeps the c10d store alive
+  std::shared_ptr<c10d::ProcessGroup> pg_;
+  std::string sequence_;
+};
+
+}  // namespace fg

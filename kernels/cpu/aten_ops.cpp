@@ -1,0 +1,172 @@
+#include "kernels/cpu/aten_ops.h"
+
+#include <cmath>
+
+#include "fusion/errors.h"
+#include "kernels/collectives/collectives.h"
+
+namespace fg {
+
+at::ScalarType to_aten(DType t) {
+  switch (t) {
+    case DType::BF16: return at::kBFloat16;
+    case DType::F16: return at::kHalf;
+    case DType::F32: return at::kFloat;
+    case DType::F64: return at::kDouble;
+    case DType::I64: return at::kLong;
+    case DType::Bool: return at::kBool;
+  }
+  internal_error("unknown dtype");
+}
+
+DType from_aten(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return DType::BF16;
+    case at::kHalf: return DType::F16;
+    case at::kFloat: return DType::F32;
+    case at::kDouble: return DType::F64;
+    case at::kLong: return DType::I64;
+    case at::kBool: return DType::Bool;
+    default: break;
+  }
+  user_error(std::string("dtype ") + c10::toString(t) + " is not supported by fusegate");
+}
+
+namespace {
+
+// Counts one launched kernel and passes the value through.
+struct Counter {
+  EagerContext& ctx;
+  at::Tensor operator()(at::Tensor t) { ++ctx.launches; return t; }
+};
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, Counter& K) {
+#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR >= 2
+  return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
+#else
+  // LibTorch 1.x has no fused attention: scores, causal mask, softmax and the
+  // weighted sum, computed in f32 and rounded once as a fused kernel would
+  at::Tensor qf = q.to(at::kFloat), kf = k.to(at::kFloat), vf = v.to(at::kFloat);
+  double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  at::Tensor s = K(at::matmul(qf, kf.transpose(-2, -1))) * scale;
+  if (causal) {
+    at::Tensor mask = at::ones({q.size(-2), k.size(-2)}, at::kBool).triu(1);
+    s = s.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  }
+  return at::matmul(at::softmax(s, -1), vf).to(q.scalar_type());
+#endif
+}
+
+}  // namespace
+
+at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContext& ctx) {
+  Counter K{ctx};
+  auto dt = [&](DType t) { return to_aten(ctx.upcast_fp64 && is_floating(t) ? DType::F64 : t); };
+  const Attrs& a = n.attrs;
+  auto dims = [&]() {
+    std::vector<int64_t> d = a.count("dims") ? attr_ints(a, "dims", n.op) : std::vector<int64_t>{};
+    if (d.empty())
+      for (int64_t i = 0; i < in[0].dim(); ++i) d.push_back(i);
+    return d;
+  };
+  bool keep = attr_int_or(a, "keepdim", 0) != 0;
+  // a rank-0 operand acts as a Python scalar, as in the repro's source
+  auto arg = [&](size_t i) -> at::Tensor { return in[i]; };
+  auto binary = [&](auto f) {
+    if (in[1].dim() == 0 && in[0].dim() > 0) return K(f(in[0], in[1].item()));
+    return K(f(in[0], in[1]));
+  };
+  switch (n.op) {
+    case Op::Full:
+      return at::full(n.type.shape, attr_float(a, "value", n.op), at::TensorOptions().dtype(dt(n.type.dtype)));
+    case Op::Add: return binary([](const auto& x, const auto& y) { return at::add(x, y); });
+    case Op::Sub: return binary([](const auto& x, const auto& y) { return at::sub(x, y); });
+    case Op::Mul: return binary([](const auto& x, const auto& y) { return at::mul(x, y); });
+    case Op::Div: return binary([](const auto& x, const auto& y) { return at::div(x, y); });
+    case Op::Pow: return binary([](const auto& x, const auto& y) { return at::pow(x, y); });
+    case Op::Maximum: return K(at::maximum(arg(0), arg(1)));
+    case Op::Eq: return binary([](const auto& x, const auto& y) { return at::eq(x, y); });
+    case Op::Ne: return binary([](const auto& x, const auto& y) { return at::ne(x, y); });
+    case Op::Lt: return binary([](const auto& x, const auto& y) { return at::lt(x, y); });
+    case Op::Le: return binary([](const auto& x, const auto& y) { return at::le(x, y); });
+    case Op::Gt: return binary([](const auto& x, const auto& y) { return at::gt(x, y); });
+    case Op::Ge: return binary([](const auto& x, const auto& y) { return at::ge(x, y); });
+    case Op::Neg: return K(at::neg(arg(0)));
+    case Op::Exp: return K(at::exp(arg(0)));
+    case Op::Log: return K(at::log(arg(0)));
+    case Op::Sqrt: return K(at::sqrt(arg(0)));
+    case Op::Rsqrt: return K(at::rsqrt(arg(0)));
+    case Op::Relu: return K(at::relu(arg(0)));
+    case Op::Gelu: return K(at::gelu(arg(0), attr_str_or(a, "approximate", "none")));
+    case Op::Silu: return K(at::silu(arg(0)));
+    case Op::Sigmoid: return K(at::sigmoid(arg(0)));
+    case Op::Tanh: return K(at::tanh(arg(0)));
+    case Op::Sin: return K(at::sin(arg(0)));
+    case Op::Cos: return K(at::cos(arg(0)));
+    case Op::Where: return K(at::where(arg(0), arg(1), arg(2)));
+    case Op::Cast: {
+      at::ScalarType t = dt(n.type.dtype);
+      if (in[0].scalar_type() == t) return in[0];
+      return K(in[0].to(t));
+    }
+    case Op::Cat: return K(at::cat(in, attr_int(a, "dim", n.op)));
+    case Op::Sum: return K(at::sum(arg(0), dims(), keep));
+    case Op::Mean: return K(at::mean(arg(0), dims(), keep));
+    case Op::Amax: return K(at::amax(arg(0), dims(), keep));
+    case Op::Var: {
+      bool unbiased = attr_int_or(a, "correction", 1) != 0;
+      return K(at::var(arg(0), dims(), unbiased, keep));
+    }
+    case Op::Softmax: return K(at::softmax(arg(0), attr_int(a, "dim", n.op)));
+    case Op::RmsNorm: {
+      // the model codebases' RMSNorm: in f32, then back to the input type
+      double eps = attr_float_or(a, "eps", 1e-6);
+      at::Tensor x = in[0];
+      at::Tensor xf = x.scalar_type() == at::kDouble ? x : K(x.to(at::kFloat));
+      at::Tensor ms = K(at::mean(K(xf.pow(2)), {-1}, true));
+      at::Tensor y = K(xf * K(at::rsqrt(K(ms + eps))));
+      if (y.scalar_type() != x.scalar_type()) y = K(y.to(x.scalar_type()));
+      return K(y * in[1]);
+    }
+    case Op::LayerNorm:
+      return K(at::layer_norm(arg(0), {in[0].size(-1)}, in[1], in[2], attr_float_or(a, "eps", 1e-5)));
+    case Op::Linear:
+      return in.size() == 3 ? K(at::linear(in[0], in[1], in[2])) : K(at::linear(in[0], in[1]));
+    case Op::Matmul: return K(at::matmul(arg(0), arg(1)));
+    case Op::Sdpa: return attention(in[0], in[1], in[2], attr_int_or(a, "causal", 1) != 0, K);
+    case Op::Embedding: return K(at::embedding(in[0], in[1]));
+    case Op::Reshape: {
+      at::Tensor r = in[0].reshape(n.type.shape);
+      if (!r.is_alias_of(in[0])) ++ctx.launches;  // a copy
+      return r;
+    }
+    case Op::Permute: return in[0].permute(attr_ints(a, "dims", n.op));
+    case Op::Transpose: return in[0].transpose(attr_int(a, "dim0", n.op), attr_int(a, "dim1", n.op));
+    case Op::Slice: {
+      int64_t d = norm_dim(attr_int(a, "dim", n.op), static_cast<size_t>(in[0].dim()), n.op);
+      int64_t len = in[0].size(d);
+      int64_t start = attr_int_or(a, "start", 0), end = attr_int_or(a, "end", len);
+      if (start < 0) start += len;
+      if (end < 0) end += len;
+      return in[0].slice(d, start, std::min(end, len), attr_int_or(a, "step", 1));
+    }
+    case Op::Expand: return in[0].expand(n.type.shape);
+    case Op::AllReduce: {
+      FG_CHECK(ctx.collectives, "collective without a process group");
+      // in place (dist.all_reduce) reduces the caller's tensor itself
+      at::Tensor t = attr_int_or(a, "inplace", 0) ? in[0] : in[0].clone();
+      ctx.collectives->all_reduce_(t);
+      ++ctx.launches;
+      return t;
+    }
+    case Op::AllGather: ++ctx.launches; return ctx.collectives->all_gather(in[0]);
+    case Op::ReduceScatter: ++ctx.launches; return ctx.collectives->reduce_scatter(in[0]);
+    case Op::CopyInto: return K(in[0].copy_(in[1]));
+    case Op::Print: return in[0];
+    case Op::Nonzero: return K(at::nonzero(in[0]));
+    default: break;
+  }
+  internal_error(std::string("no ATen lowering for op ") + op_name(n.op));
+}
+
+}  // namespace fg

@@ -1,0 +1,162 @@
+#include "kernels/cpu/runtime.h"
+
+#include <chrono>
+#include <sstream>
+
+#include "fusion/errors.h"
+#include "fusion/logs.h"
+#include "kernels/collectives/collectives.h"
+#include "kernels/cpu/jit.h"
+
+namespace fg {
+
+ConcreteP wrap_aten(at::Tensor t) { return std::make_shared<AtenValue>(std::move(t)); }
+
+const at::Tensor& unwrap(const ConcreteP& c) {
+  auto* v = dynamic_cast<AtenValue*>(c.get());
+  FG_CHECK(v != nullptr, "value from another runtime");
+  return v->tensor;
+}
+
+CpuExecutor::CpuExecutor(Collectives* coll, int rank, int world, FusionPolicy fusion, bool upcast_fp64)
+    : coll_(coll), rank_(rank), world_(world), fusion_(fusion) {
+  ctx_.collectives = coll;
+  ctx_.upcast_fp64 = upcast_fp64;
+}
+
+CpuExecutor::~CpuExecutor() = default;
+
+void CpuExecutor::begin_forward() {
+  launches_.clear();
+  graphs_run_.clear();
+}
+
+ConcreteP CpuExecutor::eager(const Node& n, const std::vector<ConcreteP>& in) {
+  std::vector<at::Tensor> ts;
+  for (const auto& c : in) ts.push_back(unwrap(c));
+  int before = ctx_.launches;
+  at::Tensor r = aten_op(n, ts, ctx_);
+  for (int i = before; i < ctx_.launches; ++i) {
+    bool coll = fusion_kind(n.op) == FusionKind::Collective;
+    launches_.push_back({std::string(coll ? "collective_" : "aten_") + op_info(n.op).aten, coll ? "collective" : "extern",
+                         {op_info(n.op).aten}, -1});
+  }
+  return wrap_aten(r);
+}
+
+TensorType CpuExecutor::type_of(const ConcreteP& t) {
+  const at::Tensor& x = unwrap(t);
+  return TensorType{from_aten(x.scalar_type()), Shape(x.sizes().begin(), x.sizes().end())};
+}
+
+double CpuExecutor::item(const ConcreteP& t) { return unwrap(t).to(at::kDouble).item<double>(); }
+
+std::string CpuExecutor::describe(const ConcreteP& t) {
+  const at::Tensor& x = unwrap(t);
+  std::ostringstream o;
+  o << type_of(t).str() << " sum=" << x.to(at::kDouble).sum().item<double>();
+  return o.str();
+}
+
+namespace {
+
+std::string guard_of(const std::vector<at::Tensor>& ins, std::vector<Layout>* layouts) {
+  std::string g;
+  for (const auto& t : ins) {
+    Layout l{Shape(t.sizes().begin(), t.sizes().end()), std::vector<int64_t>(t.strides().begin(), t.strides().end()), 0};
+    layouts->push_back(l);
+    g += std::string(c10::toString(t.scalar_type())) + l.str() + ";";
+  }
+  return g;
+}
+
+at::Tensor view_of(const at::Tensor& buf, const Layout& l) {
+  return buf.as_strided(l.sizes, l.strides, buf.storage_offset() + l.offset);
+}
+
+}  // namespace
+
+std::vector<ConcreteP> CpuExecutor::run_graph(const Graph& g, const std::vector<ConcreteP>& inputs, int index) {
+  std::vector<at::Tensor> ins;
+  for (const auto& c : inputs) ins.push_back(unwrap(c));
+  std::vector<Layout> layouts;
+  std::string guard = guard_of(ins, &layouts) + "|world=" + std::to_string(world_) + "|fusion=" + policy_name(fusion_);
+  std::string key = graph_hash(g) + "|" + guard;
+
+  // guards: a site that compiled before with other guards compiles again
+  auto site = site_guard_.find(index);
+  if (site != site_guard_.end() && site->second != key && !cache_.count(key)) {
+    ++recompiles_;
+    if (log_enabled("recompiles"))
+      log_write("recompiles", "recompiling graph " + std::to_string(index) + ": guards changed (" + guard + ")");
+  }
+  site_guard_[index] = key;
+
+  auto it = cache_.find(key);
+  if (it == cache_.end()) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto rt = std::make_unique<CompiledGraphRt>();
+    CompileOptions o;
+    o.fusion = fusion_;
+    o.input_layouts = layouts;
+    rt->prog = compile(g, o);
+    rt->guard = guard;
+    bool any = false;
+    for (const auto& k : rt->prog.program.kernels) any = any || k.generated();
+    if (any) rt->module = jit_compile(rt->prog.program.module_source);
+    for (const auto& k : rt->prog.program.kernels)
+      rt->fns.push_back(k.generated() ? reinterpret_cast<void (*)(void**)>(rt->module->symbol(k.name)) : nullptr);
+    compile_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    it = cache_.emplace(key, std::move(rt)).first;
+  }
+  const CompiledGraphRt& rt = *it->second;
+  graphs_run_.push_back(&rt);
+  const LoweredGraph& lg = rt.prog.lowered;
+
+  std::vector<at::Tensor> bufs(lg.buffers.size());
+  for (size_t k = 0; k < lg.input_buffers.size(); ++k) bufs[static_cast<size_t>(lg.input_buffers[k])] = ins[k];
+  auto ensure = [&](int b) {
+    if (bufs[static_cast<size_t>(b)].defined()) return;
+    const BufferInfo& bi = lg.buffers[static_cast<size_t>(b)];
+    bufs[static_cast<size_t>(b)] =
+        at::empty_strided(bi.layout.sizes, bi.layout.strides, at::TensorOptions().dtype(to_aten(bi.dtype)));
+  };
+  const auto& kernels = rt.prog.program.kernels;
+  for (size_t ki = 0; ki < kernels.size(); ++ki) {
+    const Kernel& k = kernels[ki];
+    launches_.push_back({k.name, k.kind, k.ops, index});
+    if (k.generated()) {
+      std::vector<void*> ptrs;
+      for (int b : k.args) {
+        ensure(b);
+        ptrs.push_back(bufs[static_cast<size_t>(b)].data_ptr());
+      }
+      rt.fns[ki](ptrs.data());
+      continue;
+    }
+    const SchedNode& sn = lg.nodes[static_cast<size_t>(k.nodes[0])];
+    std::vector<at::Tensor> args;
+    for (const auto& [b, l] : sn.args) args.push_back(view_of(bufs[static_cast<size_t>(b)], l));
+    if (sn.kind == SNKind::Collective && sn.op.op == Op::AllReduce) {
+      at::Tensor& t = bufs[static_cast<size_t>(sn.out_buffer)];
+      coll_->all_reduce_(t);
+      continue;
+    }
+    EagerContext ctx = ctx_;
+    ctx.launches = 0;
+    at::Tensor r = aten_op(sn.op, args, ctx);
+    const BufferInfo& bi = lg.buffers[static_cast<size_t>(sn.out_buffer)];
+    if (!(Shape(r.strides().begin(), r.strides().end()) == bi.layout.strides) || r.storage_offset() != 0) {
+      // the extern writes the layout the compiler planned for its output
+      ensure(sn.out_buffer);
+      bufs[static_cast<size_t>(sn.out_buffer)].copy_(r);
+    } else {
+      bufs[static_cast<size_t>(sn.out_buffer)] = r;
+    }
+  }
+  std::vector<ConcreteP> outs;
+  for (const auto& [b, l] : lg.outputs) outs.push_back(wrap_aten(view_of(bufs[static_cast<size_t>(b)], l)));
+  return outs;
+}
+
+}  // namespace fg

@@ -1,0 +1,95 @@
+#include "repros/registry.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "fusion/errors.h"
+#include "fusion/ir/text.h"
+
+namespace fg {
+
+std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
+  std::vector<Tensor> v(g.nodes.size());
+  for (const Node& n : g.nodes) {
+    Here here(n.loc);
+    std::vector<Tensor> a;
+    for (int i : n.inputs) a.push_back(v[static_cast<size_t>(i)]);
+    switch (n.op) {
+      case Op::Input: {
+        auto it = in.find(n.name);
+        if (it == in.end()) user_error(g.name + ": no value for input %" + n.name);
+        v[static_cast<size_t>(n.id)] = it->second;
+        break;
+      }
+      case Op::Full: v[static_cast<size_t>(n.id)] = s.full(attr_float(n.attrs, "value", n.op), n.type.dtype, n.type.shape, here); break;
+      case Op::Print: s.print(g.ref(n.id), a[0], here); v[static_cast<size_t>(n.id)] = a[0]; break;
+      case Op::Item: {
+        double x = s.item(a[0], here);
+        v[static_cast<size_t>(n.id)] = s.full(x, DType::F64, {}, here);
+        break;
+      }
+      case Op::Nonzero: v[static_cast<size_t>(n.id)] = s.nonzero(a[0], here); break;
+      case Op::AllReduce: v[static_cast<size_t>(n.id)] = s.all_reduce(a[0], here); break;
+      case Op::AllGather: v[static_cast<size_t>(n.id)] = s.all_gather(a[0], here); break;
+      case Op::ReduceScatter: v[static_cast<size_t>(n.id)] = s.reduce_scatter(a[0], here); break;
+      default: v[static_cast<size_t>(n.id)] = s.op(n.op, a, n.attrs, here); break;
+    }
+  }
+  std::vector<Tensor> out;
+  for (int o : g.outputs) out.push_back(v[static_cast<size_t>(o)]);
+  return out;
+}
+
+Repro fg_repro(const std::string& path) {
+  std::vector<Graph> gs = parse_graph_file(path);
+  if (gs.size() != 1) user_error(path + ": a .fg repro holds exactly one graph, found " + std::to_string(gs.size()));
+  auto g = std::make_shared<Graph>(gs[0]);
+  Repro r;
+  r.name = std::filesystem::path(path).stem().string();
+  r.description = ".fg text graph (" + std::filesystem::path(path).filename().string() + ")";
+  r.file = path;
+  r.replicated_outputs = false;
+  r.inputs = [g](int) {
+    std::vector<InputSpec> specs;
+    for (int id : g->input_ids()) {
+      const Node& n = g->node(id);
+      bool norm = n.name.size() >= 2 && (n.name.rfind("norm") == n.name.size() - 4 || n.name.rfind("ln") == n.name.size() - 2);
+      specs.push_back({n.name, n.type.shape, n.type.dtype, norm ? 1.0 : 0.0, norm ? 0.1 : 1.0});
+    }
+    return specs;
+  };
+  r.forward = [g](Session& s, Inputs& in) { return run_fg(s, *g, in); };
+  for (size_t i = 0; i < g->outputs.size(); ++i) r.outputs.push_back("out" + std::to_string(i));
+  return r;
+}
+
+std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs) {
+  std::vector<Repro> rs{tp_block_llama(), tp_block_wan()};
+  for (const auto& dir : fg_dirs) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) continue;
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".fg") files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    // the first folder that defines a name wins, so a user's folder can
+    // shadow a shipped repro
+    for (const auto& f : files)
+      if (!find_repro(rs, std::filesystem::path(f).stem().string())) rs.push_back(fg_repro(f));
+  }
+  return rs;
+}
+
+const Repro* find_repro(const std::vector<Repro>& rs, const std::string& name) {
+  for (const auto& r : rs)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+std::string repro_names(const std::vector<Repro>& rs) {
+  std::string s;
+  for (const auto& r : rs) s += (s.empty() ? "" : ", ") + r.name;
+  return s;
+}
+
+}  // namespace fg

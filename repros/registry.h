@@ -1,0 +1,51 @@
+// The TP micro-repros: each names its inputs (full shapes, how they are
+// sharded across ranks, how they are initialised) and a forward written
+// against the tensor API. `.fg` text graphs are repros too.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fusion/capture/session.h"
+
+namespace fg {
+
+struct InputSpec {
+  std::string name;
+  Shape full_shape;       // before sharding
+  DType dtype = DType::BF16;
+  double mean = 0.0, std = 1.0;  // normal(mean, std); std 0 gives a constant
+  int shard_dim = -1;     // -1: replicated; else split evenly over ranks along this dim
+  int shard_blocks = 1;   // a fused weight of N blocks (q|k|v) is split block by block
+};
+
+using Inputs = std::map<std::string, Tensor>;
+
+struct Repro {
+  std::string name;
+  std::string description;
+  std::string file;        // where its forward is written
+  std::function<std::vector<InputSpec>(int world)> inputs;
+  std::function<std::vector<Tensor>(Session&, Inputs&)> forward;
+  std::vector<std::string> outputs;  // names, in forward's order
+  bool replicated_outputs = true;    // every rank ends with the same values
+  int min_world = 1, max_world = 1 << 20;
+};
+
+// Built-in repros, then every .fg file found in `fg_dirs`.
+std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs);
+const Repro* find_repro(const std::vector<Repro>& rs, const std::string& name);
+std::string repro_names(const std::vector<Repro>& rs);
+
+// A repro from a .fg file: inputs are replicated, drawn from N(0, 1) (or
+// N(1, 0.1) for names ending in "norm" or "ln"); host ops break the graph.
+Repro fg_repro(const std::string& path);
+// Runs one parsed graph through a session, op by op.
+std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in);
+
+// Built-in repro definitions.
+Repro tp_block_llama();
+Repro tp_block_wan();
+
+}  // namespace fg
