@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -168,6 +169,12 @@ RunOutcome launch(const RunSpec& spec) {
     if (alive > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
+  // what the ranks printed (FUSEGATE_LOGS views, prints) goes to stderr
+  for (int rank = 0; rank < spec.world; ++rank) {
+    std::istringstream log(read_text(dir + "/rank" + std::to_string(rank) + ".log"));
+    std::string line;
+    while (std::getline(log, line)) std::cerr << "[rank " << rank << "] " << line << "\n";
+  }
   out.record = {{"repro", spec.repro}, {"mode", spec.mode}, {"world_size", spec.world}, {"backend", spec.backend},
                 {"fusion", spec.fusion}, {"env", environment(spec.backend)}};
   out.record["ranks"] = nlohmann::json::array();

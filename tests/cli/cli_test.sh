@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Command-line tests of the gate's stop-the-line behaviours. Usage:
+#   cli_test.sh FUSEGATE SOURCE_DIR CASE
+# Each case runs fusegate on a scratch copy of a repro and its goldens and
+# asserts the exit code and the message.
+set -uo pipefail
+FG="$1"; SRC="$2"; CASE="$3"
+T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+export FUSEGATE_CACHE_DIR="${FUSEGATE_CACHE_DIR:-$T/cache}"
+fail() { echo "FAIL($CASE): $*"; echo "--- output:"; cat "$T/out" 2>/dev/null; exit 1; }
+expect_rc() { [ "$1" = "$2" ] || fail "exit code $1, expected $2"; }
+expect_out() { grep -qE -- "$1" "$T/out" || fail "output lacks /$1/"; }
+
+# a private copy of the .fg repro and its goldens
+mkdir -p "$T/repros" "$T/golden/cpu"
+cp "$SRC/repros/fg/ffn_allreduce.fg" "$T/repros/"
+cp -r "$SRC/golden/cpu/ffn_allreduce" "$T/golden/cpu/"
+G="$T/golden/cpu/ffn_allreduce/C_w1.json"
+check() { "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 "$@" >"$T/out" 2>&1; }
+
+case "$CASE" in
+  pass)
+    check --strict; expect_rc $? 0; expect_out "1 passed" ;;
+  print_break)
+    # a print added inside the block: a new graph break, named with its line
+    line=$(grep -n "all_reduce" "$T/repros/ffn_allreduce.fg" | cut -d: -f1)
+    sed -i "${line}a\\  %dbg = print(%7) : bf16[4,32,128]" "$T/repros/ffn_allreduce.fg"
+    check; expect_rc $? 1
+    expect_out "new graph break: host callback print"
+    expect_out "ffn_allreduce.fg:$((line + 1))"
+    expect_out "graph_break_count 0 -> 1" ;;
+  more_kernels)
+    # the golden records one kernel fewer than the run launches
+    python3 - "$G" <<'PY'
+import json, sys
+p = sys.argv[1]; r = json.load(open(p))
+for k in r["ranks"]: k["kernel_count"] -= 1
+open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    check; expect_rc $? 1; expect_out "FAIL"; expect_out "kernel_count [0-9]+ -> [0-9]+" ;;
+  fewer_kernels)
+    python3 - "$G" <<'PY'
+import json, sys
+p = sys.argv[1]; r = json.load(open(p))
+for k in r["ranks"]: k["kernel_count"] += 1
+open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    check; expect_rc $? 0; expect_out "IMPROVED"; expect_out "fusegate bless ffn_allreduce --mode C --world-size 1"
+    check --strict; expect_rc $? 1 ;;
+  corrupted_golden)
+    sed -i '3s/.*/  "broken": ,/' "$G"
+    check; expect_rc $? 2; expect_out "C_w1.json:3:" ;;
+  unknown_repro)
+    "$FG" run no_such_block --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "unknown repro 'no_such_block'"; expect_out "tp_block_llama"; expect_out "tp_block_wan" ;;
+  bad_flag)
+    "$FG" run tp_block_llama --mode Z >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown mode 'Z'" ;;
+  rank_crash)
+    FUSEGATE_FAULT=crash:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "rank 1 crashed" ;;
+  rank_hang)
+    start=$(date +%s)
+    FUSEGATE_FAULT=hang:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 5 >"$T/out" 2>&1
+    rc=$?; took=$(( $(date +%s) - start ))
+    expect_rc $rc 125; expect_out "rank 1 .*did not finish within 5 s"
+    [ "$took" -lt 30 ] || fail "took ${took}s to stop a hung run with --timeout 5"
+    sleep 0.5
+    if pgrep -f "_worker ffn_allreduce.*$T" >/dev/null; then fail "rank processes left behind"; fi ;;
+  output_code)
+    FUSEGATE_LOGS=output_code "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --out "$T/rec.json" >"$T/out" 2>&1
+    expect_rc $? 0; expect_out 'extern "C" void cpu_(poi|per|red)_fused_' ;;
+  record_kernels)
+    # mode C of the llama block: one graph, no breaks, every kernel listed
+    # with kind, name and ops, fewer launches than eager, outputs within
+    # tolerance on every rank and bit-identical across ranks
+    "$FG" run tp_block_llama --mode C --world-size 2 --out "$T/c.json" >"$T/out" 2>&1; expect_rc $? 0
+    "$FG" run tp_block_llama --mode A --world-size 2 --out "$T/a.json" >>"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/c.json" "$T/a.json" >>"$T/out" 2>&1 <<'PY' || fail "record check failed"
+import json, sys
+c = json.load(open(sys.argv[1])); a = json.load(open(sys.argv[2]))
+for r in c["ranks"]:
+    assert r["graph_count"] == 1 and r["graph_break_count"] == 0, r["graph_count"]
+    assert r["kernel_count"] == len(r["kernels"]) > 0
+    assert all(k["name"] and k["kind"] and k["ops"] for k in r["kernels"])
+    assert r["accuracy"]["status"] == "pass", r["accuracy"]
+for rc, ra in zip(c["ranks"], a["ranks"]):
+    assert rc["kernel_count"] < ra["kernel_count"], (rc["kernel_count"], ra["kernel_count"])
+d = {r["outputs"][0]["exact"] for r in c["ranks"]}
+assert len(d) == 1, d
+print("record ok")
+PY
+    expect_out "record ok" ;;
+  *) fail "unknown case" ;;
+esac
+echo "PASS($CASE)"
