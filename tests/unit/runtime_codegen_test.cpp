@@ -1,0 +1,181 @@
+// Generated host kernels compute what ATen computes: each case runs a graph
+// op by op through LibTorch (mode A) and compiled (mode C) on the same
+// inputs, and compares.
+#include <gtest/gtest.h>
+
+#include "fusion/ir/text.h"
+#include "kernels/cpu/runtime.h"
+#include "repros/registry.h"
+
+namespace fg {
+namespace {
+
+struct Result {
+  std::vector<at::Tensor> outs;
+  std::vector<LaunchRecord> launches;
+  int graphs = 0;
+  int recompiles = 0;
+};
+
+Result run(const std::string& text, Mode mode, const std::map<std::string, at::Tensor>& inputs) {
+  Graph g = parse_graph(text, "case.fg");
+  CpuExecutor ex(nullptr, 0, 1, FusionPolicy::Default);
+  Session s(mode, &ex);
+  Inputs in;
+  for (const auto& [k, v] : inputs) in[k] = s.wrap(wrap_aten(v));
+  ex.begin_forward();
+  auto outs = run_fg(s, g, in);
+  Result r;
+  for (const auto& c : s.finish(outs)) r.outs.push_back(unwrap(c).contiguous());
+  r.launches = ex.launches();
+  r.graphs = s.graph_count();
+  return r;
+}
+
+std::map<std::string, at::Tensor> random_inputs(const std::string& text) {
+  Graph g = parse_graph(text, "case.fg");
+  std::map<std::string, at::Tensor> m;
+  at::manual_seed(7);
+  for (int id : g.input_ids()) {
+    const Node& n = g.node(id);
+    m[n.name] = at::randn(n.type.shape, at::TensorOptions().dtype(to_aten(n.type.dtype)));
+  }
+  return m;
+}
+
+void expect_same(const std::string& text, double rtol = 1e-5, double atol = 1e-5) {
+  auto in = random_inputs(text);
+  Result a = run(text, Mode::Eager, in);
+  Result c = run(text, Mode::Compiled, in);
+  ASSERT_EQ(a.outs.size(), c.outs.size());
+  ASSERT_FALSE(c.outs.empty());
+  for (size_t i = 0; i < a.outs.size(); ++i) {
+    ASSERT_EQ(a.outs[i].sizes(), c.outs[i].sizes());
+    double err = (a.outs[i].to(at::kDouble) - c.outs[i].to(at::kDouble)).abs().max().item<double>();
+    EXPECT_TRUE(at::allclose(a.outs[i].to(at::kDouble), c.outs[i].to(at::kDouble), rtol, atol))
+        << "output " << i << " max abs error " << err << "\n" << text;
+  }
+  EXPECT_EQ(c.graphs, 1);
+}
+
+TEST(Codegen, PointwiseWithBroadcast) {
+  expect_same(R"(
+graph g(%x: f32[4,8,16], %b: f32[16], %c: f32[4,1,16]) {
+  %3 = add(%x, %b) : f32[4,8,16]
+  %4 = mul(%3, %c) : f32[4,8,16]
+  %5 = gelu(%4) {approximate = "tanh"} : f32[4,8,16]
+  %6 = silu(%5) : f32[4,8,16]
+  %7 = sigmoid(%3) : f32[4,8,16]
+  %8 = sub(%6, %7) : f32[4,8,16]
+  return %8
+}
+)");
+}
+
+TEST(Codegen, SoftmaxAndLayerNorm) {
+  expect_same(R"(
+graph g(%x: f32[8,100], %w: f32[100], %b: f32[100]) {
+  %3 = softmax(%x) {dim = -1} : f32[8,100]
+  %4 = layer_norm(%x, %w, %b) {eps = 1e-05} : f32[8,100]
+  %5 = add(%3, %4) : f32[8,100]
+  return %5
+}
+)", 1e-4, 1e-5);
+}
+
+TEST(Codegen, ViewsPermuteSliceReshape) {
+  expect_same(R"(
+graph g(%x: f32[2,6,8]) {
+  %1 = permute(%x) {dims = [2, 0, 1]} : f32[8,2,6]
+  %2 = slice(%1) {dim = 2, end = 6, start = 1, step = 2} : f32[8,2,3]
+  %3 = exp(%2) : f32[8,2,3]
+  %4 = reshape(%3) {shape = [16, 3]} : f32[16,3]
+  %5 = transpose(%4) {dim0 = 0, dim1 = 1} : f32[3,16]
+  %6 = neg(%5) : f32[3,16]
+  return %6
+}
+)");
+}
+
+TEST(Codegen, ReductionsOverInnerAndOuterDims) {
+  expect_same(R"(
+graph g(%x: f32[16,32,12]) {
+  %1 = sum(%x) {dims = [0], keepdim = 0} : f32[32,12]
+  %2 = amax(%x) {dims = [1, 2], keepdim = 1} : f32[16,1,1]
+  %3 = var(%x) {correction = 1, dims = [2], keepdim = 1} : f32[16,32,1]
+  %4 = mean(%x) {dims = [1], keepdim = 0} : f32[16,12]
+  return %1, %2, %3, %4
+}
+)", 1e-4, 1e-4);
+}
+
+TEST(Codegen, CatWhereCompare) {
+  expect_same(R"(
+graph g(%a: f32[4,3], %b: f32[4,5]) {
+  %2 = cat(%a, %b) {dim = 1} : f32[4,8]
+  %3 = full() {value = 0.0} : f32[]
+  %4 = gt(%2, %3) : bool[4,8]
+  %5 = relu(%2) : f32[4,8]
+  %6 = neg(%2) : f32[4,8]
+  %7 = where(%4, %5, %6) : f32[4,8]
+  return %7
+}
+)");
+}
+
+TEST(Codegen, Bf16RmsNormMatchesEagerWithinBf16Tolerance) {
+  expect_same(R"(
+graph g(%x: bf16[4,64,256], %w: bf16[256]) {
+  %2 = rms_norm(%x, %w) {eps = 1e-06} : bf16[4,64,256]
+  return %2
+}
+)", 1.6e-2, 1e-2);
+}
+
+TEST(Codegen, CompiledLaunchesFewerKernelsThanEager) {
+  std::string text = R"(
+graph g(%x: f32[64,32], %y: f32[64,32]) {
+  %2 = add(%x, %y) : f32[64,32]
+  %3 = relu(%2) : f32[64,32]
+  %4 = full() {value = 0.5} : f32[]
+  %5 = mul(%3, %4) : f32[64,32]
+  return %5
+}
+)";
+  auto in = random_inputs(text);
+  Result a = run(text, Mode::Eager, in);
+  Result c = run(text, Mode::Compiled, in);
+  EXPECT_EQ(c.launches.size(), 1u);
+  EXPECT_GE(a.launches.size(), 3u);
+}
+
+TEST(Capture, ShapeChangeRecompiles) {
+  CpuExecutor ex(nullptr, 0, 1, FusionPolicy::Default);
+  for (int64_t n : {8, 8, 16}) {
+    Session s(Mode::Compiled, &ex);
+    Tensor x = s.wrap(wrap_aten(at::randn({n, 4})));
+    s.finish({relu(x) * 2.0});
+  }
+  EXPECT_EQ(ex.recompile_count(), 1);
+}
+
+TEST(Capture, ItemAndDisabledRegionBreakTheGraph) {
+  CpuExecutor ex(nullptr, 0, 1, FusionPolicy::Default);
+  Session s(Mode::Compiled, &ex);
+  Tensor x = s.wrap(wrap_aten(at::ones({4})));
+  Tensor y = exp(x);
+  double v = s.item(sum(y, {}));
+  Tensor z;
+  s.disabled("helper", [&] { z = y * v; });
+  auto outs = s.finish({z + 1.0});
+  EXPECT_EQ(s.breaks().size(), 2u);
+  EXPECT_EQ(s.graph_count(), 2);  // before item(); after the region (the region itself runs eagerly)
+  EXPECT_NE(s.breaks()[0].reason.find("item()"), std::string::npos);
+  EXPECT_NE(s.breaks()[0].loc.file.find("runtime_codegen_test.cpp"), std::string::npos);
+  EXPECT_NE(s.breaks()[1].reason.find("disabled function helper"), std::string::npos);
+  double expect = std::exp(1.0) * 4 * std::exp(1.0) + 1.0;
+  EXPECT_NEAR(unwrap(outs[0])[0].item<double>(), expect, 1e-4);
+}
+
+}  // namespace
+}  // namespace fg
