@@ -193,7 +193,8 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out) {
 
 int64_t norm_dim(int64_t d, size_t rank, Op op) {
   int64_t r = static_cast<int64_t>(rank);
-  if (d < -r || d >= std::max<int64_t>(r, 1))
+  // rank 0 has no dims to index; reductions over "all dims" never get here
+  if (r == 0 || d < -r || d >= r)
     type_error(op, "dim " + std::to_string(d) + " out of range for rank " + std::to_string(rank));
   return d < 0 ? d + r : d;
 }
