@@ -90,6 +90,9 @@ std::string CStylePrinter::op_text(Op op, DType t, const std::vector<std::string
 }
 
 KernelProgram CStylePrinter::print(const Schedule& s) {
+  readers_.assign(g_.buffers.size(), {});
+  for (const auto& n : g_.nodes)
+    for (int b : n.reads) readers_[static_cast<size_t>(b)].push_back(n.id);
   KernelProgram p;
   p.module_source = prelude();
   std::map<std::string, std::string> seen_bodies;  // body text -> kernel name
@@ -175,8 +178,8 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   for (int n : gr.nodes) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     bool st = sn.mutation || outputs.count(sn.out_buffer) > 0;
-    for (const auto& other : g_.nodes)
-      if (!members.count(other.id) && other.reads.count(sn.out_buffer)) st = true;
+    for (int reader : readers_[static_cast<size_t>(sn.out_buffer)])
+      if (!members.count(reader)) st = true;
     stored[n] = st;
   }
   for (int n : gr.nodes) {

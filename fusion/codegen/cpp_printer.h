@@ -32,6 +32,7 @@ class CStylePrinter {
   std::string const_text(double v, DType t) const;
 
   const LoweredGraph& g_;
+  std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
 
  private:
   Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);

@@ -1,6 +1,7 @@
 #include "fusion/codegen/expr.h"
 
 #include <functional>
+#include <unordered_map>
 
 #include "fusion/ir/text.h"
 
@@ -116,20 +117,37 @@ void ex_loads(const ExprP& e, std::map<std::string, std::pair<int, IndexP>>* out
   walk(e);
 }
 
-ExprP ex_subst(const ExprP& e, const std::map<std::string, IndexP>& m) {
-  std::map<const Expr*, ExprP> memo;
-  std::function<ExprP(const ExprP&)> go = [&](const ExprP& x) -> ExprP {
+namespace {
+struct Substituter {
+  const std::map<std::string, IndexP>& m;
+  std::unordered_map<const Expr*, ExprP> memo;
+  std::unordered_map<const Index*, IndexP> index_memo;
+  ExprP go(const ExprP& x) {
     auto it = memo.find(x.get());
     if (it != memo.end()) return it->second;
     Expr c = *x;
-    if (c.index) c.index = ix_subst(c.index, m);
+    if (c.index) {
+      auto ii = index_memo.find(c.index.get());
+      if (ii != index_memo.end()) {
+        c.index = ii->second;
+      } else {
+        IndexP n = ix_subst(c.index, m);
+        index_memo[x->index.get()] = n;
+        c.index = n;
+      }
+    }
     for (auto& a : c.args) a = go(a);
     c.op_count = 0;
     ExprP r = finish(std::move(c));
     memo[x.get()] = r;
     return r;
-  };
-  return go(e);
+  }
+};
+}  // namespace
+
+ExprP ex_subst(const ExprP& e, const std::map<std::string, IndexP>& m) {
+  Substituter s{m, {}, {}};
+  return s.go(e);
 }
 
 }  // namespace fg

@@ -75,7 +75,7 @@ class Decomposer {
   // as the model codebases' RMSNorm modules do.
   int rms_norm(int x, int w, double eps) {
     DType t = type(x).dtype;
-    int xf = t == DType::F64 ? x : emit(Op::Cast, {x}, {{"to", std::string("f32")}});
+    int xf = (t == DType::F64 || t == DType::F32) ? x : emit(Op::Cast, {x}, {{"to", std::string("f32")}});
     DType ct = type(xf).dtype;
     int sq = emit(Op::Pow, {xf, scalar(2.0, ct)});
     int64_t last = static_cast<int64_t>(type(x).shape.size()) - 1;
@@ -87,7 +87,7 @@ class Decomposer {
   }
   int layer_norm(int x, int w, int b, double eps) {
     DType t = type(x).dtype;
-    int xf = t == DType::F64 ? x : emit(Op::Cast, {x}, {{"to", std::string("f32")}});
+    int xf = (t == DType::F64 || t == DType::F32) ? x : emit(Op::Cast, {x}, {{"to", std::string("f32")}});
     DType ct = type(xf).dtype;
     int64_t last = static_cast<int64_t>(type(x).shape.size()) - 1;
     Attrs red{{"dims", std::vector<int64_t>{last}}, {"keepdim", int64_t{1}}};

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <unordered_map>
 
 #include "fusion/errors.h"
 
@@ -79,7 +80,11 @@ std::optional<Layout> view_reshape(const Layout& base, const Shape& sizes) {
 namespace {
 
 using Coords = std::vector<IndexP>;
-using LoadFn = std::function<ExprP(const Coords&)>;
+// Loaders nest (a value inlined into a value inlined into ...); sharing them
+// keeps copies cheap.
+using LoadFn = std::shared_ptr<const std::function<ExprP(const Coords&)>>;
+template <typename F>
+LoadFn make_loader(F f) { return std::make_shared<const std::function<ExprP(const Coords&)>>(std::move(f)); }
 
 // A lowered value: either backed by a buffer through a strided layout, or a
 // loader that computes it from other values (inlined).
@@ -100,16 +105,17 @@ std::string coords_key(const Coords& c) {
 
 // Memoises a loader per coordinate tuple, so that a value inlined twice at
 // the same index is one expression (printed once).
-LoadFn memo(LoadFn f) {
-  auto cache = std::make_shared<std::map<std::string, ExprP>>();
-  return [f = std::move(f), cache](const Coords& c) {
+template <typename F>
+LoadFn memo(F f) {
+  auto cache = std::make_shared<std::unordered_map<std::string, ExprP>>();
+  return make_loader([f = std::move(f), cache](const Coords& c) {
     std::string k = coords_key(c);
     auto it = cache->find(k);
     if (it != cache->end()) return it->second;
     ExprP e = f(c);
     (*cache)[k] = e;
     return e;
-  };
+  });
 }
 
 // Coordinates of an input broadcast to `out` (numpy rules).
@@ -150,7 +156,7 @@ class Lowerer {
   }
 
   bool should_realize(const Node& n, const Value& v) {
-    ExprP e = v.load(ix_coords("i", v.type.shape));
+    ExprP e = (*v.load)(ix_coords("i", v.type.shape));
     size_t reads = ex_buffers(e).size();
     int ops = e->op_count;
     if (reads > 8 || ops > 100) return true;
@@ -178,7 +184,7 @@ class Lowerer {
     v.buffer = buffer;
     v.layout = l;
     v.origins = std::move(origins);
-    v.load = [buffer, l, t](const Coords& c) { return ex_load(buffer, t, ix_linear(c, l.strides, l.offset)); };
+    v.load = make_loader([buffer, l, t](const Coords& c) { return ex_load(buffer, t, ix_linear(c, l.strides, l.offset)); });
     return v;
   }
 
@@ -212,7 +218,7 @@ class Lowerer {
     sn.kind = SNKind::Pointwise;
     sn.out_buffer = b;
     sn.shape = v.type.shape;
-    sn.body = v.load(ix_coords("i", v.type.shape));
+    sn.body = (*v.load)(ix_coords("i", v.type.shape));
     sn.store = l;
     sn.writes = {b};
     sn.origins.assign(v.origins.begin(), v.origins.end());
@@ -262,32 +268,36 @@ class Lowerer {
     DType t = n.type.dtype;
     if (op == Op::Full) {
       double val = attr_float(attrs, "value", op);
-      v.load = [val, t](const Coords&) { return ex_const(val, t); };
+      v.load = make_loader([val, t](const Coords&) { return ex_const(val, t); });
       return v;
     }
     if (op == Op::Cat) {
       int64_t d = norm_dim(attr_int(attrs, "dim", op), out.size(), op);
-      v.load = memo([ins, d, t](const Coords& c) {
+      std::vector<std::pair<LoadFn, Shape>> pieces;
+      for (const auto& x : ins) pieces.push_back({x.load, x.type.shape});
+      v.load = memo([pieces, d, t](const Coords& c) {
         // nested selects from the last piece back; indices are clamped so
         // that the piece not taken still reads in bounds
         int64_t start = 0;
         std::vector<int64_t> starts;
-        for (const auto& x : ins) { starts.push_back(start); start += x.type.shape[static_cast<size_t>(d)]; }
+        for (const auto& x : pieces) { starts.push_back(start); start += x.second[static_cast<size_t>(d)]; }
         ExprP r;
-        for (int k = static_cast<int>(ins.size()) - 1; k >= 0; --k) {
-          int64_t sz = ins[static_cast<size_t>(k)].type.shape[static_cast<size_t>(d)];
+        for (int k = static_cast<int>(pieces.size()) - 1; k >= 0; --k) {
+          int64_t sz = pieces[static_cast<size_t>(k)].second[static_cast<size_t>(d)];
           Coords cc = c;
           cc[static_cast<size_t>(d)] = ix_clamp(ix_add(c[static_cast<size_t>(d)], ix_const(-starts[static_cast<size_t>(k)])), 0, sz - 1);
-          ExprP piece = ex_cast(ins[static_cast<size_t>(k)].load(cc), t);
+          ExprP piece = ex_cast((*pieces[static_cast<size_t>(k)].first)(cc), t);
           r = r ? ex_where(ex_index_lt(c[static_cast<size_t>(d)], starts[static_cast<size_t>(k)] + sz), piece, r, t) : piece;
         }
         return r;
       });
       return v;
     }
-    v.load = memo([ins, out, op, attrs, t](const Coords& c) {
+    std::vector<std::pair<LoadFn, Shape>> loads;
+    for (const auto& x : ins) loads.push_back({x.load, x.type.shape});
+    v.load = memo([loads, out, op, attrs, t](const Coords& c) {
       std::vector<ExprP> a;
-      for (const auto& x : ins) a.push_back(x.load(broadcast_coords(c, out, x.type.shape)));
+      for (const auto& [ld, shape] : loads) a.push_back((*ld)(broadcast_coords(c, out, shape)));
       if (op == Op::Cast) return ex_cast(a[0], t);
       if (op == Op::Where) return ex_where(a[0], a[1], a[2], t);
       if (is_unary_pointwise(op)) return ex_unary(op, a[0], attrs);
@@ -330,10 +340,11 @@ class Lowerer {
       Value v;
       v.type = n.type;
       v.origins = origins;
-      v.load = memo([x, full, rshape, r, op, t](const Coords& oc) {
+      LoadFn xl = x.load;
+      v.load = memo([xl, full, rshape, r, op, t](const Coords& oc) {
         ExprP acc;
         for (int64_t j = 0; j < r; ++j) {
-          ExprP e = ex_cast(x.load(full(oc, ix_unflatten(ix_const(j), rshape))), t);
+          ExprP e = ex_cast((*xl)(full(oc, ix_unflatten(ix_const(j), rshape))), t);
           acc = acc ? ex_binary(op == Op::Sum ? Op::Add : Op::Maximum, acc, e, t) : e;
         }
         return acc ? acc : ex_const(0, t);
@@ -348,7 +359,7 @@ class Lowerer {
     sn.shape = s;
     sn.reduce_dims = dims;
     sn.reduce_op = op;
-    sn.body = ex_cast(x.load(ix_coords("i", s)), t);
+    sn.body = ex_cast((*x.load)(ix_coords("i", s)), t);
     sn.store = l;
     sn.writes = {b};
     sn.origins.assign(origins.begin(), origins.end());
@@ -435,7 +446,7 @@ class Lowerer {
     v.origins = x.origins;
     v.origins.insert(origin_of(n));
     LoadFn inner = x.load;
-    v.load = memo([inner, map](const Coords& c) { return inner(map(c)); });
+    v.load = memo([inner, map](const Coords& c) { return (*inner)(map(c)); });
     return v;
   }
 
@@ -501,7 +512,7 @@ class Lowerer {
     sn.mutation = true;
     sn.out_buffer = dst.buffer;
     sn.shape = n.type.shape;
-    sn.body = ex_cast(src.load(broadcast_coords(ix_coords("i", n.type.shape), n.type.shape, src.type.shape)), n.type.dtype);
+    sn.body = ex_cast((*src.load)(broadcast_coords(ix_coords("i", n.type.shape), n.type.shape, src.type.shape)), n.type.dtype);
     sn.store = dst.layout;
     sn.writes = {dst.buffer};
     std::set<std::string> o = src.origins;

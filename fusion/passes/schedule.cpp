@@ -50,6 +50,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <queue>
+#include <unordered_map>
 #include <set>
 
 #include "fusion/errors.h"
@@ -199,6 +201,11 @@ class Scheduler {
  public:
   Scheduler(const LoweredGraph& g, FusionPolicy p) : g_(g), policy_(p) {
     group_of_.resize(g.nodes.size());
+    seen_.assign(g.nodes.size(), 0);
+    for (const auto& n : g.nodes) {
+      for (int b : n.reads) first_seen_.emplace(b, n.id);
+      for (int b : n.writes) first_seen_.emplace(b, n.id);
+    }
     for (const auto& n : g.nodes) {
       Group gr;
       gr.nodes = {n.id};
@@ -270,21 +277,36 @@ class Scheduler {
     return true;
   }
 
-  const std::vector<Access>& accesses(int node, int64_t numel, int64_t rnumel) {
+  // A node's accesses in a kernel over (numel, rnumel), with each index
+  // interned to an integer so that groups compare without strings.
+  struct Acc {
+    int buffer;
+    int index;  // interned index key
+    int64_t bytes;
+    bool write;
+  };
+  const std::vector<Acc>& accesses(int node, int64_t numel, int64_t rnumel) {
     auto key = std::make_tuple(node, numel, rnumel);
     auto it = access_cache_.find(key);
     if (it != access_cache_.end()) return it->second;
     std::vector<Access> acc;
     bool ok = kernel_accesses(g_, g_.nodes[static_cast<size_t>(node)], numel, rnumel, &acc);
     FG_CHECK(ok, "node placed in a kernel it does not fit");
-    return access_cache_[key] = acc;
+    std::vector<Acc> out;
+    for (const Access& a : acc) {
+      auto [ii, fresh] = index_ids_.emplace(a.index->key, static_cast<int>(index_ids_.size()));
+      (void)fresh;
+      out.push_back({a.buffer, ii->second, a.bytes, a.write});
+    }
+    return access_cache_[key] = std::move(out);
   }
 
   // Is there a path between the groups through a third group? Walks
   // predecessors from one group, never below the other's first position.
   bool path_through_other(const Group& from_later, const Group& earlier, int ga, int gb) {
-    std::vector<int> stack;
-    std::set<int> seen;
+    std::vector<int>& stack = stack_;
+    stack.clear();
+    ++stamp_;
     for (int n : from_later.nodes)
       for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
         int gd = group_of_[static_cast<size_t>(d)];
@@ -293,7 +315,8 @@ class Scheduler {
     while (!stack.empty()) {
       int n = stack.back();
       stack.pop_back();
-      if (!seen.insert(n).second || n < earlier.min_pos) continue;
+      if (seen_[static_cast<size_t>(n)] == stamp_ || n < earlier.min_pos) continue;
+      seen_[static_cast<size_t>(n)] = stamp_;
       for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
         int gd = group_of_[static_cast<size_t>(d)];
         if (gd == ga || gd == gb) {
@@ -315,16 +338,17 @@ class Scheduler {
     Reject why = Reject::None;
     if (!combined_space(a, b, &numel, &rnumel, &why)) return why;
     // accesses of each side in the combined kernel
-    std::map<std::string, int64_t> a_keys, b_keys;  // "buffer@index" -> bytes
-    std::map<int, std::string> a_writes, b_writes;  // buffer -> index key
-    std::vector<std::pair<int, std::string>> a_reads, b_reads;
-    auto collect = [&](const Group& gr, std::map<std::string, int64_t>& keys, std::map<int, std::string>& w,
-                       std::vector<std::pair<int, std::string>>& r) {
+    auto akey = [](const Acc& x) { return (static_cast<int64_t>(x.buffer) << 32) | static_cast<uint32_t>(x.index); };
+    std::unordered_map<int64_t, int64_t> a_keys, b_keys;  // (buffer, index) -> bytes
+    std::unordered_map<int, int> a_writes, b_writes;      // buffer -> index
+    std::vector<std::pair<int, int>> a_reads, b_reads;
+    auto collect = [&](const Group& gr, std::unordered_map<int64_t, int64_t>& keys, std::unordered_map<int, int>& w,
+                       std::vector<std::pair<int, int>>& r) {
       for (int n : gr.nodes)
-        for (const Access& acc : accesses(n, numel, rnumel)) {
-          keys[std::to_string(acc.buffer) + "@" + acc.index->key] = acc.bytes;
-          if (acc.write) w[acc.buffer] = acc.index->key;
-          else r.push_back({acc.buffer, acc.index->key});
+        for (const Acc& acc : accesses(n, numel, rnumel)) {
+          keys[akey(acc)] = acc.bytes;
+          if (acc.write) w[acc.buffer] = acc.index;
+          else r.push_back({acc.buffer, acc.index});
         }
     };
     collect(a, a_keys, a_writes, a_reads);
@@ -336,7 +360,7 @@ class Scheduler {
     *score = {mem > 0 ? 2 : 1, (both_red && mem > 0) ? 1 : 0, mem, (*score)[3]};
     if (a.nodes.size() + b.nodes.size() > 64) return Reject::TooManyNodes;
     bool vertical = false;
-    auto deps_match = [&](const std::map<int, std::string>& w, const std::vector<std::pair<int, std::string>>& r) {
+    auto deps_match = [&](const std::unordered_map<int, int>& w, const std::vector<std::pair<int, int>>& r) {
       for (const auto& [buf, key] : r) {
         auto it = w.find(buf);
         if (it == w.end()) continue;
@@ -347,14 +371,16 @@ class Scheduler {
     };
     if (!deps_match(a_writes, b_reads) || !deps_match(b_writes, a_reads)) return Reject::MemoryDepsMismatch;
     if (mem == 0) return Reject::NoSharedData;
-    const Group& early = a.min_pos <= b.min_pos ? a : b;
-    const Group& late = a.min_pos <= b.min_pos ? b : a;
-    if (path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb))
-      return Reject::IntermediateNodes;
+    // the cheap horizontal gates first: most far-apart pairs (nodes that
+    // share a weight, say) stop here before the cycle check walks the graph
     if (!vertical) {
       if (-(*score)[3] > 64) return Reject::HorizontalTooFar;
       if (mem < 10) return Reject::HorizontalTooSmall;
     }
+    const Group& early = a.min_pos <= b.min_pos ? a : b;
+    const Group& late = a.min_pos <= b.min_pos ? b : a;
+    if (path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb))
+      return Reject::IntermediateNodes;
     return Reject::None;
   }
 
@@ -410,9 +436,8 @@ class Scheduler {
   }
 
   int first_seen(int buffer) const {
-    for (const auto& n : g_.nodes)
-      if (n.reads.count(buffer) || n.writes.count(buffer)) return n.id;
-    return static_cast<int>(g_.nodes.size());
+    auto it = first_seen_.find(buffer);
+    return it == first_seen_.end() ? static_cast<int>(g_.nodes.size()) : it->second;
   }
 
   int find(int gi) const {
@@ -459,35 +484,30 @@ class Scheduler {
 
   // Groups in dependency order; ties by first position (Kahn's algorithm).
   std::vector<int> topo_order() const {
-    std::map<int, std::set<int>> preds;
+    std::map<int, std::set<int>> succ;
+    std::map<int, int> indegree;
     std::vector<int> alive;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
       if (!groups_[gi].alive) continue;
       alive.push_back(static_cast<int>(gi));
+      indegree[static_cast<int>(gi)];
       for (int n : groups_[gi].nodes)
         for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
           int gd = group_of_[static_cast<size_t>(d)];
-          if (gd != static_cast<int>(gi)) preds[static_cast<int>(gi)].insert(gd);
+          if (gd != static_cast<int>(gi) && succ[gd].insert(static_cast<int>(gi)).second) ++indegree[static_cast<int>(gi)];
         }
     }
-    std::vector<int> order;
-    std::set<int> done;
-    auto cmp = [&](int x, int y) { return groups_[x].min_pos > groups_[y].min_pos; };
-    std::vector<int> ready;
+    auto later = [&](int x, int y) { return groups_[x].min_pos > groups_[y].min_pos; };
+    std::priority_queue<int, std::vector<int>, decltype(later)> ready(later);
     for (int gi : alive)
-      if (preds[gi].empty()) ready.push_back(gi);
+      if (indegree[gi] == 0) ready.push(gi);
+    std::vector<int> order;
     while (!ready.empty()) {
-      std::sort(ready.begin(), ready.end(), cmp);
-      int gi = ready.back();
-      ready.pop_back();
+      int gi = ready.top();
+      ready.pop();
       order.push_back(gi);
-      done.insert(gi);
-      for (int gj : alive) {
-        if (done.count(gj) || std::find(ready.begin(), ready.end(), gj) != ready.end()) continue;
-        bool ok = true;
-        for (int p : preds[gj]) ok = ok && done.count(p);
-        if (ok && preds[gj].count(gi)) ready.push_back(gj);
-      }
+      for (int s2 : succ[gi])
+        if (--indegree[s2] == 0) ready.push(s2);
     }
     FG_CHECK(order.size() == alive.size(), "fused groups form a cycle");
     return order;
@@ -499,7 +519,12 @@ class Scheduler {
   std::vector<int> group_of_;
   std::map<int, int> forward_;
   std::vector<LedgerEntry> ledger_;
-  std::map<std::tuple<int, int64_t, int64_t>, std::vector<Access>> access_cache_;
+  std::map<std::tuple<int, int64_t, int64_t>, std::vector<Acc>> access_cache_;
+  std::unordered_map<std::string, int> index_ids_;
+  std::vector<int> seen_;
+  std::vector<int> stack_;
+  int stamp_ = 0;
+  std::map<int, int> first_seen_;
 };
 
 }  // namespace
