@@ -79,13 +79,11 @@ std::string verdict_table(const std::vector<Verdict>& verdicts) {
     out += row + "\n";
   }
   for (const Verdict& v : verdicts) {
-    bool any = std::any_of(v.findings.begin(), v.findings.end(),
-                           [](const Finding& f) { return gating(f.kind); });
-    if (!any && !needs_bless(v.kind) && v.kind != VerdictKind::CannotTest) continue;
+    // every finding is listed, notes too: a changed fusion decision with an
+    // unchanged kernel count still shows as a readable diff of decisions
+    if (v.findings.empty() && !needs_bless(v.kind) && v.kind != VerdictKind::CannotTest) continue;
     out += "\n" + v.check_id + " (" + verdict_name(v.kind) + ")\n";
     for (const Finding& f : v.findings) {
-      // Informative findings are shown only where they explain a verdict
-      // that needs attention, e.g. the fusion decisions behind a new kernel.
       std::string tag = f.kind == VerdictKind::Pass ? "note" : verdict_name(f.kind);
       out += "  " + pad(tag, vw) + " " + indent_rest(f.message, "  ") + "\n";
     }

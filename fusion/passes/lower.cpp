@@ -455,7 +455,8 @@ class Lowerer {
     sn.kind = SNKind::Extern;
     sn.op = n;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      Value v = in(n, k);
+      // realized once: every later reader of this value shares the buffer
+      Value& v = values_[static_cast<size_t>(n.inputs[k])];
       if (!v.storage()) v = realize(v);
       sn.args.push_back({v.buffer, v.layout});
     }

@@ -86,6 +86,7 @@ const char* reject_code(Reject r) {
     case Reject::IntermediateNodes: return "intermediate_nodes";
     case Reject::HorizontalTooFar: return "horizontal_too_far";
     case Reject::HorizontalTooSmall: return "horizontal_too_small";
+    case Reject::SiblingGemmPolicy: return "sibling_gemm_policy";
   }
   return "?";
 }
@@ -103,6 +104,8 @@ const char* reject_reason(Reject r) {
     case Reject::IntermediateNodes: return "intermediate nodes between node1 & node2";
     case Reject::HorizontalTooFar: return "horizontal fusion: nodes too far apart (> 64)";
     case Reject::HorizontalTooSmall: return "horizontal fusion: fewer than 10 shared bytes";
+    case Reject::SiblingGemmPolicy:
+      return "GEMMs sharing an input stay separate extern kernels (merging them is max-autotune only)";
   }
   return "?";
 }
@@ -219,6 +222,7 @@ class Scheduler {
   }
 
   Schedule run() {
+    record_sibling_gemms();
     if (policy_ != FusionPolicy::None) {
       for (int round = 1; round <= 10; ++round) {
         size_t before = alive_count();
@@ -472,6 +476,23 @@ class Scheduler {
     e.reason = r;
     e.round = round;
     ledger_.push_back(e);
+  }
+
+  // GEMMs reading the same input (q/k/v, gate/up) are never candidates in
+  // the default policy, as in Inductor; the ledger still says so, because
+  // "why are these two GEMMs" is the question users ask.
+  void record_sibling_gemms() {
+    if (policy_ == FusionPolicy::MaxAutotune) return;
+    std::map<std::pair<int, std::string>, std::vector<int>> by_input;
+    for (const auto& n : g_.nodes)
+      if (n.kind == SNKind::Extern && (n.op.op == Op::Linear || n.op.op == Op::Matmul) && !n.args.empty())
+        by_input[{n.args[0].first, n.args[0].second.str()}].push_back(n.id);
+    for (const auto& [in, ids] : by_input)
+      for (size_t i = 0; i + 1 < ids.size(); ++i) {
+        int a = ids[i], b = ids[i + 1];
+        record(group_of_[static_cast<size_t>(a)], group_of_[static_cast<size_t>(b)], {0, 0, 0, a - b}, false,
+               Reject::SiblingGemmPolicy, 0);
+      }
   }
 
   void record_policy_none() {

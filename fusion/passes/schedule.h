@@ -20,7 +20,7 @@ bool parse_policy(const std::string& s, FusionPolicy* out);
 // Why a candidate pair was not fused: one code per gate of can_fuse.
 enum class Reject {
   None, PolicyNone, Extern, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
-  MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall,
+  MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, SiblingGemmPolicy,
 };
 const char* reject_code(Reject r);     // "memory_deps_mismatch"
 const char* reject_reason(Reject r);   // "memory deps did not match"
