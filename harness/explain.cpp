@@ -11,6 +11,7 @@
 #include "fusion/ir/text.h"
 #include "harness/commands.h"
 #include "harness/golden.h"
+#include "repros/registry.h"
 
 namespace fg {
 
@@ -46,21 +47,45 @@ std::string dot_after(const CompiledProgram& c) {
   return o.str() + "}\n";
 }
 
-}  // namespace
+// Captures without computing: values are only types, graphs are compiled
+// and not run, item() reads 0. Enough to see graphs, breaks and kernels
+// with no ranks and no LibTorch run.
+struct TypeOnly : Concrete {
+  explicit TypeOnly(TensorType t) : type(std::move(t)) {}
+  TensorType type;
+};
 
-int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg) {
-  FusionPolicy p;
-  if (!parse_policy(fusion, &p)) user_error("unknown fusion policy '" + fusion + "': use default, max-autotune or none");
-  std::vector<Graph> graphs = parse_graph_file(graph_file);
-  for (const Graph& g : graphs) {
-    for (const auto& n : g.nodes)
-      if (fusion_kind(n.op) == FusionKind::Host)
-        user_error(graph_file + ":" + std::to_string(n.loc.line) + ": " + g.ref(n.id) + " = " + op_name(n.op) +
-                   " is a host op: the graph breaks there. explain compiles one graph; split the file at the break, "
-                   "or run it with `fusegate run` to see the breaks");
+class DryExecutor : public Executor {
+ public:
+  DryExecutor(int rank, int world, FusionPolicy p) : rank_(rank), world_(world), policy_(p) {}
+  ConcreteP eager(const Node& n, const std::vector<ConcreteP>&) override {
+    TensorType t = n.type;
+    for (auto& d : t.shape) d = d < 0 ? 0 : d;
+    return std::make_shared<TypeOnly>(t);
+  }
+  std::vector<ConcreteP> run_graph(const Graph& g, const std::vector<ConcreteP>&, int) override {
     CompileOptions o;
-    o.fusion = p;
-    CompiledProgram c = compile(g, o);
+    o.fusion = policy_;
+    compiled.push_back(compile(g, o));
+    std::vector<ConcreteP> outs;
+    for (int id : g.outputs) outs.push_back(std::make_shared<TypeOnly>(g.node(id).type));
+    return outs;
+  }
+  TensorType type_of(const ConcreteP& t) override { return static_cast<TypeOnly*>(t.get())->type; }
+  double item(const ConcreteP&) override { return 0; }
+  std::string describe(const ConcreteP& t) override { return type_of(t).str(); }
+  int world_size() const override { return world_; }
+  int rank() const override { return rank_; }
+  std::vector<CompiledProgram> compiled;
+
+ private:
+  int rank_, world_;
+  FusionPolicy policy_;
+};
+
+void explain_one(const CompiledProgram& c, const std::string& fusion, const std::string& dot_dir, bool svg) {
+  const Graph& g = c.captured;
+  {
     std::cout << "=== graph " << g.name << " (fusion policy " << fusion << ")\n\n";
     std::cout << "--- captured\n" << print_graph(c.captured) << "\n";
     std::cout << "--- after decompose\n" << print_graph(c.decomposed) << "\n";
@@ -87,6 +112,53 @@ int cmd_explain(const std::string& graph_file, const std::string& fusion, const 
         }
     }
   }
+}
+
+FusionPolicy policy_or_die(const std::string& fusion) {
+  FusionPolicy p;
+  if (!parse_policy(fusion, &p)) user_error("unknown fusion policy '" + fusion + "': use default, max-autotune or none");
+  return p;
+}
+
+}  // namespace
+
+int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg) {
+  FusionPolicy p = policy_or_die(fusion);
+  std::vector<Graph> graphs = parse_graph_file(graph_file);
+  for (const Graph& g : graphs) {
+    for (const auto& n : g.nodes)
+      if (fusion_kind(n.op) == FusionKind::Host)
+        user_error(graph_file + ":" + std::to_string(n.loc.line) + ": " + g.ref(n.id) + " = " + op_name(n.op) +
+                   " is a host op: the graph breaks there. explain --graph compiles one graph; split the file at the "
+                   "break, or explain it as a repro (fusegate explain NAME --repro-dir DIR) to see the breaks");
+    CompileOptions o;
+    o.fusion = p;
+    explain_one(compile(g, o), fusion, dot_dir, svg);
+  }
+  return 0;
+}
+
+int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const std::string& fusion,
+                      const std::string& dot_dir, bool svg) {
+  FusionPolicy p = policy_or_die(fusion);
+  Mode m;
+  if (!parse_mode(mode, &m)) user_error("unknown mode '" + mode + "': use A, B or C");
+  if (world < 1 || world > r.max_world)
+    user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
+  DryExecutor ex(0, world, p);
+  Session s(m, &ex, r.file);
+  Inputs in;
+  for (const auto& spec : r.inputs(world)) {
+    TensorType t{spec.dtype, spec.full_shape};
+    if (spec.shard_dim >= 0) t.shape[static_cast<size_t>(spec.shard_dim)] /= world;
+    in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t), spec.name);
+  }
+  s.finish(r.forward(s, in));
+  std::cout << "=== repro " << r.name << ", mode " << mode << ", world size " << world << " (rank 0): "
+            << s.graph_count() << " graph(s), " << s.breaks().size() << " graph break(s)\n";
+  for (const auto& b : s.breaks()) std::cout << "  break: " << b.reason << " at " << b.loc.str() << "\n";
+  std::cout << "\n";
+  for (const auto& c : ex.compiled) explain_one(c, fusion, dot_dir, svg);
   return 0;
 }
 

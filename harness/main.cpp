@@ -64,10 +64,16 @@ int run_main(int argc, char** argv) {
   add_filters(bless);
   bless->add_option("--why", why, "why the goldens change (printed)");
 
-  std::string graph_file, dot_dir, efusion = "default";
+  std::string graph_file, dot_dir, efusion = "default", erepro, emode = "C";
+  int eworld = 1;
   bool svg = false;
-  auto* explain = app.add_subcommand("explain", "compile a .fg graph and show every step, decision and kernel");
-  explain->add_option("--graph", graph_file, ".fg file")->required();
+  auto* explain = app.add_subcommand("explain", "compile a repro or a .fg graph (no run) and show every step, "
+                                                "decision and kernel");
+  auto* erepro_opt = explain->add_option("repro", erepro, "repro name");
+  explain->add_option("--graph", graph_file, ".fg file")->excludes(erepro_opt);
+  explain->add_option("--mode", emode, "B or C (repro only)")->capture_default_str();
+  explain->add_option("--world-size", eworld, "world size (repro only)")->capture_default_str();
+  explain->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
   explain->add_option("--fusion", efusion, "default, max-autotune or none")->capture_default_str();
   explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
   explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
@@ -115,7 +121,14 @@ int run_main(int argc, char** argv) {
   }
   if (*check) return cmd_check(sel, copts);
   if (*bless) return cmd_bless(sel, why);
-  if (*explain) return cmd_explain(graph_file, efusion, dot_dir, svg);
+  if (*explain) {
+    if (!graph_file.empty()) return cmd_explain(graph_file, efusion, dot_dir, svg);
+    if (erepro.empty()) user_error("explain needs a repro name or --graph FILE.fg");
+    auto repros = all_repros(sel.fg_dirs);
+    const Repro* r = find_repro(repros, erepro);
+    if (!r) user_error("unknown repro '" + erepro + "'; known repros: " + repro_names(repros));
+    return cmd_explain_repro(*r, emode, eworld, efusion, dot_dir, svg);
+  }
   return 2;
 }
 

@@ -67,7 +67,7 @@ ForwardResult forward(const Repro& r, Mode mode, CpuExecutor& ex, const std::map
                       bool upcast) {
   Session s(mode, &ex, r.file);
   Inputs in;
-  for (const auto& [k, v] : inputs) in[k] = s.wrap(wrap_aten(upcast && v.is_floating_point() ? v.to(at::kDouble) : v));
+  for (const auto& [k, v] : inputs) in[k] = s.wrap(wrap_aten(upcast && v.is_floating_point() ? v.to(at::kDouble) : v), k);
   ex.begin_forward();
   std::vector<Tensor> outs = r.forward(s, in);
   ForwardResult res;

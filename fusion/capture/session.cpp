@@ -39,8 +39,9 @@ SourceLoc Session::located(const Here& h) const {
   return l;
 }
 
-Tensor Session::wrap(ConcreteP v) {
+Tensor Session::wrap(ConcreteP v, const std::string& name) {
   auto impl = std::make_shared<TensorImpl>();
+  impl->name = name;
   impl->session = this;
   impl->type = ex_->type_of(v);
   impl->value = std::move(v);
@@ -54,7 +55,10 @@ int Session::node_for(const Tensor& t) {
   // a concrete value enters the graph as an input (once)
   for (size_t i = 0; i < cur_inputs_.size(); ++i)
     if (cur_inputs_[i] == impl) return cur_.input_ids()[i];
-  int id = cur_.add_input("arg" + std::to_string(cur_inputs_.size()), impl->type);
+  std::string name = impl->name.empty() ? "arg" + std::to_string(cur_inputs_.size()) : impl->name;
+  for (const auto& n : cur_.nodes)
+    if (n.name == name) name += "_" + std::to_string(cur_inputs_.size());
+  int id = cur_.add_input(name, impl->type);
   cur_inputs_.push_back(impl);
   cur_impls_.resize(cur_.nodes.size());
   return id;

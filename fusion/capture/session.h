@@ -65,6 +65,7 @@ struct TensorImpl {
   TensorType type;
   ConcreteP value;  // set when concrete
   int node = -1;    // set when a node of the current graph
+  std::string name; // a repro input's name, used for its graph input
 };
 
 // Location of the repro line that called an API function.
@@ -98,7 +99,7 @@ class Session {
   int rank() const { return ex_->rank(); }
 
   // A concrete value entering the program (a repro input).
-  Tensor wrap(ConcreteP v);
+  Tensor wrap(ConcreteP v, const std::string& name = {});
   // Records or runs one op.
   Tensor op(Op op, const std::vector<Tensor>& in, Attrs attrs, const Here& here);
   Tensor full(double value, DType t, const Shape& shape, const Here& here);

@@ -5,7 +5,7 @@ import lit.formats
 
 config.name = "fusegate"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".fg"]
+config.suffixes = [".fg", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.substitutions.append(("%fusegate", lit_config.params["fusegate"]))
 config.substitutions.append(("FileCheck", lit_config.params["filecheck"]))
