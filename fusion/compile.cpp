@@ -20,7 +20,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   verify(c.decomposed);
 
   // lower needs the decomposed graph: it only knows sum/amax reductions
-  c.lowered = lower(c.decomposed, LowerOptions{opts.input_layouts});
+  c.lowered = lower(c.decomposed, LowerOptions{opts.input_layouts, opts.fusion == FusionPolicy::MaxAutotune});
 
   c.schedule = schedule(c.lowered, opts.fusion);
   if (log_enabled("fusion")) log_write("fusion", print_ledger(c.schedule));
@@ -38,6 +38,7 @@ std::string print_lowered(const LoweredGraph& g) {
     o << "  " << n.name << " = " << sn_kind_name(n.kind);
     if (n.kind == SNKind::Reduction) o << "(" << op_name(n.reduce_op) << ", numel=" << n.numel() << ", rnumel=" << n.rnumel() << ")";
     else if (n.kind == SNKind::Pointwise) o << "(numel=" << n.numel() << (n.mutation ? ", mutation" : "") << ")";
+    else if (n.kind == SNKind::Template) o << "(gemm M=" << n.gemm_m << " N=" << n.gemm_n << " K=" << n.gemm_k << ")";
     else o << "(" << op_name(n.op.op) << ")";
     o << " ops=[";
     for (size_t i = 0; i < n.origins.size(); ++i) o << (i ? "," : "") << n.origins[i];

@@ -128,111 +128,53 @@ KernelProgram CStylePrinter::print(const Schedule& s) {
   return p;
 }
 
-Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>* removed) {
-  const int64_t X = gr.numel, R = gr.rnumel;
-  std::set<int> members(gr.nodes.begin(), gr.nodes.end());
-  bool has_red = false;
-  std::map<int, int> producer;        // buffer -> node in group
-  std::map<int, ExprP> body;          // node -> body in kernel vars
-  std::map<int, IndexP> store_at;     // node -> store index
-  std::map<int, bool> inner;
-  for (int n : gr.nodes) {
-    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-    has_red = has_red || sn.is_reduction();
-    producer[sn.out_buffer] = n;
-    body[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
-    std::vector<Access> acc;
-    FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");
-    for (const auto& a : acc)
-      if (a.write) store_at[n] = a.index;
-    inner[n] = runs_inner(sn, X, R);
-  }
+namespace {
 
-  // phases: runs of nodes in one loop over r, or at the x level
-  std::vector<std::vector<int>> phases;
-  std::vector<bool> phase_inner;
-  std::map<int, size_t> phase_of;
-  for (int n : gr.nodes) {
-    bool in = inner[n];
-    bool join = !phases.empty() && phase_inner.back() == in;
-    if (join && in) {
-      std::map<std::string, std::pair<int, IndexP>> loads;
-      ex_loads(body[n], &loads);
-      for (const auto& [k, l] : loads) {
-        auto it = producer.find(l.first);
-        if (it != producer.end() && phase_of.count(it->second) && phase_of[it->second] == phases.size() - 1 &&
-            g_.nodes[static_cast<size_t>(it->second)].is_reduction())
-          join = false;
-      }
-    }
-    if (!join) { phases.emplace_back(); phase_inner.push_back(in); }
-    phases.back().push_back(n);
-    phase_of[n] = phases.size() - 1;
-  }
+// Emits the nodes of one kernel: values as local variables (common
+// subexpressions once per scope), in-kernel reads of a value as that
+// variable when it is visible at the same index, stores where anything
+// outside needs the value.
+class Emitter {
+ public:
+  Emitter(const CStylePrinter& p, const LoweredGraph& g, Kernel& k, std::function<std::string(const ExprP&)> custom_load)
+      : p_(p), g_(g), k_(k), custom_load_(std::move(custom_load)) {}
 
-  // a value is stored if anything outside the kernel reads it, if it is a
-  // graph output, or if a later loop of this kernel needs it
-  std::set<int> outputs;
-  for (const auto& o : g_.outputs) outputs.insert(o.first);
-  std::map<int, bool> stored;
-  for (int n : gr.nodes) {
-    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-    bool st = sn.mutation || outputs.count(sn.out_buffer) > 0;
-    for (int reader : readers_[static_cast<size_t>(sn.out_buffer)])
-      if (!members.count(reader)) st = true;
-    stored[n] = st;
-  }
-  for (int n : gr.nodes) {
-    std::map<std::string, std::pair<int, IndexP>> loads;
-    ex_loads(body[n], &loads);
-    for (const auto& [k, l] : loads) {
-      auto it = producer.find(l.first);
-      if (it == producer.end() || it->second == n) continue;
-      int p = it->second;
-      bool same_index = l.second->key == store_at[p]->key;
-      bool visible = !inner[p] || g_.nodes[static_cast<size_t>(p)].is_reduction() || phase_of[p] == phase_of[n];
-      if (!same_index || !visible) stored[p] = true;
-    }
-  }
-  for (int n : gr.nodes)
-    if (!stored[n]) removed->insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
-
-  // printing
-  Kernel k;
-  k.kind = !has_red ? "poi" : (R <= 1024 ? "per" : "red");
-  k.ops = kernel_ops(g_, gr.nodes);
-  k.nodes = gr.nodes;
-  k.name = kernel_name(backend(), k.kind, k.ops, index);
-  std::map<int, std::string> arg_name;  // buffer -> pointer name
-  auto ptr = [&](int b) {
-    auto it = arg_name.find(b);
-    if (it != arg_name.end()) return it->second;
-    std::string nm = "p" + std::to_string(k.args.size());
-    k.args.push_back(b);
-    return arg_name[b] = nm;
-  };
   std::vector<std::string> lines;
-  int indent = 2;
-  auto line = [&](const std::string& s) { lines.push_back(std::string(static_cast<size_t>(indent) * 2, ' ') + s); };
-  std::vector<std::map<std::string, std::string>> scopes(1);
-  std::map<int, std::string> value;  // node -> variable holding its value, while visible
-  int tmp = 0;
-  std::function<std::string(const ExprP&)> emit = [&](const ExprP& e) -> std::string {
-    if (e->kind == Expr::Const) return const_text(e->value, e->dtype);
+  int indent = 1;
+  std::map<int, std::string> value;     // node -> variable holding its value, while visible
+  std::map<int, int> producer;          // buffer -> node in this kernel
+  std::map<int, IndexP> store_at;       // node -> store index (kernel vars)
+  std::map<int, bool> stored;
+
+  void line(const std::string& s) { lines.push_back(std::string(static_cast<size_t>(indent) * 2, ' ') + s); }
+  void open(const std::string& head) { line(head + " {"); ++indent; scopes_.emplace_back(); }
+  void close() { scopes_.pop_back(); --indent; line("}"); }
+
+  std::string ptr(int b) {
+    auto it = arg_name_.find(b);
+    if (it != arg_name_.end()) return it->second;
+    std::string nm = "p" + std::to_string(k_.args.size());
+    k_.args.push_back(b);
+    return arg_name_[b] = nm;
+  }
+
+  std::string emit(const ExprP& e) {
+    if (e->kind == Expr::Const) return p_.const_text(e->value, e->dtype);
     if (e->kind == Expr::Load) {
       auto pit = producer.find(e->buffer);
       if (pit != producer.end() && value.count(pit->second) && store_at[pit->second]->key == e->index->key)
         return value[pit->second];
     }
-    for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto f = it->find(e->key);
       if (f != it->end()) return f->second;
     }
     std::string text;
     switch (e->kind) {
       case Expr::Load: {
-        DType bt = g_.buffers[static_cast<size_t>(e->buffer)].dtype;
-        text = load_text(bt, ptr(e->buffer), e->index->key);
+        text = custom_load_ ? custom_load_(e) : "";
+        if (text.empty())
+          text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, ptr(e->buffer), e->index->key);
         break;
       }
       case Expr::Unary: case Expr::Binary: {
@@ -241,104 +183,308 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
         DType t = e->dtype;
         if (is_comparison(e->op)) {
           t = promote(e->args[0]->dtype, e->args[1]->dtype);
-          for (auto& s : a) s = "static_cast<" + compute_type(t) + ">(" + s + ")";
+          for (auto& x : a) x = "static_cast<" + p_.compute_type(t) + ">(" + x + ")";
         }
-        text = op_text(e->op, t, a, e->attrs);
+        text = p_.op_text(e->op, t, a, e->attrs);
         if (e->op == Op::Pow && e->args[1]->kind == Expr::Const && e->args[1]->value == 2.0)
-          text = "(static_cast<" + compute_type(t) + ">(" + a[0] + ") * static_cast<" + compute_type(t) + ">(" + a[0] + "))";
+          text = "(static_cast<" + p_.compute_type(t) + ">(" + a[0] + ") * static_cast<" + p_.compute_type(t) + ">(" + a[0] + "))";
         break;
       }
       case Expr::Where: {
         std::string c = emit(e->args[0]), x = emit(e->args[1]), y = emit(e->args[2]);
-        std::string T = compute_type(e->dtype);
+        std::string T = p_.compute_type(e->dtype);
         text = "(" + c + " ? static_cast<" + T + ">(" + x + ") : static_cast<" + T + ">(" + y + "))";
         break;
       }
-      case Expr::Cast: {
-        std::string x = emit(e->args[0]);
-        if (e->dtype == DType::BF16) text = "fg_round_bf16(static_cast<float>(" + x + "))";
-        else if (e->dtype == DType::F16) text = "fg_round_f16(static_cast<float>(" + x + "))";
-        else if (e->dtype == DType::Bool) text = "(" + x + " != 0)";
-        else text = "static_cast<" + compute_type(e->dtype) + ">(" + x + ")";
-        break;
-      }
-      case Expr::IndexLt:
-        text = "(" + e->index->key + " < " + std::to_string(e->bound) + ")";
-        break;
-      default:
-        internal_error("unexpected expression kind");
+      case Expr::Cast: text = round_to(e->dtype, emit(e->args[0])); break;
+      case Expr::IndexLt: text = "(" + e->index->key + " < " + std::to_string(e->bound) + ")"; break;
+      default: internal_error("unexpected expression kind");
     }
-    std::string v = "t" + std::to_string(tmp++);
-    line("const " + compute_type(e->dtype) + " " + v + " = " + text + ";");
-    scopes.back()[e->key] = v;
+    std::string v = "t" + std::to_string(tmp_++);
+    line("const " + p_.compute_type(e->dtype) + " " + v + " = " + text + ";");
+    scopes_.back()[e->key] = v;
     return v;
-  };
-  auto store = [&](int n, const std::string& v) {
+  }
+
+  // A value as the given dtype would hold it (what a store and reload give).
+  std::string round_to(DType t, const std::string& x) const {
+    if (t == DType::BF16) return "fg_round_bf16(static_cast<float>(" + x + "))";
+    if (t == DType::F16) return "fg_round_f16(static_cast<float>(" + x + "))";
+    if (t == DType::Bool) return "(" + x + " != 0)";
+    return "static_cast<" + p_.compute_type(t) + ">(" + x + ")";
+  }
+
+  void store(int n, const std::string& v) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     if (!stored[n]) return;
-    line(store_text(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype, ptr(sn.out_buffer), store_at[n]->key, v));
+    line(p_.store_text(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype, ptr(sn.out_buffer), store_at[n]->key, v));
+  }
+
+  // The nodes of one frame (numel X, rnumel R) for the current x: runs of
+  // nodes share a loop over r; a node that needs a reduction finished in the
+  // current run starts a new one. `on_value` sees each pointwise value.
+  void phases(const std::vector<int>& nodes, const std::map<int, ExprP>& body, const std::map<int, bool>& inner,
+              int64_t R, const std::function<void(int, const std::string&)>& on_value) {
+    std::vector<std::vector<int>> ph;
+    std::vector<bool> ph_inner;
+    std::map<int, size_t> phase_of;
+    for (int n : nodes) {
+      bool in = inner.at(n);
+      bool join = !ph.empty() && ph_inner.back() == in;
+      if (join && in) {
+        std::map<std::string, std::pair<int, IndexP>> loads;
+        ex_loads(body.at(n), &loads);
+        for (const auto& [k, l] : loads) {
+          auto it = producer.find(l.first);
+          if (it != producer.end() && phase_of.count(it->second) && phase_of[it->second] == ph.size() - 1 &&
+              g_.nodes[static_cast<size_t>(it->second)].is_reduction())
+            join = false;
+        }
+      }
+      if (!join) { ph.emplace_back(); ph_inner.push_back(in); }
+      ph.back().push_back(n);
+      phase_of[n] = ph.size() - 1;
+    }
+    // a value read by a later loop of this kernel must be stored
+    for (int n : nodes) {
+      std::map<std::string, std::pair<int, IndexP>> loads;
+      ex_loads(body.at(n), &loads);
+      for (const auto& [k, l] : loads) {
+        auto it = producer.find(l.first);
+        if (it == producer.end() || it->second == n || !phase_of.count(it->second)) continue;
+        int p = it->second;
+        bool same_index = l.second->key == store_at[p]->key;
+        bool visible = !inner.at(p) || g_.nodes[static_cast<size_t>(p)].is_reduction() || phase_of[p] == phase_of[n];
+        if (!same_index || !visible) stored[p] = true;
+      }
+    }
+    for (size_t pi = 0; pi < ph.size(); ++pi) {
+      if (!ph_inner[pi]) {
+        for (int n : ph[pi]) {
+          std::string v = emit(body.at(n));
+          value[n] = v;
+          store(n, v);
+          if (on_value) on_value(n, v);
+        }
+        continue;
+      }
+      std::map<int, std::string> acc;
+      for (int n : ph[pi]) {
+        const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+        if (!sn.is_reduction()) continue;
+        DType t = sn.body->dtype;
+        std::string at = t == DType::F64 ? "double" : (is_floating(t) ? "float" : "int64_t");
+        std::string init = sn.reduce_op == Op::Sum ? "0" : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
+        acc[n] = "acc" + std::to_string(n);
+        line(at + " " + acc[n] + " = " + init + ";");
+      }
+      open(p_.inner_loop(R));
+      for (int n : ph[pi]) {
+        std::string v = emit(body.at(n));
+        const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+        if (sn.is_reduction()) {
+          line(acc[n] + (sn.reduce_op == Op::Sum ? " += " + v + ";"
+                                                 : " = fg_max(" + acc[n] + ", static_cast<decltype(" + acc[n] + ")>(" + v + "));"));
+        } else {
+          value[n] = v;
+          store(n, v);
+          if (on_value) on_value(n, v);
+        }
+      }
+      close();
+      for (int n : ph[pi]) {
+        if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
+        value[n] = acc[n];
+        store(n, acc[n]);
+      }
+    }
+  }
+
+  std::string arg_decls(const std::set<int>& written) const {
+    std::string src;
+    for (size_t ai = 0; ai < k_.args.size(); ++ai) {
+      int b = k_.args[ai];
+      const BufferInfo& bi = g_.buffers[static_cast<size_t>(b)];
+      bool w = written.count(b) > 0;
+      std::string c = w ? "" : "const ";
+      src += "  " + c + p_.storage_type(bi.dtype) + "* __restrict__ " + arg_name_.at(b) + " = static_cast<" + c +
+             p_.storage_type(bi.dtype) + "*>(args[" + std::to_string(ai) + "]);  // " + bi.name + "\n";
+    }
+    return src;
+  }
+
+ private:
+  const CStylePrinter& p_;
+  const LoweredGraph& g_;
+  Kernel& k_;
+  std::function<std::string(const ExprP&)> custom_load_;
+  std::map<int, std::string> arg_name_;
+  std::vector<std::map<std::string, std::string>> scopes_{1};
+  int tmp_ = 0;
+};
+
+}  // namespace
+
+// Which values leave the kernel: read by a node outside it, a graph output,
+// or a mutation of an input.
+std::map<int, bool> CStylePrinter::needs_store(const std::vector<int>& nodes) const {
+  std::set<int> members(nodes.begin(), nodes.end());
+  std::set<int> outputs;
+  for (const auto& o : g_.outputs) outputs.insert(o.first);
+  std::map<int, bool> stored;
+  for (int n : nodes) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+    bool st = sn.mutation || outputs.count(sn.out_buffer) > 0;
+    for (int reader : readers_[static_cast<size_t>(sn.out_buffer)])
+      if (!members.count(reader)) st = true;
+    stored[n] = st;
+  }
+  return stored;
+}
+
+Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>* removed) {
+  for (int n : gr.nodes)
+    if (g_.nodes[static_cast<size_t>(n)].is_template()) return print_template(gr, index, removed);
+  const int64_t X = gr.numel, R = gr.rnumel;
+  Kernel k;
+  Emitter em(*this, g_, k, nullptr);
+  bool has_red = false;
+  std::map<int, ExprP> body;
+  std::map<int, bool> inner;
+  for (int n : gr.nodes) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+    has_red = has_red || sn.is_reduction();
+    em.producer[sn.out_buffer] = n;
+    body[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
+    std::vector<Access> acc;
+    FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");
+    for (const auto& a : acc)
+      if (a.write) em.store_at[n] = a.index;
+    inner[n] = runs_inner(sn, X, R);
+  }
+  em.stored = needs_store(gr.nodes);
+  k.kind = !has_red ? "poi" : (R <= 1024 ? "per" : "red");
+  k.ops = kernel_ops(g_, gr.nodes);
+  k.nodes = gr.nodes;
+  k.name = kernel_name(backend(), k.kind, k.ops, index);
+  em.open(outer_loop(X));
+  em.phases(gr.nodes, body, inner, R, nullptr);
+  em.close();
+  std::set<int> written;
+  for (int n : gr.nodes) {
+    if (em.stored[n]) written.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+    else removed->insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+  }
+  std::string src = signature("@NAME@") + " {\n" + em.arg_decls(written);
+  for (const auto& l : em.lines) src += l + "\n";
+  k.source = src + "}\n";
+  return k;
+}
+
+// A GEMM template with what fused into it. Rows of A are built kGemmRows at
+// a time (running the prologue over (x=m, r=k), which may hold a whole norm)
+// into local arrays; each row of B is built once per block of rows; the dot
+// products accumulate in f32; the epilogue runs over (x = m*N + n) with the
+// GEMM results rounded to the output type, as a store and reload would.
+Kernel CStylePrinter::print_template(const FusedGroup& gr, int index, std::set<int>* removed) {
+  constexpr int kGemmRows = 4;
+  std::vector<int> tmpls, pro, epi;
+  for (int n : gr.nodes) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+    if (sn.is_template()) tmpls.push_back(n);
+  }
+  const SchedNode& t0 = g_.nodes[static_cast<size_t>(tmpls[0])];
+  const int64_t M = t0.gemm_m, N = t0.gemm_n, K = t0.gemm_k;
+  for (int n : gr.nodes) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+    if (sn.is_template()) continue;
+    (n < tmpls[0] ? pro : epi).push_back(n);
+  }
+  Kernel k;
+  k.kind = "tem";
+  k.ops = kernel_ops(g_, gr.nodes);
+  k.nodes = gr.nodes;
+  k.name = kernel_name(backend(), k.kind, k.ops, index);
+  Emitter em(*this, g_, k, nullptr);
+  em.stored = needs_store(gr.nodes);
+  std::map<int, ExprP> body;
+  std::map<int, bool> inner;
+  auto place = [&](const std::vector<int>& nodes, int64_t X, int64_t R) {
+    for (int n : nodes) {
+      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+      em.producer[sn.out_buffer] = n;
+      body[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
+      std::vector<Access> acc;
+      FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its template kernel");
+      for (const auto& a : acc)
+        if (a.write) em.store_at[n] = a.index;
+      inner[n] = runs_inner(sn, X, R);
+    }
   };
-
-  line(outer_loop(X) + " {");
-  ++indent;
-  scopes.emplace_back();
-  for (size_t pi = 0; pi < phases.size(); ++pi) {
-    if (!phase_inner[pi]) {
-      for (int n : phases[pi]) {
-        std::string v = emit(body[n]);
-        value[n] = v;
-        store(n, v);
-      }
-      continue;
-    }
-    std::map<int, std::string> acc;
-    for (int n : phases[pi]) {
-      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-      if (!sn.is_reduction()) continue;
-      DType t = sn.body->dtype;
-      std::string at = t == DType::F64 ? "double" : (is_floating(t) ? "float" : "int64_t");
-      std::string init = sn.reduce_op == Op::Sum ? "0" : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
-      acc[n] = "acc" + std::to_string(n);
-      line(at + " " + acc[n] + " = " + init + ";");
-    }
-    line(inner_loop(R) + " {");
-    ++indent;
-    scopes.emplace_back();
-    for (int n : phases[pi]) {
-      std::string v = emit(body[n]);
-      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-      if (sn.is_reduction()) {
-        line(acc[n] + (sn.reduce_op == Op::Sum ? " += " + v + ";" : " = fg_max(" + acc[n] + ", static_cast<decltype(" + acc[n] + ")>(" + v + "));"));
-      } else {
-        value[n] = v;
-        store(n, v);
-      }
-    }
-    scopes.pop_back();
-    --indent;
-    line("}");
-    for (int n : phases[pi]) {
-      if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
-      value[n] = acc[n];
-      store(n, acc[n]);
-    }
+  place(pro, M, K);
+  place(epi, M * N, 1);
+  const std::string K_s = std::to_string(K);
+  em.line("float arow[" + std::to_string(kGemmRows) + "][" + K_s + "];");
+  em.line("float brow[" + K_s + "];");
+  em.open("for (int64_t m0 = 0; m0 < " + std::to_string(M) + "; m0 += " + std::to_string(kGemmRows) + ")");
+  em.line("const int64_t rows = std::min<int64_t>(" + std::to_string(kGemmRows) + ", " + std::to_string(M) + " - m0);");
+  em.open("for (int64_t i = 0; i < rows; ++i)");
+  em.line("const int64_t x = m0 + i;");
+  int a_node = -1;
+  auto pit = em.producer.find(t0.a_buffer);
+  if (pit != em.producer.end()) a_node = pit->second;
+  DType a_type = g_.buffers[static_cast<size_t>(t0.a_buffer)].dtype;
+  if (!pro.empty())
+    em.phases(pro, body, inner, K, [&](int n, const std::string& v) {
+      if (n == a_node) em.line("arow[i][r] = " + em.round_to(a_type, v) + ";");
+    });
+  if (a_node < 0) {
+    em.open(inner_loop(K));
+    em.line("arow[i][r] = " + em.emit(t0.gemm_a) + ";");
+    em.close();
   }
-  --indent;
-  line("}");
-
-  std::string src = signature("@NAME@") + " {\n";
-  for (size_t ai = 0; ai < k.args.size(); ++ai) {
-    int b = k.args[ai];
-    const BufferInfo& bi = g_.buffers[static_cast<size_t>(b)];
-    bool written = false;
-    for (int n : gr.nodes) written = written || (g_.nodes[static_cast<size_t>(n)].out_buffer == b && stored[n]);
-    src += "  " + std::string(written ? "" : "const ") + storage_type(bi.dtype) + "* __restrict__ " + arg_name[b] +
-           " = static_cast<" + (written ? "" : std::string("const ")) + storage_type(bi.dtype) + "*>(args[" +
-           std::to_string(ai) + "]);  // " + bi.name + "\n";
+  em.close();
+  em.value.clear();
+  em.open("for (int64_t n = 0; n < " + std::to_string(N) + "; ++n)");
+  for (int t : tmpls) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(t)];
+    std::string acc = "acc" + std::to_string(t);
+    em.line("float " + acc + "[" + std::to_string(kGemmRows) + "];");
+    em.open(inner_loop(K));
+    em.line("brow[r] = " + em.emit(sn.gemm_b) + ";");
+    em.close();
+    em.open("for (int64_t i = 0; i < rows; ++i)");
+    em.line("float s = 0;");
+    em.line("#pragma omp simd reduction(+ : s)");
+    em.line("for (int64_t r = 0; r < " + K_s + "; ++r) s += arow[i][r] * brow[r];");
+    if (sn.gemm_bias) em.line("s += " + em.emit(sn.gemm_bias) + ";");
+    em.line(acc + "[i] = s;");
+    em.close();
   }
-  for (const auto& l : lines) src += l.substr(2) + "\n";
-  src += "}\n";
-  k.source = src;
+  em.open("for (int64_t i = 0; i < rows; ++i)");
+  em.line("const int64_t x = (m0 + i) * " + std::to_string(N) + " + n;");
+  for (int t : tmpls) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(t)];
+    std::string v = "v" + std::to_string(t);
+    em.line("const float " + v + " = " + em.round_to(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype,
+                                                     "acc" + std::to_string(t) + "[i]") + ";");
+    em.producer[sn.out_buffer] = t;
+    em.store_at[t] = ix_var("x", M * N);
+    em.value[t] = v;
+    em.store(t, v);
+  }
+  if (!epi.empty()) em.phases(epi, body, inner, 1, nullptr);
+  em.close();
+  em.close();
+  em.close();
+  std::set<int> written;
+  for (int n : gr.nodes) {
+    if (em.stored[n]) written.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+    else removed->insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+  }
+  std::string src = signature("@NAME@") + " {\n" + em.arg_decls(written);
+  for (const auto& l : em.lines) src += l + "\n";
+  k.source = src + "}\n";
   return k;
 }
 

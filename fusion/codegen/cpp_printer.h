@@ -21,6 +21,9 @@ class CStylePrinter {
   virtual std::string backend() const = 0;
   virtual std::string prelude() const = 0;
   virtual std::string signature(const std::string& name) const = 0;
+
+ public:
+  // The dialect's table, used by the emitter that prints kernel bodies.
   virtual std::string outer_loop(int64_t numel) const = 0;
   virtual std::string inner_loop(int64_t rnumel) const = 0;
   // Text of an op on already-printed operands of compute type `t`.
@@ -31,11 +34,14 @@ class CStylePrinter {
   virtual std::string store_text(DType t, const std::string& ptr, const std::string& idx, const std::string& v) const;
   std::string const_text(double v, DType t) const;
 
+ protected:
   const LoweredGraph& g_;
   std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
 
  private:
   Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);
+  Kernel print_template(const FusedGroup& gr, int index, std::set<int>* removed);
+  std::map<int, bool> needs_store(const std::vector<int>& nodes) const;
 };
 
 class CppPrinter : public CStylePrinter {
@@ -46,6 +52,8 @@ class CppPrinter : public CStylePrinter {
   std::string backend() const override { return "cpu"; }
   std::string prelude() const override;
   std::string signature(const std::string& name) const override;
+
+ public:
   std::string outer_loop(int64_t numel) const override;
   std::string inner_loop(int64_t rnumel) const override;
 };

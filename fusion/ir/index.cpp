@@ -37,6 +37,30 @@ IndexP make(int64_t constant, std::vector<std::pair<int64_t, AtomP>> terms);
 // k*d*(e / d) + k*(e % d) == k*e: undoes the split a reshape makes when the
 // dims are merged again.
 bool recombine(int64_t* constant, std::vector<std::pair<int64_t, AtomP>>* terms) {
+  // k*d*(E / (a*d)) + k*((E / a) % d) == k*(E / a): dims merged again after
+  // a split of a split
+  for (size_t j = 0; j < terms->size(); ++j) {
+    const auto& [cj, aj] = (*terms)[j];
+    if (aj->kind != IndexAtom::Mod) continue;
+    const IndexP& inner = aj->arg;
+    if (inner->constant != 0 || inner->terms.size() != 1 || inner->terms[0].first != 1 ||
+        inner->terms[0].second->kind != IndexAtom::Div)
+      continue;
+    const AtomP& div_a = inner->terms[0].second;  // E / a
+    for (size_t i = 0; i < terms->size(); ++i) {
+      const auto& [ci, ai] = (*terms)[i];
+      if (i == j || ai->kind != IndexAtom::Div || ai->arg->key != div_a->arg->key || ai->d != div_a->d * aj->d ||
+          ci != cj * aj->d)
+        continue;
+      int64_t k = cj;
+      std::vector<std::pair<int64_t, AtomP>> rest;
+      for (size_t m = 0; m < terms->size(); ++m)
+        if (m != i && m != j) rest.push_back((*terms)[m]);
+      rest.push_back({k, div_a});
+      *terms = std::move(rest);
+      return true;
+    }
+  }
   for (size_t i = 0; i < terms->size(); ++i) {
     const auto& [ci, ai] = (*terms)[i];
     if (ai->kind != IndexAtom::Div) continue;

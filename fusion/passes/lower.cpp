@@ -18,6 +18,7 @@ const char* sn_kind_name(SNKind k) {
   switch (k) {
     case SNKind::Pointwise: return "pointwise";
     case SNKind::Reduction: return "reduction";
+    case SNKind::Template: return "template";
     case SNKind::Extern: return "extern";
     case SNKind::Collective: return "collective";
   }
@@ -25,6 +26,7 @@ const char* sn_kind_name(SNKind k) {
 }
 
 int64_t SchedNode::numel() const {
+  if (kind == SNKind::Template) return gemm_m * gemm_n;
   if (kind != SNKind::Reduction) return fg::numel(shape);
   return fg::numel(shape) / rnumel();
 }
@@ -450,7 +452,43 @@ class Lowerer {
     return v;
   }
 
+  // out = A W^T (+ bias) as a generated kernel: A is read through its
+  // layout over (m, k), so a batch of rows can be any strided view.
+  Value lower_gemm_template(const Node& n) {
+    Value& a = values_[static_cast<size_t>(n.inputs[0])];
+    if (!a.storage()) a = realize(a);
+    const Value& w = in(n, 1);
+    SchedNode sn;
+    sn.kind = SNKind::Template;
+    sn.op = n;
+    const Shape& xs = a.type.shape;
+    sn.gemm_k = xs.back();
+    sn.gemm_n = w.type.shape[0];
+    sn.gemm_m = numel(xs) / sn.gemm_k;
+    IndexP m = ix_var("x", sn.gemm_m), k = ix_var("r", sn.gemm_k), nn = ix_var("n", sn.gemm_n);
+    Coords ac = ix_unflatten(m, Shape(xs.begin(), xs.end() - 1));
+    ac.push_back(k);
+    sn.gemm_a = (*a.load)(ac);
+    sn.a_buffer = a.buffer;
+    sn.gemm_b = (*w.load)({nn, k});
+    if (n.inputs.size() == 3) sn.gemm_bias = (*in(n, 2).load)({nn});
+    for (int b : ex_buffers(sn.gemm_b)) sn.reads.insert(b);
+    if (sn.gemm_bias)
+      for (int b : ex_buffers(sn.gemm_bias)) sn.reads.insert(b);
+    sn.reads.insert(a.buffer);
+    sn.shape = n.type.shape;
+    Layout l = Layout::contiguous(n.type.shape);
+    int b = new_buffer("", n.type.dtype, l);
+    sn.out_buffer = b;
+    sn.store = l;
+    sn.writes = {b};
+    sn.origins = {n.inputs.size() == 3 ? "addmm" : "mm"};
+    add_node(std::move(sn));
+    return from_storage(b, l, n.type.dtype);
+  }
+
   Value lower_extern(const Node& n) {
+    if (opts_.gemm_templates && n.op == Op::Linear) return lower_gemm_template(n);
     SchedNode sn;
     sn.kind = SNKind::Extern;
     sn.op = n;

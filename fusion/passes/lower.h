@@ -45,7 +45,7 @@ struct BufferInfo {
   int64_t storage_numel = 0;
 };
 
-enum class SNKind { Pointwise, Reduction, Extern, Collective };
+enum class SNKind { Pointwise, Reduction, Template, Extern, Collective };
 const char* sn_kind_name(SNKind k);
 
 struct SchedNode {
@@ -71,13 +71,21 @@ struct SchedNode {
   Node op;
   std::vector<std::pair<int, Layout>> args;
 
+  // Template (a generated GEMM, max-autotune): out[m, n] = sum_k A[m, k] *
+  // B[n, k] (+ bias[n]) with A over vars m in [0, M), k in [0, K) written
+  // as x and r, and B and bias over n and k.
+  int64_t gemm_m = 0, gemm_n = 0, gemm_k = 0;
+  ExprP gemm_a, gemm_b, gemm_bias;
+  int a_buffer = -1;
+
   std::set<int> reads, writes;  // buffer ids
   std::set<int> deps;           // scheduler node ids that must run first
 
   int64_t numel() const;   // outer iteration size
   int64_t rnumel() const;  // reduction size (1 for pointwise)
   bool is_reduction() const { return kind == SNKind::Reduction; }
-  bool fusable() const { return kind == SNKind::Pointwise || kind == SNKind::Reduction; }
+  bool is_template() const { return kind == SNKind::Template; }
+  bool fusable() const { return kind == SNKind::Pointwise || kind == SNKind::Reduction || kind == SNKind::Template; }
   Shape out_shape() const;  // reduction output without kept dims
 };
 
@@ -92,6 +100,9 @@ struct LoweredGraph {
 struct LowerOptions {
   // Layouts of the graph inputs at run time; missing entries are contiguous.
   std::vector<Layout> input_layouts;
+  // Linear layers become generated GEMM templates (max-autotune) instead of
+  // extern GEMM calls.
+  bool gemm_templates = false;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});

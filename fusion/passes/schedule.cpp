@@ -87,6 +87,10 @@ const char* reject_code(Reject r) {
     case Reject::HorizontalTooFar: return "horizontal_too_far";
     case Reject::HorizontalTooSmall: return "horizontal_too_small";
     case Reject::SiblingGemmPolicy: return "sibling_gemm_policy";
+    case Reject::TemplateSiblings: return "template_siblings";
+    case Reject::TemplatePrologue: return "template_prologue";
+    case Reject::TemplateEpilogue: return "template_epilogue";
+    case Reject::TemplateUnrelated: return "template_unrelated";
   }
   return "?";
 }
@@ -106,6 +110,14 @@ const char* reject_reason(Reject r) {
     case Reject::HorizontalTooSmall: return "horizontal fusion: fewer than 10 shared bytes";
     case Reject::SiblingGemmPolicy:
       return "GEMMs sharing an input stay separate extern kernels (merging them is max-autotune only)";
+    case Reject::TemplateSiblings:
+      return "GEMM templates merge only when they read the same input with the same (M, K, N) and one prologue at most";
+    case Reject::TemplatePrologue:
+      return "prologue into a GEMM template: needs one prologue over (M, K), read only by the GEMM, reading <= 1.1x "
+             "what it writes";
+    case Reject::TemplateEpilogue:
+      return "epilogue of a GEMM template: needs pointwise code over (M, N) reading the GEMM output at its own index";
+    case Reject::TemplateUnrelated: return "a GEMM template fuses only with its prologue, epilogue or sibling";
   }
   return "?";
 }
@@ -156,6 +168,20 @@ int64_t access_bytes(const IndexP& idx, DType t, int64_t numel, int64_t rnumel) 
 bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, int64_t rnumel,
                      std::vector<Access>* out) {
   if (!n.fusable()) return false;
+  if (n.is_template()) {
+    // its own frames: A over (x=m, r=k), B and bias over (n, k), the output
+    // over x = m*N + n
+    for (const ExprP& e : {n.gemm_a, n.gemm_b, n.gemm_bias}) {
+      if (!e) continue;
+      std::map<std::string, std::pair<int, IndexP>> loads;
+      ex_loads(e, &loads);
+      for (const auto& [k, v] : loads)
+        out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype, 0, 0)});
+    }
+    IndexP w = ix_var("x", n.gemm_m * n.gemm_n);
+    out->push_back({n.out_buffer, w, true, access_bytes(w, g.buffers[static_cast<size_t>(n.out_buffer)].dtype, 0, 0)});
+    return true;
+  }
   if (n.is_reduction()) {
     if (n.numel() != numel || n.rnumel() != rnumel) return false;
   } else if (!(n.numel() == numel * rnumel || n.numel() == numel)) {
@@ -184,6 +210,10 @@ namespace {
 
 struct Group {
   std::vector<int> nodes;  // sorted by original position
+  bool tmpl = false;       // holds GEMM template(s); then numel = M*N, rnumel = 1
+  int64_t tm = 0, tn = 0, tk = 0;
+  int a_buffer = -1;
+  bool has_prologue = false, has_epilogue = false;
   bool reduction = false;
   int64_t numel = 0, rnumel = 1;
   int min_pos = 0, max_pos = 0;
@@ -213,6 +243,13 @@ class Scheduler {
       Group gr;
       gr.nodes = {n.id};
       gr.reduction = n.is_reduction();
+      if (n.is_template()) {
+        gr.tmpl = true;
+        gr.tm = n.gemm_m;
+        gr.tn = n.gemm_n;
+        gr.tk = n.gemm_k;
+        gr.a_buffer = n.a_buffer;
+      }
       gr.numel = n.numel();
       gr.rnumel = n.rnumel();
       gr.min_pos = gr.max_pos = n.id;
@@ -299,7 +336,7 @@ class Scheduler {
     std::vector<Acc> out;
     for (const Access& a : acc) {
       auto [ii, fresh] = index_ids_.emplace(a.index->key, static_cast<int>(index_ids_.size()));
-      (void)fresh;
+      if (fresh) index_names_.push_back(a.index->key);
       out.push_back({a.buffer, ii->second, a.bytes, a.write});
     }
     return access_cache_[key] = std::move(out);
@@ -338,6 +375,7 @@ class Scheduler {
     const Group& b = groups_[static_cast<size_t>(gb)];
     *score = {0, 0, 0, -std::max(std::abs(a.min_pos - b.max_pos), std::abs(b.min_pos - a.max_pos))};
     if (!fusable(a) || !fusable(b)) return Reject::Extern;
+    if (a.tmpl || b.tmpl) return can_fuse_template(ga, gb, score);
     int64_t numel, rnumel;
     Reject why = Reject::None;
     if (!combined_space(a, b, &numel, &rnumel, &why)) return why;
@@ -387,6 +425,104 @@ class Scheduler {
       return Reject::IntermediateNodes;
     return Reject::None;
   }
+
+  // The template's A index in its (x=m, r=k) frame.
+  std::string template_a_key(const Group& t) {
+    for (int n : t.nodes) {
+      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+      if (!sn.is_template()) continue;
+      std::map<std::string, std::pair<int, IndexP>> loads;
+      ex_loads(sn.gemm_a, &loads);
+      for (const auto& [k, v] : loads)
+        if (v.first == sn.a_buffer) return v.second->key;
+    }
+    return "";
+  }
+
+  std::vector<int> templates_of(const Group& t) const {
+    std::vector<int> r;
+    for (int n : t.nodes)
+      if (g_.nodes[static_cast<size_t>(n)].is_template()) r.push_back(n);
+    return r;
+  }
+
+  // max-autotune: a template group takes a sibling template reading the same
+  // A, a prologue computing A over (M, K), and epilogues over (M, N).
+  Reject can_fuse_template(int ga, int gb, Score* score) {
+    const Group& a = groups_[static_cast<size_t>(ga)];
+    const Group& b = groups_[static_cast<size_t>(gb)];
+    int64_t prox = (*score)[3];
+    auto cycle = [&]() {
+      const Group& early = a.min_pos <= b.min_pos ? a : b;
+      const Group& late = a.min_pos <= b.min_pos ? b : a;
+      return path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb);
+    };
+    if (a.tmpl && b.tmpl) {
+      // siblings share the A rows (and at most one prologue computing them);
+      // their epilogues run side by side over (M, N)
+      int64_t a_bytes = a.tm * a.tk * dtype_size(g_.buffers[static_cast<size_t>(a.a_buffer)].dtype);
+      *score = {1, 0, a_bytes, prox};
+      if (a.a_buffer != b.a_buffer || a.tm != b.tm || a.tk != b.tk || a.tn != b.tn ||
+          (a.has_prologue && b.has_prologue) || template_a_key(a) != template_a_key(b))
+        return Reject::TemplateSiblings;
+      return cycle() ? Reject::IntermediateNodes : Reject::None;
+    }
+    const Group& t = a.tmpl ? a : b;
+    const Group& o = a.tmpl ? b : a;
+    std::set<int> t_members(t.nodes.begin(), t.nodes.end()), o_members(o.nodes.begin(), o.nodes.end());
+    std::vector<int> tmpls = templates_of(t);
+    int first_tmpl = *std::min_element(tmpls.begin(), tmpls.end());
+    if (o.max_pos < first_tmpl) {
+      // prologue: o computes A over (M, K) and only the templates read it
+      *score = {0, 0, 0, prox};
+      if (t.has_prologue || o.tmpl) return Reject::TemplatePrologue;
+      std::string a_key = template_a_key(t), written;
+      for (int n : o.nodes) {
+        std::vector<Access> acc;
+        if (!kernel_accesses(g_, g_.nodes[static_cast<size_t>(n)], t.tm, t.tk, &acc)) return Reject::TemplatePrologue;
+        for (const Access& x : acc)
+          if (x.write && x.buffer == t.a_buffer) written = x.index->key;
+        int out = g_.nodes[static_cast<size_t>(n)].out_buffer;
+        for (const auto& reader : g_.nodes)
+          if (reader.reads.count(out) && !o_members.count(reader.id) &&
+              !(reader.is_template() && t_members.count(reader.id) && reader.a_buffer == out))
+            return Reject::TemplatePrologue;
+      }
+      if (written.empty() || written != a_key) return Reject::TemplatePrologue;
+      // reads at most 1.1x what it writes: a prologue must not multiply the
+      // GEMM's input traffic
+      int64_t a_bytes_w = t.tm * t.tk * dtype_size(g_.buffers[static_cast<size_t>(t.a_buffer)].dtype);
+      int64_t read_bytes = 0;
+      std::set<int> produced;
+      for (int n : o.nodes) produced.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+      std::set<std::pair<int, int>> counted;
+      for (int n : o.nodes)
+        for (const Acc& acc : accesses(n, t.tm, t.tk))
+          if (!acc.write && !produced.count(acc.buffer) && counted.insert({acc.buffer, acc.index}).second)
+            read_bytes += acc.bytes;
+      if (read_bytes * 10 > a_bytes_w * 11) return Reject::TemplatePrologue;
+      (*score)[2] = a_bytes_w;
+      return cycle() ? Reject::IntermediateNodes : Reject::None;
+    }
+    // epilogue: pointwise over (M, N) reading the outputs at x
+    *score = {1, 0, 0, prox};
+    if (o.tmpl || o.reduction || o.numel != t.tm * t.tn) return Reject::TemplateEpilogue;
+    std::set<int> outs;
+    for (int n : tmpls) outs.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+    std::string x_key = ix_var("x", t.tm * t.tn)->key;
+    int64_t mem = 0;
+    for (int n : o.nodes)
+      for (const Acc& acc : accesses(n, t.tm * t.tn, 1)) {
+        if (!outs.count(acc.buffer)) continue;
+        if (index_key(acc.index) != x_key) return Reject::TemplateEpilogue;
+        mem += acc.bytes;
+      }
+    if (mem == 0) return Reject::TemplateUnrelated;
+    (*score)[2] = mem;
+    return cycle() ? Reject::IntermediateNodes : Reject::None;
+  }
+
+  const std::string& index_key(int id) const { return index_names_[static_cast<size_t>(id)]; }
 
   void fuse_once(int round) {
     // 1. candidate pairs by shared buffer, in discovery order
@@ -454,6 +590,28 @@ class Scheduler {
     Group& b = groups_[static_cast<size_t>(gb)];
     int64_t numel = 0, rnumel = 1;
     Reject why = Reject::None;
+    if (a.tmpl || b.tmpl) {
+      const Group& t = a.tmpl ? a : b;
+      const Group& o = a.tmpl ? b : a;
+      bool prologue = !o.tmpl && o.max_pos < t.min_pos;
+      bool epilogue = !o.tmpl && !prologue;
+      numel = t.tm * t.tn;
+      a.tm = t.tm; a.tn = t.tn; a.tk = t.tk; a.a_buffer = t.a_buffer;
+      a.has_prologue = a.has_prologue || b.has_prologue || prologue;
+      a.has_epilogue = a.has_epilogue || b.has_epilogue || epilogue;
+      a.tmpl = true;
+      a.reduction = false;
+      a.nodes.insert(a.nodes.end(), b.nodes.begin(), b.nodes.end());
+      std::sort(a.nodes.begin(), a.nodes.end());
+      a.numel = numel;
+      a.rnumel = 1;
+      a.min_pos = std::min(a.min_pos, b.min_pos);
+      a.max_pos = std::max(a.max_pos, b.max_pos);
+      b.alive = false;
+      forward_[gb] = ga;
+      for (int n : b.nodes) group_of_[static_cast<size_t>(n)] = ga;
+      return;
+    }
     FG_CHECK(combined_space(a, b, &numel, &rnumel, &why), "merging groups that cannot share a kernel");
     a.nodes.insert(a.nodes.end(), b.nodes.begin(), b.nodes.end());
     std::sort(a.nodes.begin(), a.nodes.end());
@@ -542,6 +700,7 @@ class Scheduler {
   std::vector<LedgerEntry> ledger_;
   std::map<std::tuple<int, int64_t, int64_t>, std::vector<Acc>> access_cache_;
   std::unordered_map<std::string, int> index_ids_;
+  std::vector<std::string> index_names_;
   std::vector<int> seen_;
   std::vector<int> stack_;
   int stamp_ = 0;

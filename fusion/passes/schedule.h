@@ -21,6 +21,7 @@ bool parse_policy(const std::string& s, FusionPolicy* out);
 enum class Reject {
   None, PolicyNone, Extern, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
   MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, SiblingGemmPolicy,
+  TemplateSiblings, TemplatePrologue, TemplateEpilogue, TemplateUnrelated,
 };
 const char* reject_code(Reject r);     // "memory_deps_mismatch"
 const char* reject_reason(Reject r);   // "memory deps did not match"

@@ -18,7 +18,7 @@
 namespace fg {
 
 namespace {
-const char* kFlags = "-O2 -std=c++17 -shared -fPIC -fno-math-errno";
+const char* kFlags = "-O2 -std=c++17 -shared -fPIC -fno-math-errno -fopenmp-simd";
 
 std::string compiler() {
   const char* c = std::getenv("FUSEGATE_CXX");

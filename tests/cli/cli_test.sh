@@ -90,6 +90,21 @@ assert len(d) == 1, d
 print("record ok")
 PY
     expect_out "record ok" ;;
+  max_autotune)
+    # max-autotune launches fewer kernels than default on the llama block,
+    # with outputs still within tolerance of eager on every rank
+    "$FG" run tp_block_llama --mode C --world-size 2 --out "$T/d.json" >"$T/out" 2>&1; expect_rc $? 0
+    "$FG" run tp_block_llama --mode C --world-size 2 --fusion max-autotune --out "$T/m.json" >>"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/d.json" "$T/m.json" >>"$T/out" 2>&1 <<'PY' || fail "max-autotune check failed"
+import json, sys
+d = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+for rd, rm in zip(d["ranks"], m["ranks"]):
+    assert rm["kernel_count"] < rd["kernel_count"], (rm["kernel_count"], rd["kernel_count"])
+    assert rm["kernel_count_by_kind"]["tem"] > 0
+    assert rm["accuracy"]["status"] == "pass", rm["accuracy"]
+print("max-autotune ok: %d < %d launches" % (m["ranks"][0]["kernel_count"], d["ranks"][0]["kernel_count"]))
+PY
+    expect_out "max-autotune ok" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"
