@@ -86,6 +86,7 @@ const char* reject_code(Reject r) {
     case Reject::IntermediateNodes: return "intermediate_nodes";
     case Reject::HorizontalTooFar: return "horizontal_too_far";
     case Reject::HorizontalTooSmall: return "horizontal_too_small";
+    case Reject::PeakMemory: return "peak_memory";
     case Reject::SiblingGemmPolicy: return "sibling_gemm_policy";
     case Reject::TemplateSiblings: return "template_siblings";
     case Reject::TemplatePrologue: return "template_prologue";
@@ -108,6 +109,7 @@ const char* reject_reason(Reject r) {
     case Reject::IntermediateNodes: return "intermediate nodes between node1 & node2";
     case Reject::HorizontalTooFar: return "horizontal fusion: nodes too far apart (> 64)";
     case Reject::HorizontalTooSmall: return "horizontal fusion: fewer than 10 shared bytes";
+    case Reject::PeakMemory: return "fusion could raise peak memory (single-use inputs it keeps alive > 32x the bytes saved)";
     case Reject::SiblingGemmPolicy:
       return "GEMMs sharing an input stay separate extern kernels (merging them is max-autotune only)";
     case Reject::TemplateSiblings:
@@ -153,14 +155,14 @@ std::map<std::string, IndexP> kernel_var_map(const SchedNode& n, int64_t numel, 
 
 namespace {
 
-int64_t access_bytes(const IndexP& idx, DType t, int64_t numel, int64_t rnumel) {
+// Bytes an access touches: a broadcast read counts only the distinct
+// elements its index reaches (a [64] weight read at x % 64 counts 64).
+int64_t access_bytes(const IndexP& idx, DType t) {
   std::map<std::string, int64_t> vars;
   ix_vars(idx, &vars);
   int64_t n = 1;
   for (const auto& [v, range] : vars) n *= range;
-  (void)numel;
-  (void)rnumel;
-  return n * dtype_size(t);
+  return std::min(n, idx->hi - idx->lo + 1) * dtype_size(t);
 }
 
 }  // namespace
@@ -176,10 +178,10 @@ bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, i
       std::map<std::string, std::pair<int, IndexP>> loads;
       ex_loads(e, &loads);
       for (const auto& [k, v] : loads)
-        out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype, 0, 0)});
+        out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype)});
     }
     IndexP w = ix_var("x", n.gemm_m * n.gemm_n);
-    out->push_back({n.out_buffer, w, true, access_bytes(w, g.buffers[static_cast<size_t>(n.out_buffer)].dtype, 0, 0)});
+    out->push_back({n.out_buffer, w, true, access_bytes(w, g.buffers[static_cast<size_t>(n.out_buffer)].dtype)});
     return true;
   }
   if (n.is_reduction()) {
@@ -191,7 +193,7 @@ bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, i
   std::map<std::string, std::pair<int, IndexP>> loads;
   ex_loads(ex_subst(n.body, m), &loads);
   for (const auto& [k, v] : loads)
-    out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype, numel, rnumel)});
+    out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype)});
   // the store: output coordinates through the store layout
   std::vector<IndexP> oc;
   if (n.is_reduction()) {
@@ -202,7 +204,7 @@ bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, i
     oc = c;
   }
   IndexP w = ix_linear(oc, n.store.strides, n.store.offset);
-  out->push_back({n.out_buffer, w, true, access_bytes(w, g.buffers[static_cast<size_t>(n.out_buffer)].dtype, numel, rnumel)});
+  out->push_back({n.out_buffer, w, true, access_bytes(w, g.buffers[static_cast<size_t>(n.out_buffer)].dtype)});
   return true;
 }
 
@@ -235,6 +237,9 @@ class Scheduler {
   Scheduler(const LoweredGraph& g, FusionPolicy p) : g_(g), policy_(p) {
     group_of_.resize(g.nodes.size());
     seen_.assign(g.nodes.size(), 0);
+    readers_.assign(g.buffers.size(), {});
+    for (const auto& n : g.nodes)
+      for (int b : n.reads) readers_[static_cast<size_t>(b)].push_back(n.id);
     for (const auto& n : g.nodes) {
       for (int b : n.reads) first_seen_.emplace(b, n.id);
       for (int b : n.writes) first_seen_.emplace(b, n.id);
@@ -416,6 +421,7 @@ class Scheduler {
     // the cheap horizontal gates first: most far-apart pairs (nodes that
     // share a weight, say) stop here before the cycle check walks the graph
     if (!vertical) {
+      if (raises_peak_memory(a, b, mem)) return Reject::PeakMemory;
       if (-(*score)[3] > 64) return Reject::HorizontalTooFar;
       if (mem < 10) return Reject::HorizontalTooSmall;
     }
@@ -424,6 +430,28 @@ class Scheduler {
     if (path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb))
       return Reject::IntermediateNodes;
     return Reject::None;
+  }
+
+  // Inductor's heuristic: unfused, each side's single-use inputs could be
+  // freed and their memory reused; fused, inputs of the same (dtype, size)
+  // on both sides stay alive together. Reject when that overhead (elements)
+  // is more than 32 times the bytes the fusion saves.
+  bool raises_peak_memory(const Group& a, const Group& b, int64_t saved) const {
+    auto single_use_inputs = [&](const Group& gr) {
+      std::set<std::pair<int, int64_t>> keys;  // (dtype, storage elements)
+      for (int n : gr.nodes)
+        for (int buf : g_.nodes[static_cast<size_t>(n)].reads) {
+          const BufferInfo& bi = g_.buffers[static_cast<size_t>(buf)];
+          if (bi.input_index >= 0 || readers_[static_cast<size_t>(buf)].size() != 1) continue;
+          keys.insert({static_cast<int>(bi.dtype), bi.storage_numel});
+        }
+      return keys;
+    };
+    auto ka = single_use_inputs(a), kb = single_use_inputs(b);
+    int64_t overhead = 0;
+    for (const auto& k : ka)
+      if (kb.count(k)) overhead += k.second;
+    return overhead > 32 * saved;
   }
 
   // The template's A index in its (x=m, r=k) frame.
@@ -701,6 +729,7 @@ class Scheduler {
   std::map<std::tuple<int, int64_t, int64_t>, std::vector<Acc>> access_cache_;
   std::unordered_map<std::string, int> index_ids_;
   std::vector<std::string> index_names_;
+  std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
   std::vector<int> seen_;
   std::vector<int> stack_;
   int stamp_ = 0;

@@ -20,7 +20,7 @@ bool parse_policy(const std::string& s, FusionPolicy* out);
 // Why a candidate pair was not fused: one code per gate of can_fuse.
 enum class Reject {
   None, PolicyNone, Extern, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
-  MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, SiblingGemmPolicy,
+  MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, PeakMemory, SiblingGemmPolicy,
   TemplateSiblings, TemplatePrologue, TemplateEpilogue, TemplateUnrelated,
 };
 const char* reject_code(Reject r);     // "memory_deps_mismatch"
