@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "fusion/compile.h"
@@ -97,8 +98,10 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
     std::cout << "  " << c.program.kernels.size() << " launches: " << gen << " generated, "
               << c.program.kernels.size() - static_cast<size_t>(gen) << " extern/collective\n\n";
     std::cout << "--- kernels\n";
+    std::set<std::string> shown;  // a function launched twice is printed once
     for (const auto& k : c.program.kernels)
-      if (k.generated()) std::cout << "// " << k.name << ": " << k.kind << "\n" << k.source << "\n";
+      if (k.generated() && shown.insert(k.name).second)
+        std::cout << "// " << k.name << ": " << k.kind << "\n" << k.source << "\n";
     if (!dot_dir.empty()) {
       std::filesystem::create_directories(dot_dir);
       std::string before = dot_dir + "/" + g.name + ".before.dot", after = dot_dir + "/" + g.name + ".after.dot";

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <sstream>
 
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
@@ -109,13 +110,20 @@ KernelProgram CStylePrinter::print(const Schedule& s) {
       continue;
     }
     Kernel k = print_group(gr, index, &p.removed_buffers);
-    // identical code reuses one function and its name
-    auto it = seen_bodies.find(k.source);
+    // identical code reuses one function and its name; the comments that
+    // name the buffers do not count
+    std::string key;
+    {
+      std::istringstream in(k.source);
+      std::string l;
+      while (std::getline(in, l)) key += l.substr(0, l.find("  //")) + "\n";
+    }
+    auto it = seen_bodies.find(key);
     if (it != seen_bodies.end()) {
       k.name = it->second;
     } else {
       ++index;
-      seen_bodies[k.source] = k.name;
+      seen_bodies[key] = k.name;
       std::string src = k.source;
       size_t at = src.find("@NAME@");
       src.replace(at, 6, k.name);

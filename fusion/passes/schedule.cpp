@@ -37,14 +37,32 @@
 //    the index the producer writes ("memory deps did not match"); a path
 //    between the two through a third group would make a cycle
 //    ("intermediate nodes between node1 & node2"); horizontal (no data
-//    flows between them): shared bytes >= 10 and distance <= 64.
+//    flows between them): not if it could raise peak memory (single-use
+//    inputs of the same dtype and size on both sides, which fused stay alive
+//    together, above 32x the bytes saved), shared bytes >= 10 and distance
+//    <= 64.
 //
 // Every pair considered, fused or not, is recorded in the ledger with its
-// score and reason, so "why didn't this fuse" has an answer.
+// score and reason, so "why didn't this fuse" has an answer. GEMMs sharing an
+// input are never candidates in `default` (they are extern kernels); the
+// ledger still lists each such pair with its own reason.
 //
-// Departures, on purpose: there are no templates yet (template gates never
-// fire: GEMMs are extern in `default`), and the peak-memory gate is not
-// applied.
+// max-autotune goes beyond Inductor's default: `lower` turns each linear into
+// a GEMM template, a generated kernel, and templates take part in fusion:
+//  - siblings: two templates reading the same A with the same (M, K, N)
+//    merge into one kernel that computes both from the same rows of A
+//    (q/k/v; gate/up), scored like an epilogue;
+//  - prologue: a group computing A over (M, K) — a whole norm, reduction
+//    and all — fuses into the template when only the templates read its
+//    result and it reads at most 1.1x what it writes (Inductor's rule);
+//    template score 0: prologues go last;
+//  - epilogue: pointwise code over (M, N) reading the template outputs at
+//    their own index (bias, activation, residual add, silu*mul over merged
+//    siblings); template score 1, after ordinary fusions.
+//
+// Departures, on purpose: split reductions (an extra kernel for a small
+// output with a long reduction) are a GPU-occupancy rule and are not applied
+// by the cpu backend; in `default` GEMMs stay extern, as in Inductor.
 #include "fusion/passes/schedule.h"
 
 #include <algorithm>

@@ -105,6 +105,27 @@ for rd, rm in zip(d["ranks"], m["ranks"]):
 print("max-autotune ok: %d < %d launches" % (m["ranks"][0]["kernel_count"], d["ranks"][0]["kernel_count"]))
 PY
     expect_out "max-autotune ok" ;;
+  ledger_diff)
+    # a fusion rule that changed shows as a readable diff of decisions
+    python3 - "$G" <<'PY'
+import json, sys
+p = sys.argv[1]; r = json.load(open(p))
+for k in r["ranks"]:
+    e = next(e for e in k["ledger"] if e["outcome"] == "fused")
+    e["outcome"], e["reason"] = "rejected", "memory_deps_mismatch"
+open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    check; expect_rc $? 0
+    expect_out "fusion decisions changed"
+    expect_out "rejected \\(memory_deps_mismatch\\) -> fused" ;;
+  explain_dot)
+    "$FG" explain ffn_allreduce --repro-dir "$T/repros" --world-size 2 --dot "$T/dot" --svg >"$T/out" 2>&1; expect_rc $? 0
+    for f in graph0.before graph0.after; do
+      [ -s "$T/dot/$f.dot" ] || fail "no $f.dot"
+      grep -q "<svg" "$T/dot/$f.svg" || fail "no $f.svg"
+    done
+    grep -q "subgraph cluster_k" "$T/dot/graph0.after.dot" || fail "after-fusion DOT has no kernel clusters"
+    expect_out "1 graph\\(s\\), 0 graph break\\(s\\)" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"
