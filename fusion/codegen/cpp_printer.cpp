@@ -308,6 +308,34 @@ class Emitter {
     }
   }
 
+  // Puts nodes in a frame (numel X, rnumel R): their bodies in the kernel's
+  // variables, where each stores, and whether it runs inside the r loop.
+  void place(const std::vector<int>& nodes, int64_t X, int64_t R, std::map<int, ExprP>* body,
+             std::map<int, bool>* inner) {
+    for (int n : nodes) {
+      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+      producer[sn.out_buffer] = n;
+      (*body)[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
+      std::vector<Access> acc;
+      FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");
+      for (const auto& a : acc)
+        if (a.write) store_at[n] = a.index;
+      (*inner)[n] = runs_inner(sn, X, R);
+    }
+  }
+
+  // The kernel's text; buffers no store reached are reported as removed.
+  std::string finish(const std::string& signature, const std::vector<int>& nodes, std::set<int>* removed) {
+    std::set<int> written;
+    for (int n : nodes) {
+      if (stored[n]) written.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+      else removed->insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+    }
+    std::string src = signature + " {\n" + arg_decls(written);
+    for (const auto& l : lines) src += l + "\n";
+    return src + "}\n";
+  }
+
   std::string arg_decls(const std::set<int>& written) const {
     std::string src;
     for (size_t ai = 0; ai < k_.args.size(); ++ai) {
@@ -357,19 +385,10 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   Kernel k;
   Emitter em(*this, g_, k, nullptr);
   bool has_red = false;
+  for (int n : gr.nodes) has_red = has_red || g_.nodes[static_cast<size_t>(n)].is_reduction();
   std::map<int, ExprP> body;
   std::map<int, bool> inner;
-  for (int n : gr.nodes) {
-    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-    has_red = has_red || sn.is_reduction();
-    em.producer[sn.out_buffer] = n;
-    body[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
-    std::vector<Access> acc;
-    FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");
-    for (const auto& a : acc)
-      if (a.write) em.store_at[n] = a.index;
-    inner[n] = runs_inner(sn, X, R);
-  }
+  em.place(gr.nodes, X, R, &body, &inner);
   em.stored = needs_store(gr.nodes);
   k.kind = !has_red ? "poi" : (R <= 1024 ? "per" : "red");
   k.ops = kernel_ops(g_, gr.nodes);
@@ -378,14 +397,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   em.open(outer_loop(X));
   em.phases(gr.nodes, body, inner, R, nullptr);
   em.close();
-  std::set<int> written;
-  for (int n : gr.nodes) {
-    if (em.stored[n]) written.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
-    else removed->insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
-  }
-  std::string src = signature("@NAME@") + " {\n" + em.arg_decls(written);
-  for (const auto& l : em.lines) src += l + "\n";
-  k.source = src + "}\n";
+  k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   return k;
 }
 
@@ -417,20 +429,8 @@ Kernel CStylePrinter::print_template(const FusedGroup& gr, int index, std::set<i
   em.stored = needs_store(gr.nodes);
   std::map<int, ExprP> body;
   std::map<int, bool> inner;
-  auto place = [&](const std::vector<int>& nodes, int64_t X, int64_t R) {
-    for (int n : nodes) {
-      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-      em.producer[sn.out_buffer] = n;
-      body[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
-      std::vector<Access> acc;
-      FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its template kernel");
-      for (const auto& a : acc)
-        if (a.write) em.store_at[n] = a.index;
-      inner[n] = runs_inner(sn, X, R);
-    }
-  };
-  place(pro, M, K);
-  place(epi, M * N, 1);
+  em.place(pro, M, K, &body, &inner);
+  em.place(epi, M * N, 1, &body, &inner);
   const std::string K_s = std::to_string(K);
   em.line("float arow[" + std::to_string(kGemmRows) + "][" + K_s + "];");
   em.line("float brow[" + K_s + "];");
@@ -485,14 +485,7 @@ Kernel CStylePrinter::print_template(const FusedGroup& gr, int index, std::set<i
   em.close();
   em.close();
   em.close();
-  std::set<int> written;
-  for (int n : gr.nodes) {
-    if (em.stored[n]) written.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
-    else removed->insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
-  }
-  std::string src = signature("@NAME@") + " {\n" + em.arg_decls(written);
-  for (const auto& l : em.lines) src += l + "\n";
-  k.source = src + "}\n";
+  k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   return k;
 }
 
