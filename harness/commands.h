@@ -25,7 +25,8 @@ struct CheckOptions {
 
 int cmd_check(const Selection& sel, const CheckOptions& opts);
 int cmd_bless(const Selection& sel, const std::string& why);
-int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg);
+int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg,
+                const std::string& backend = "cpu");
 struct Repro;
 int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const std::string& fusion,
                       const std::string& dot_dir, bool svg);

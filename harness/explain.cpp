@@ -125,7 +125,8 @@ FusionPolicy policy_or_die(const std::string& fusion) {
 
 }  // namespace
 
-int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg) {
+int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg,
+                const std::string& backend) {
   FusionPolicy p = policy_or_die(fusion);
   std::vector<Graph> graphs = parse_graph_file(graph_file);
   for (const Graph& g : graphs) {
@@ -136,6 +137,7 @@ int cmd_explain(const std::string& graph_file, const std::string& fusion, const 
                    "break, or explain it as a repro (fusegate explain NAME --repro-dir DIR) to see the breaks");
     CompileOptions o;
     o.fusion = p;
+    o.backend = backend;
     explain_one(compile(g, o), fusion, dot_dir, svg);
   }
   return 0;

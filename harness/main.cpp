@@ -74,6 +74,8 @@ int run_main(int argc, char** argv) {
   explain->add_option("--mode", emode, "B or C (repro only)")->capture_default_str();
   explain->add_option("--world-size", eworld, "world size (repro only)")->capture_default_str();
   explain->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
+  std::string ebackend = "cpu";
+  explain->add_option("--backend", ebackend, "cpu or cuda: the code printer (--graph only)")->capture_default_str();
   explain->add_option("--fusion", efusion, "default, max-autotune or none")->capture_default_str();
   explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
   explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
@@ -122,7 +124,7 @@ int run_main(int argc, char** argv) {
   if (*check) return cmd_check(sel, copts);
   if (*bless) return cmd_bless(sel, why);
   if (*explain) {
-    if (!graph_file.empty()) return cmd_explain(graph_file, efusion, dot_dir, svg);
+    if (!graph_file.empty()) return cmd_explain(graph_file, efusion, dot_dir, svg, ebackend);
     if (erepro.empty()) user_error("explain needs a repro name or --graph FILE.fg");
     auto repros = all_repros(sel.fg_dirs);
     const Repro* r = find_repro(repros, erepro);

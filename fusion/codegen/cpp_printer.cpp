@@ -222,10 +222,13 @@ class Emitter {
     return "static_cast<" + p_.compute_type(t) + ">(" + x + ")";
   }
 
-  void store(int n, const std::string& v) {
+  void store(int n, const std::string& v, bool per_row = false) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     if (!stored[n]) return;
-    line(p_.store_text(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype, ptr(sn.out_buffer), store_at[n]->key, v));
+    std::string st = p_.store_text(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype, ptr(sn.out_buffer),
+                                   store_at[n]->key, v);
+    std::string guard = per_row ? p_.row_store_guard() : "";
+    line(guard.empty() ? st : guard + " " + st);
   }
 
   // The nodes of one frame (numel X, rnumel R) for the current x: runs of
@@ -266,16 +269,20 @@ class Emitter {
         if (!same_index || !visible) stored[p] = true;
       }
     }
+    bool row_kernel = R > 1;
+    bool looped_before = false;
     for (size_t pi = 0; pi < ph.size(); ++pi) {
       if (!ph_inner[pi]) {
         for (int n : ph[pi]) {
           std::string v = emit(body.at(n));
           value[n] = v;
-          store(n, v);
+          store(n, v, row_kernel);
           if (on_value) on_value(n, v);
         }
         continue;
       }
+      if (looped_before && !p_.loop_barrier().empty()) line(p_.loop_barrier());
+      looped_before = true;
       std::map<int, std::string> acc;
       for (int n : ph[pi]) {
         const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
@@ -302,8 +309,10 @@ class Emitter {
       close();
       for (int n : ph[pi]) {
         if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
+        std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);
+        if (!combine.empty()) line(combine);
         value[n] = acc[n];
-        store(n, acc[n]);
+        store(n, acc[n], true);
       }
     }
   }
@@ -344,7 +353,7 @@ class Emitter {
       bool w = written.count(b) > 0;
       std::string c = w ? "" : "const ";
       src += "  " + c + p_.storage_type(bi.dtype) + "* __restrict__ " + arg_name_.at(b) + " = static_cast<" + c +
-             p_.storage_type(bi.dtype) + "*>(args[" + std::to_string(ai) + "]);  // " + bi.name + "\n";
+             p_.storage_type(bi.dtype) + "*>(" + p_.arg_ref(ai) + ");  // " + bi.name + "\n";
     }
     return src;
   }
@@ -391,10 +400,12 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   em.place(gr.nodes, X, R, &body, &inner);
   em.stored = needs_store(gr.nodes);
   k.kind = !has_red ? "poi" : (R <= 1024 ? "per" : "red");
+  k.numel = X;
+  k.rnumel = R;
   k.ops = kernel_ops(g_, gr.nodes);
   k.nodes = gr.nodes;
   k.name = kernel_name(backend(), k.kind, k.ops, index);
-  em.open(outer_loop(X));
+  em.open(outer_loop(X, has_red));
   em.phases(gr.nodes, body, inner, R, nullptr);
   em.close();
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
@@ -407,6 +418,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
 // products accumulate in f32; the epilogue runs over (x = m*N + n) with the
 // GEMM results rounded to the output type, as a store and reload would.
 Kernel CStylePrinter::print_template(const FusedGroup& gr, int index, std::set<int>* removed) {
+  FG_CHECK(supports_templates(), "the " + backend() + " printer has no GEMM template");
   constexpr int kGemmRows = 4;
   std::vector<int> tmpls, pro, epi;
   for (int n : gr.nodes) {
@@ -522,7 +534,7 @@ static inline int64_t fg_clamp(int64_t v, int64_t lo, int64_t hi) { return v < l
 std::string CppPrinter::signature(const std::string& name) const {
   return "extern \"C\" void " + name + "(void** args)";
 }
-std::string CppPrinter::outer_loop(int64_t numel) const {
+std::string CppPrinter::outer_loop(int64_t numel, bool) const {
   return "for (int64_t x = 0; x < " + std::to_string(numel) + "; ++x)";
 }
 std::string CppPrinter::inner_loop(int64_t rnumel) const {

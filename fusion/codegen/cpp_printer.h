@@ -24,8 +24,20 @@ class CStylePrinter {
 
  public:
   // The dialect's table, used by the emitter that prints kernel bodies.
-  virtual std::string outer_loop(int64_t numel) const = 0;
+  // `reduction`: the kernel reduces, so x is one row per block of threads
+  // on a GPU, and values of the row are combined across threads.
+  virtual std::string outer_loop(int64_t numel, bool reduction) const = 0;
   virtual std::string inner_loop(int64_t rnumel) const = 0;
+  // Combines a per-thread partial result across the threads of a row
+  // (empty where one thread does a whole row).
+  virtual std::string combine_partials(const std::string& acc, Op reduce_op) const { return ""; }
+  // Guards a store of a per-row value that every thread of the row holds.
+  virtual std::string row_store_guard() const { return ""; }
+  // Between loops over r that may read what an earlier loop stored.
+  virtual std::string loop_barrier() const { return ""; }
+  // Expression for argument i of the kernel.
+  virtual std::string arg_ref(size_t i) const { return "args[" + std::to_string(i) + "]"; }
+  virtual bool supports_templates() const { return true; }
   // Text of an op on already-printed operands of compute type `t`.
   virtual std::string op_text(Op op, DType t, const std::vector<std::string>& a, const Attrs& attrs) const;
   virtual std::string compute_type(DType t) const;
@@ -54,7 +66,7 @@ class CppPrinter : public CStylePrinter {
   std::string signature(const std::string& name) const override;
 
  public:
-  std::string outer_loop(int64_t numel) const override;
+  std::string outer_loop(int64_t numel, bool reduction) const override;
   std::string inner_loop(int64_t rnumel) const override;
 };
 

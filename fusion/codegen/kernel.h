@@ -16,6 +16,7 @@ struct Kernel {
   std::vector<int> args;         // buffer ids, in argument order (generated kernels)
   std::vector<int> nodes;        // scheduler nodes it runs
   std::string source;            // the function text (generated kernels)
+  int64_t numel = 0, rnumel = 1; // iteration space (generated kernels): launch shape
   bool generated() const { return kind == "poi" || kind == "red" || kind == "per" || kind == "tem"; }
 };
 
