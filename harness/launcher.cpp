@@ -20,6 +20,7 @@
 #include "fusion/errors.h"
 #include "fusion/passes/schedule.h"
 #include "harness/run.h"
+#include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
 
 namespace fg {
@@ -57,8 +58,10 @@ void validate_spec(const RunSpec& spec) {
   if (!parse_mode(spec.mode, &m)) user_error("unknown mode '" + spec.mode + "': use A, B or C");
   FusionPolicy p;
   if (!parse_policy(spec.fusion, &p)) user_error("unknown fusion policy '" + spec.fusion + "': use default, max-autotune or none");
-  if (spec.backend != "cpu")
-    user_error("backend '" + spec.backend + "' is not built into this fusegate: use --backend cpu");
+  if (spec.backend != "cpu" && spec.backend != "cuda") user_error("unknown backend '" + spec.backend + "': use cpu or cuda");
+  if (spec.backend == "cuda" && !cuda_backend_built())
+    user_error("--backend cuda: this fusegate was built against a LibTorch without CUDA; build it against a CUDA "
+               "LibTorch (python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')");
   if (spec.world < 1 || spec.world < r->min_world || spec.world > r->max_world)
     user_error("world size " + std::to_string(spec.world) + " is out of range for " + r->name + " (1.." +
                std::to_string(r->max_world) + ")");

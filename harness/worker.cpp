@@ -63,7 +63,7 @@ struct ForwardResult {
   std::vector<std::string> graph_hashes;
 };
 
-ForwardResult forward(const Repro& r, Mode mode, CpuExecutor& ex, const std::map<std::string, at::Tensor>& inputs,
+ForwardResult forward(const Repro& r, Mode mode, AtenExecutor& ex, const std::map<std::string, at::Tensor>& inputs,
                       bool upcast) {
   Session s(mode, &ex, r.file);
   Inputs in;
@@ -71,7 +71,7 @@ ForwardResult forward(const Repro& r, Mode mode, CpuExecutor& ex, const std::map
   ex.begin_forward();
   std::vector<Tensor> outs = r.forward(s, in);
   ForwardResult res;
-  for (const auto& c : s.finish(outs)) res.outputs.push_back(unwrap(c).contiguous());
+  for (const auto& c : s.finish(outs)) res.outputs.push_back(unwrap(c).contiguous().cpu());
   res.graph_count = s.graph_count();
   res.breaks = s.breaks();
   res.graph_hashes = s.graph_hashes();
@@ -105,7 +105,9 @@ void maybe_fault(int rank, const std::string& out_path) {
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path) {
   at::set_num_threads(1);  // ranks share the cores; one thread keeps results deterministic
   progress(out_path, "joining the process group");
-  Collectives coll("127.0.0.1", port, rank, spec.world, spec.timeout_s);
+  bool cuda = spec.backend == "cuda";
+  if (cuda) cuda_select_device(rank);  // before NCCL: one GPU a rank
+  Collectives coll("127.0.0.1", port, rank, spec.world, spec.timeout_s, cuda ? "nccl" : "gloo");
   progress(out_path, "joined");
   maybe_fault(rank, out_path);
 
@@ -117,11 +119,10 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   FusionPolicy policy;
   if (!parse_policy(spec.fusion, &policy)) user_error("unknown fusion policy " + spec.fusion);
 
-  std::map<std::string, at::Tensor> inputs;
-  for (const auto& s : r->inputs(spec.world)) inputs[s.name] = make_input(r->name, s, rank, spec.world);
-
   progress(out_path, "warm-up forward");
-  CpuExecutor ex(&coll, rank, spec.world, policy);
+  AtenExecutor ex(&coll, rank, spec.world, policy, false, spec.backend);
+  std::map<std::string, at::Tensor> inputs;
+  for (const auto& s : r->inputs(spec.world)) inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
   forward(*r, mode, ex, inputs, false);
   coll.reset_sequence();
   progress(out_path, "measured forward");
@@ -129,8 +130,10 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   ForwardResult res;
   std::vector<LaunchRecord> launches;
   for (int i = 0; i < 3; ++i) {
+    ex.synchronize();
     auto t0 = std::chrono::steady_clock::now();
     res = forward(*r, mode, ex, inputs, false);
+    ex.synchronize();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     if (i == 0) launches = ex.launches();
   }
@@ -181,9 +184,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   if (mode != Mode::Eager) {
     // the references: eager on the same inputs, and the same program in fp64
     progress(out_path, "reference runs");
-    CpuExecutor eager_ex(&coll, rank, spec.world, policy);
+    AtenExecutor eager_ex(&coll, rank, spec.world, policy, false, spec.backend);
     ForwardResult eager = forward(*r, Mode::Eager, eager_ex, inputs, false);
-    CpuExecutor fp64_ex(&coll, rank, spec.world, policy, /*upcast_fp64=*/true);
+    AtenExecutor fp64_ex(&coll, rank, spec.world, policy, /*upcast_fp64=*/true, spec.backend);
     ForwardResult fp64 = forward(*r, Mode::Eager, fp64_ex, inputs, true);
     nlohmann::json acc = {{"status", "pass"}, {"outputs", nlohmann::json::array()}};
     for (size_t i = 0; i < res.outputs.size(); ++i) {
@@ -219,6 +222,7 @@ nlohmann::json environment(const std::string& backend) {
                       {"libtorch", std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
                                        std::to_string(TORCH_VERSION_PATCH)},
                       {"isa", isa}};
+  if (backend == "cuda") e["gpu"] = cuda_device_name();
   e["fingerprint"] = hash_text(e.dump());
   return e;
 }

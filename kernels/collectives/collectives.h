@@ -1,20 +1,23 @@
 // Collectives between rank processes: c10d ProcessGroupGloo on the cpu
-// backend. Every call is counted and folded into a sequence hash, so the
-// harness can check that all ranks issued the same collectives.
+// backend, ProcessGroupNCCL (one GPU a rank) on the cuda backend. Every call
+// is folded into a sequence, so the harness can check that all ranks issued
+// the same collectives.
 #pragma once
 #include <ATen/ATen.h>
 
 #include <memory>
 #include <string>
 
-namespace c10d { class ProcessGroup; class Store; }
+namespace c10d { class Store; }
 
 namespace fg {
 
 class Collectives {
  public:
-  // Joins the group through a c10d TCPStore at host:port.
-  Collectives(const std::string& host, int port, int rank, int world, int timeout_s);
+  // Joins the group through a c10d TCPStore at host:port; `backend` is
+  // "gloo" or "nccl".
+  Collectives(const std::string& host, int port, int rank, int world, int timeout_s,
+              const std::string& backend = "gloo");
   ~Collectives();
   int rank() const { return rank_; }
   int world() const { return world_; }
@@ -27,9 +30,12 @@ class Collectives {
 
  private:
   void note(const char* what, const at::Tensor& t);
+  bool needs_upcast(const at::Tensor& t) const;
   int rank_, world_;
+  struct Group;  // the c10d process group or backend, by LibTorch version
   std::shared_ptr<void> store_;  // keeps the c10d store alive
-  std::shared_ptr<c10d::ProcessGroup> pg_;
+  std::shared_ptr<Group> pg_;
+  bool nccl_ = false;
   std::string sequence_;
 };
 

@@ -50,7 +50,7 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   at::Tensor s = K(at::matmul(qf, kf.transpose(-2, -1))) * scale;
   if (causal) {
-    at::Tensor mask = at::ones({q.size(-2), k.size(-2)}, at::kBool).triu(1);
+    at::Tensor mask = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).triu(1);
     s = s.masked_fill(mask, -std::numeric_limits<float>::infinity());
   }
   return at::matmul(at::softmax(s, -1), vf).to(q.scalar_type());
@@ -78,7 +78,8 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
   };
   switch (n.op) {
     case Op::Full:
-      return at::full(n.type.shape, attr_float(a, "value", n.op), at::TensorOptions().dtype(dt(n.type.dtype)));
+      return at::full(n.type.shape, attr_float(a, "value", n.op),
+                      at::TensorOptions().dtype(dt(n.type.dtype)).device(ctx.device));
     case Op::Add: return binary([](const auto& x, const auto& y) { return at::add(x, y); });
     case Op::Sub: return binary([](const auto& x, const auto& y) { return at::sub(x, y); });
     case Op::Mul: return binary([](const auto& x, const auto& y) { return at::mul(x, y); });

@@ -16,6 +16,7 @@ DType from_aten(at::ScalarType t);
 
 struct EagerContext {
   Collectives* collectives = nullptr;
+  at::Device device = at::kCPU;  // where new tensors (full) are made
   bool upcast_fp64 = false;  // the fp64 reference: every floating type becomes f64
   int launches = 0;          // ATen kernels launched by the calls so far (views count 0)
 };

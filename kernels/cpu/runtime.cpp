@@ -18,20 +18,55 @@ const at::Tensor& unwrap(const ConcreteP& c) {
   return v->tensor;
 }
 
-CpuExecutor::CpuExecutor(Collectives* coll, int rank, int world, FusionPolicy fusion, bool upcast_fp64)
-    : coll_(coll), rank_(rank), world_(world), fusion_(fusion) {
+// Host kernels: one shared object, a function per kernel.
+class HostModule : public KernelModule {
+ public:
+  explicit HostModule(const KernelProgram& p) : so_(jit_compile(p.module_source)) {
+    for (const auto& k : p.kernels)
+      fns_.push_back(k.generated() ? reinterpret_cast<void (*)(void**)>(so_->symbol(k.name)) : nullptr);
+  }
+  void launch(size_t index, const std::vector<void*>& ptrs) override {
+    fns_[index](const_cast<void**>(ptrs.data()));
+  }
+
+ private:
+  std::shared_ptr<JitModule> so_;
+  std::vector<void (*)(void**)> fns_;
+};
+
+std::unique_ptr<KernelModule> load_host_module(const KernelProgram& p) { return std::make_unique<HostModule>(p); }
+
+AtenExecutor::AtenExecutor(Collectives* coll, int rank, int world, FusionPolicy fusion, bool upcast_fp64,
+                           const std::string& backend)
+    : coll_(coll),
+      backend_(backend),
+      device_(at::kCPU),
+      rank_(rank),
+      world_(world),
+      fusion_(fusion) {
+  if (backend != "cpu" && backend != "cuda") user_error("unknown backend '" + backend + "': use cpu or cuda");
+  if (backend == "cuda") {
+    if (!cuda_backend_built())
+      user_error("this fusegate was built without the cuda runtime (its LibTorch has no CUDA): use --backend cpu");
+    device_ = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_select_device(rank)));
+  }
   ctx_.collectives = coll;
   ctx_.upcast_fp64 = upcast_fp64;
+  ctx_.device = device_;
 }
 
-CpuExecutor::~CpuExecutor() = default;
+AtenExecutor::~AtenExecutor() = default;
 
-void CpuExecutor::begin_forward() {
+void AtenExecutor::synchronize() const {
+  if (backend_ == "cuda") cuda_synchronize();
+}
+
+void AtenExecutor::begin_forward() {
   launches_.clear();
   graphs_run_.clear();
 }
 
-ConcreteP CpuExecutor::eager(const Node& n, const std::vector<ConcreteP>& in) {
+ConcreteP AtenExecutor::eager(const Node& n, const std::vector<ConcreteP>& in) {
   std::vector<at::Tensor> ts;
   for (const auto& c : in) ts.push_back(unwrap(c));
   int before = ctx_.launches;
@@ -44,14 +79,14 @@ ConcreteP CpuExecutor::eager(const Node& n, const std::vector<ConcreteP>& in) {
   return wrap_aten(r);
 }
 
-TensorType CpuExecutor::type_of(const ConcreteP& t) {
+TensorType AtenExecutor::type_of(const ConcreteP& t) {
   const at::Tensor& x = unwrap(t);
   return TensorType{from_aten(x.scalar_type()), Shape(x.sizes().begin(), x.sizes().end())};
 }
 
-double CpuExecutor::item(const ConcreteP& t) { return unwrap(t).to(at::kDouble).item<double>(); }
+double AtenExecutor::item(const ConcreteP& t) { return unwrap(t).to(at::kDouble).item<double>(); }
 
-std::string CpuExecutor::describe(const ConcreteP& t) {
+std::string AtenExecutor::describe(const ConcreteP& t) {
   const at::Tensor& x = unwrap(t);
   std::ostringstream o;
   o << type_of(t).str() << " sum=" << x.to(at::kDouble).sum().item<double>();
@@ -76,7 +111,7 @@ at::Tensor view_of(const at::Tensor& buf, const Layout& l) {
 
 }  // namespace
 
-std::vector<ConcreteP> CpuExecutor::run_graph(const Graph& g, const std::vector<ConcreteP>& inputs, int index) {
+std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector<ConcreteP>& inputs, int index) {
   std::vector<at::Tensor> ins;
   for (const auto& c : inputs) ins.push_back(unwrap(c));
   std::vector<Layout> layouts;
@@ -98,14 +133,13 @@ std::vector<ConcreteP> CpuExecutor::run_graph(const Graph& g, const std::vector<
     auto rt = std::make_unique<CompiledGraphRt>();
     CompileOptions o;
     o.fusion = fusion_;
+    o.backend = backend_;
     o.input_layouts = layouts;
     rt->prog = compile(g, o);
     rt->guard = guard;
     bool any = false;
     for (const auto& k : rt->prog.program.kernels) any = any || k.generated();
-    if (any) rt->module = jit_compile(rt->prog.program.module_source);
-    for (const auto& k : rt->prog.program.kernels)
-      rt->fns.push_back(k.generated() ? reinterpret_cast<void (*)(void**)>(rt->module->symbol(k.name)) : nullptr);
+    if (any) rt->module = backend_ == "cuda" ? load_cuda_module(rt->prog.program) : load_host_module(rt->prog.program);
     compile_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     it = cache_.emplace(key, std::move(rt)).first;
   }
@@ -119,7 +153,7 @@ std::vector<ConcreteP> CpuExecutor::run_graph(const Graph& g, const std::vector<
     if (bufs[static_cast<size_t>(b)].defined()) return;
     const BufferInfo& bi = lg.buffers[static_cast<size_t>(b)];
     bufs[static_cast<size_t>(b)] =
-        at::empty_strided(bi.layout.sizes, bi.layout.strides, at::TensorOptions().dtype(to_aten(bi.dtype)));
+        at::empty_strided(bi.layout.sizes, bi.layout.strides, at::TensorOptions().dtype(to_aten(bi.dtype)).device(device_));
   };
   const auto& kernels = rt.prog.program.kernels;
   for (size_t ki = 0; ki < kernels.size(); ++ki) {
@@ -131,7 +165,7 @@ std::vector<ConcreteP> CpuExecutor::run_graph(const Graph& g, const std::vector<
         ensure(b);
         ptrs.push_back(bufs[static_cast<size_t>(b)].data_ptr());
       }
-      rt.fns[ki](ptrs.data());
+      rt.module->launch(ki, ptrs);
       continue;
     }
     const SchedNode& sn = lg.nodes[static_cast<size_t>(k.nodes[0])];

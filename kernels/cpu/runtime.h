@@ -1,7 +1,9 @@
-// The cpu runtime: an Executor for the capture session that runs ops through
-// ATen (mode A, host ops) and compiled graphs through JIT-built host kernels
-// plus ATen externs and Gloo collectives. It counts every launch of a
-// forward, keeps a compile cache with guards, and counts recompiles.
+// The runtime: an Executor for the capture session that runs ops through
+// ATen (mode A, host ops) and compiled graphs through generated kernels plus
+// ATen externs and collectives. The same code serves both backends; only the
+// kernel module differs (host C++ built into a shared object on cpu, NVRTC
+// cubins launched through the driver API on cuda). It counts every launch of
+// a forward, keeps a compile cache with guards, and counts recompiles.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -17,7 +19,22 @@
 namespace fg {
 
 class Collectives;
-class JitModule;
+
+// The generated kernels of one graph, loaded and ready to launch.
+class KernelModule {
+ public:
+  virtual ~KernelModule() = default;
+  // Launches kernel `index` of the program on buffer pointers, in order.
+  virtual void launch(size_t index, const std::vector<void*>& ptrs) = 0;
+};
+std::unique_ptr<KernelModule> load_host_module(const KernelProgram& p);
+// Defined by the cuda runtime; without CUDA it reports that it is not built.
+std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram& p);
+void cuda_synchronize();
+bool cuda_backend_built();
+// Makes this rank's GPU (rank modulo the GPUs there) current; returns its index.
+int cuda_select_device(int rank);
+std::string cuda_device_name();
 
 struct AtenValue : Concrete {
   explicit AtenValue(at::Tensor t) : tensor(std::move(t)) {}
@@ -34,10 +51,12 @@ struct LaunchRecord {
 
 struct CompiledGraphRt;
 
-class CpuExecutor : public Executor {
+class AtenExecutor : public Executor {
  public:
-  CpuExecutor(Collectives* coll, int rank, int world, FusionPolicy fusion, bool upcast_fp64 = false);
-  ~CpuExecutor() override;
+  // backend "cpu" or "cuda" (tensors on cuda:<rank's device>)
+  AtenExecutor(Collectives* coll, int rank, int world, FusionPolicy fusion, bool upcast_fp64 = false,
+               const std::string& backend = "cpu");
+  ~AtenExecutor() override;
 
   ConcreteP eager(const Node& n, const std::vector<ConcreteP>& in) override;
   std::vector<ConcreteP> run_graph(const Graph& g, const std::vector<ConcreteP>& inputs, int index) override;
@@ -53,9 +72,14 @@ class CpuExecutor : public Executor {
   const std::vector<const CompiledGraphRt*>& graphs_run() const { return graphs_run_; }
   int recompile_count() const { return recompiles_; }
   double compile_ms() const { return compile_ms_; }
+  // Waits for the device (timing); a no-op on cpu.
+  void synchronize() const;
+  at::Device device() const { return device_; }
 
  private:
   Collectives* coll_;
+  std::string backend_;
+  at::Device device_;
   int rank_, world_;
   FusionPolicy fusion_;
   EagerContext ctx_;
@@ -69,8 +93,7 @@ class CpuExecutor : public Executor {
 
 struct CompiledGraphRt {
   CompiledProgram prog;
-  std::shared_ptr<JitModule> module;
-  std::vector<void (*)(void**)> fns;  // per kernel; null for extern/collective
+  std::unique_ptr<KernelModule> module;  // null when the graph has no generated kernel
   std::string guard;                  // input types and layouts it was compiled for
 };
 

@@ -20,7 +20,7 @@ struct Result {
 Result run(const std::string& text, Mode mode, const std::map<std::string, at::Tensor>& inputs,
            FusionPolicy policy = FusionPolicy::Default) {
   Graph g = parse_graph(text, "case.fg");
-  CpuExecutor ex(nullptr, 0, 1, policy);
+  AtenExecutor ex(nullptr, 0, 1, policy);
   Session s(mode, &ex);
   Inputs in;
   for (const auto& [k, v] : inputs) in[k] = s.wrap(wrap_aten(v));
@@ -192,7 +192,7 @@ graph g(%x: f32[64,32], %y: f32[64,32]) {
 }
 
 TEST(Capture, ShapeChangeRecompiles) {
-  CpuExecutor ex(nullptr, 0, 1, FusionPolicy::Default);
+  AtenExecutor ex(nullptr, 0, 1, FusionPolicy::Default);
   for (int64_t n : {8, 8, 16}) {
     Session s(Mode::Compiled, &ex);
     Tensor x = s.wrap(wrap_aten(at::randn({n, 4})));
@@ -202,7 +202,7 @@ TEST(Capture, ShapeChangeRecompiles) {
 }
 
 TEST(Capture, ItemAndDisabledRegionBreakTheGraph) {
-  CpuExecutor ex(nullptr, 0, 1, FusionPolicy::Default);
+  AtenExecutor ex(nullptr, 0, 1, FusionPolicy::Default);
   Session s(Mode::Compiled, &ex);
   Tensor x = s.wrap(wrap_aten(at::ones({4})));
   Tensor y = exp(x);

@@ -1,5 +1,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+#ifdef FUSEGATE_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include "fusion/errors.h"
 #include "fusion/ir/types.h"
@@ -7,33 +11,49 @@
 
 namespace fg {
 
-namespace {
+// LibTorch 1.x names the Gloo and NCCL groups ProcessGroups; 2.x makes them
+// Backends of a ProcessGroup. Both have the calls used here.
+#if TORCH_VERSION_MAJOR >= 2
+using PgBase = c10d::Backend;
+#else
+using PgBase = c10d::ProcessGroup;
+#endif
+struct Collectives::Group {
+  c10::intrusive_ptr<PgBase> pg;
+};
+
 // Gloo in LibTorch 1.13 cannot reduce bf16; those tensors are reduced in f32
 // and rounded back, which is what a bf16 ring reduction with f32 accumulation
-// would give.
-bool needs_upcast(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16; }
-}  // namespace
+// would give. NCCL reduces bf16 itself.
+bool Collectives::needs_upcast(const at::Tensor& t) const { return !nccl_ && t.scalar_type() == at::kBFloat16; }
 
-Collectives::Collectives(const std::string& host, int port, int rank, int world, int timeout_s)
-    : rank_(rank), world_(world) {
+Collectives::Collectives(const std::string& host, int port, int rank, int world, int timeout_s,
+                         const std::string& backend)
+    : rank_(rank), world_(world), nccl_(backend == "nccl") {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(port);
   o.isServer = false;
   o.waitWorkers = false;
   o.timeout = std::chrono::seconds(timeout_s);
   auto store = c10::make_intrusive<c10d::TCPStore>(host, o);
-  auto opts = c10d::ProcessGroupGloo::Options::create();
-  opts->timeout = std::chrono::seconds(timeout_s);
-  opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
-  // hold intrusive pointers through shared_ptr so the header stays light
+  pg_ = std::make_shared<Group>();
+  if (nccl_) {
+#ifdef FUSEGATE_WITH_NCCL
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = std::chrono::seconds(timeout_s);
+    pg_->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, opts);
+#else
+    user_error("this fusegate was built without NCCL (LibTorch has no CUDA): use --backend cpu");
+#endif
+  } else {
+    auto opts = c10d::ProcessGroupGloo::Options::create();
+    opts->timeout = std::chrono::seconds(timeout_s);
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    pg_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
+  }
   auto* raw_store = store.release();
   store_ = std::shared_ptr<void>(raw_store, [](void* p) {
     c10::intrusive_ptr<c10d::TCPStore>::reclaim(static_cast<c10d::TCPStore*>(p));
-  });
-  auto* raw_pg = pg.release();
-  pg_ = std::shared_ptr<c10d::ProcessGroup>(raw_pg, [](c10d::ProcessGroup* p) {
-    c10::intrusive_ptr<c10d::ProcessGroupGloo>::reclaim(static_cast<c10d::ProcessGroupGloo*>(p));
   });
 }
 
@@ -49,7 +69,7 @@ void Collectives::all_reduce_(at::Tensor& t) {
   note("all_reduce", t);
   at::Tensor work = needs_upcast(t) ? t.to(at::kFloat) : t.contiguous();
   std::vector<at::Tensor> v{work};
-  pg_->allreduce(v)->wait();
+  pg_->pg->allreduce(v)->wait();
   if (!work.is_same(t)) t.copy_(work);
 }
 
@@ -59,7 +79,7 @@ at::Tensor Collectives::all_gather(const at::Tensor& t) {
   std::vector<std::vector<at::Tensor>> out(1);
   for (int i = 0; i < world_; ++i) out[0].push_back(at::empty_like(in));
   std::vector<at::Tensor> inv{in};
-  pg_->allgather(out, inv)->wait();
+  pg_->pg->allgather(out, inv)->wait();
   return at::cat(out[0], 0).to(t.scalar_type());
 }
 
@@ -68,11 +88,11 @@ at::Tensor Collectives::reduce_scatter(const at::Tensor& t) {
   // Gloo has no reduce-scatter here: all-reduce, then keep this rank's slice
   at::Tensor work = t.to(needs_upcast(t) ? at::kFloat : t.scalar_type()).contiguous().clone();
   std::vector<at::Tensor> v{work};
-  pg_->allreduce(v)->wait();
+  pg_->pg->allreduce(v)->wait();
   int64_t n = t.size(0) / world_;
   return work.narrow(0, rank_ * n, n).to(t.scalar_type()).contiguous();
 }
 
-void Collectives::barrier() { pg_->barrier()->wait(); }
+void Collectives::barrier() { pg_->pg->barrier()->wait(); }
 
 }  // namespace fg

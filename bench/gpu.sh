@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: build against the LibTorch inside the installed
+# PyTorch, check the cuda backend against its goldens, and benchmark; prints
+# a short table last. Run from the repository root:
+#   bash bench/gpu.sh [check|bless|bench|all]     (default: all)
+# It needs `.devdeps/include/xxhash.h` (the GPU image has libxxhash but not
+# its header): bench/prepare_device.sh copies it from this machine.
+set -uo pipefail
+what="${1:-all}"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export FUSEGATE_CACHE_DIR="$PWD/build-gpu/kernel-cache"
+OUTDIR="${OUT:-$PWD/build-gpu/out}"
+mkdir -p "$OUTDIR"
+TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+ngpu=$(python3 -c 'import torch;print(torch.cuda.device_count())')
+echo "gpus: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
+  -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
+grep fusegate "$OUTDIR/cmake.log"
+ninja -C build-gpu fusegate test_cuda_codegen >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
+FG=./build-gpu/harness/fusegate
+worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"; [ "$ngpu" -ge 4 ] && worlds="$worlds --world-size 4"
+rc=0
+if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
+  ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
+  sub=check; [ "$what" = bless ] && sub=bless
+  $FG $sub --backend cuda $worlds --records "$OUTDIR/records" --junit "$OUTDIR/junit.xml" 2>"$OUTDIR/check.err" | tee "$OUTDIR/check.txt" | tail -40
+  rc=${PIPESTATUS[0]}
+  $FG $sub --backend cuda --fusion max-autotune --mode C $worlds 2>>"$OUTDIR/check.err" | tail -12
+fi
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  [ -f bench/gpu_bench.py ] && python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" || true
+fi
+exit $rc

@@ -1,0 +1,133 @@
+// The cuda runtime's kernel module: NVRTC compiles the generated CUDA C++ of
+// a graph to a cubin for the device's architecture (cached on disk by source
+// hash), the driver API loads it, and each kernel is launched on LibTorch's
+// current stream with the launch shape its iteration space asks for.
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fusion/codegen/cuda_printer.h"
+#include "fusion/errors.h"
+#include "kernels/cpu/jit.h"
+#include "kernels/cpu/runtime.h"
+#include "kernels/cuda/nvrtc.h"
+
+namespace fg {
+
+namespace {
+
+void check(CUresult r, const std::string& what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* msg = nullptr;
+  cuGetErrorString(r, &msg);
+  internal_error("CUDA driver: " + what + ": " + (msg ? msg : "unknown error"));
+}
+
+// The kernel parameter block: the generated signature takes FgArgs by value.
+struct FgArgs {
+  void* p[32];
+};
+
+std::string arch_of_current_device() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return "sm_" + std::to_string(major) + std::to_string(minor);
+}
+
+// The cubin for `source`, from the disk cache or compiled now.
+std::string cubin_for(const std::string& source, const std::string& arch) {
+  std::string key = source + "\n// " + arch + " nvrtc " + nvrtc_version();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH64(key.data(), key.size(), 0)));
+  std::string dir = jit_cache_dir();
+  std::filesystem::create_directories(dir);
+  std::string path = dir + "/" + hex + "." + arch + ".cubin";
+  if (std::filesystem::exists(path)) {
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  NvrtcResult r = nvrtc_compile(source, std::string(hex) + ".cu", arch);
+  if (r.cubin.empty()) {
+    std::ofstream(dir + "/" + hex + ".cu") << source;
+    internal_error("generated CUDA code did not compile (source in " + dir + "/" + hex + ".cu):\n" + r.log);
+  }
+  std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  std::ofstream(tmp, std::ios::binary) << r.cubin;
+  std::filesystem::rename(tmp, path);
+  return r.cubin;
+}
+
+class CudaModule : public KernelModule {
+ public:
+  explicit CudaModule(const KernelProgram& p) {
+    std::string cubin = cubin_for(p.module_source, arch_of_current_device());
+    check(cuModuleLoadData(&module_, cubin.data()), "load module");
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    for (const auto& k : p.kernels) {
+      CUfunction f = nullptr;
+      if (k.generated()) check(cuModuleGetFunction(&f, module_, k.name.c_str()), "find kernel " + k.name);
+      fns_.push_back(f);
+      shapes_.push_back(cuda_launch_shape(k.numel, k.rnumel, sms));
+    }
+  }
+  ~CudaModule() override {
+    if (module_) cuModuleUnload(module_);
+  }
+  void launch(size_t index, const std::vector<void*>& ptrs) override {
+    FG_CHECK(ptrs.size() <= 32, "a kernel with more than 32 buffers");
+    FgArgs args{};
+    for (size_t i = 0; i < ptrs.size(); ++i) args.p[i] = ptrs[i];
+    void* params[] = {&args};
+    const LaunchShape& l = shapes_[index];
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    check(cuLaunchKernel(fns_[index], static_cast<unsigned>(l.blocks), 1, 1, static_cast<unsigned>(l.threads), 1, 1, 0,
+                         stream, params, nullptr),
+          "launch");
+  }
+
+ private:
+  CUmodule module_ = nullptr;
+  std::vector<CUfunction> fns_;
+  std::vector<LaunchShape> shapes_;
+};
+
+}  // namespace
+
+bool cuda_backend_built() { return true; }
+
+int cuda_select_device(int rank) {
+  int n = c10::cuda::device_count();
+  if (n < 1) user_error("--backend cuda: no GPU is visible to this process");
+  int dev = rank % n;
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(dev));
+  cudaFree(nullptr);  // makes the device's primary context current for the driver API
+  return dev;
+}
+
+std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram& p) { return std::make_unique<CudaModule>(p); }
+
+void cuda_synchronize() { c10::cuda::device_synchronize(); }
+
+std::string cuda_device_name() {
+  cudaDeviceProp p{};
+  int dev = 0;
+  cudaGetDevice(&dev);
+  cudaGetDeviceProperties(&p, dev);
+  return p.name;
+}
+
+}  // namespace fg

@@ -1,0 +1,16 @@
+// Stand-ins for the cuda runtime when LibTorch has no CUDA: the cpu backend
+// works and --backend cuda says why it cannot.
+#include "fusion/errors.h"
+#include "kernels/cpu/runtime.h"
+
+namespace fg {
+
+bool cuda_backend_built() { return false; }
+int cuda_select_device(int) { user_error("this fusegate was built without the cuda runtime: use --backend cpu"); }
+std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram&) {
+  user_error("this fusegate was built without the cuda runtime: use --backend cpu");
+}
+void cuda_synchronize() {}
+std::string cuda_device_name() { return ""; }
+
+}  // namespace fg
