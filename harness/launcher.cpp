@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <ftw.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -42,6 +43,12 @@ std::string last_lines(const std::string& text, int n) {
   }
   return text.substr(pos);
 }
+
+// Removes the run's scratch folder. Not std::filesystem::remove_all: PyTorch
+// 2.11's libtorch.so exports its own copy of it, which crashes when called
+// from this program.
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+void remove_tree(const std::string& dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -140,7 +147,7 @@ RunOutcome launch(const RunSpec& spec) {
         out.message = "rank " + std::to_string(rank) + " crashed (" + how + ") during '" + progress(rank) +
                       "'; all ranks stopped. Its last output:\n" + last_lines(log, 8);
       }
-      std::filesystem::remove_all(dir);
+      remove_tree(dir);
       return out;
     }
     if (alive > 0 && std::chrono::steady_clock::now() > deadline) {
@@ -166,7 +173,7 @@ RunOutcome launch(const RunSpec& spec) {
       out.message = "rank " + culprit + " did not finish within " + std::to_string(spec.timeout_s) +
                     " s (hung)" + (waiting.empty() ? "" : "; ranks waiting on it: " + waiting) +
                     "; all ranks stopped (raise --timeout if the run is just slow)";
-      std::filesystem::remove_all(dir);
+      remove_tree(dir);
       return out;
     }
     if (alive > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -183,7 +190,7 @@ RunOutcome launch(const RunSpec& spec) {
   out.record["ranks"] = nlohmann::json::array();
   for (int rank = 0; rank < spec.world; ++rank)
     out.record["ranks"].push_back(nlohmann::json::parse(read_text(dir + "/rank" + std::to_string(rank) + ".json")));
-  std::filesystem::remove_all(dir);
+  remove_tree(dir);
   return out;
 }
 

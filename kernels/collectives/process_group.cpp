@@ -1,5 +1,7 @@
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef FUSEGATE_WITH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/version.h>
 #ifdef FUSEGATE_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -46,10 +48,15 @@ Collectives::Collectives(const std::string& host, int port, int rank, int world,
     user_error("this fusegate was built without NCCL (LibTorch has no CUDA): use --backend cpu");
 #endif
   } else {
+#ifdef FUSEGATE_WITH_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create();
     opts->timeout = std::chrono::seconds(timeout_s);
     opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     pg_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
+#else
+    user_error("this fusegate was built without Gloo (its LibTorch ships no gloo headers): the cpu backend "
+               "needs a LibTorch with Gloo, such as Debian's libtorch-dev");
+#endif
   }
   auto* raw_store = store.release();
   store_ = std::shared_ptr<void>(raw_store, [](void* p) {
@@ -57,7 +64,12 @@ Collectives::Collectives(const std::string& host, int port, int rank, int world,
   });
 }
 
-Collectives::~Collectives() = default;
+Collectives::~Collectives() {
+#ifdef FUSEGATE_WITH_NCCL
+  // NCCL wants its communicators torn down before exit
+  if (nccl_ && pg_ && pg_->pg) static_cast<c10d::ProcessGroupNCCL*>(pg_->pg.get())->shutdown();
+#endif
+}
 
 void Collectives::note(const char* what, const at::Tensor& t) {
   sequence_ += std::string(what) + ":" + std::string(c10::toString(t.scalar_type())) + "[";

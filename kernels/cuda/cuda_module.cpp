@@ -7,6 +7,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <cstdio>
