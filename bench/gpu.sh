@@ -23,10 +23,18 @@ worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"; [
 rc=0
 if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
   ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
-  sub=check; [ "$what" = bless ] && sub=bless
-  $FG $sub --backend cuda $worlds --records "$OUTDIR/records" --junit "$OUTDIR/junit.xml" 2>"$OUTDIR/check.err" | tee "$OUTDIR/check.txt" | tail -40
+  if [ "$what" = bless ]; then
+    $FG bless --backend cuda $worlds --why "cuda goldens" 2>"$OUTDIR/bless.err" | tail -1
+    $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "cuda goldens" 2>>"$OUTDIR/bless.err" | tail -1
+    tar czf "$OUTDIR/golden-cuda.tgz" golden/cuda
+  fi
+  $FG check --backend cuda $worlds --records "$OUTDIR/records" --junit "$OUTDIR/junit.xml" 2>"$OUTDIR/check.err" \
+    | tee "$OUTDIR/check.txt" | tail -15
   rc=${PIPESTATUS[0]}
-  $FG $sub --backend cuda --fusion max-autotune --mode C $worlds 2>>"$OUTDIR/check.err" | tail -12
+  $FG check --backend cuda --fusion max-autotune --mode C $worlds --records "$OUTDIR/records" 2>>"$OUTDIR/check.err" \
+    | tail -3
+  python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt"
+  rm -rf "$OUTDIR/records"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   [ -f bench/gpu_bench.py ] && python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" || true
