@@ -77,7 +77,8 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
       continue;
     }
     if (!opts.records_dir.empty())
-      write_atomic(opts.records_dir + "/" + j.spec.repro + "_" + j.spec.mode + "_w" + std::to_string(j.spec.world) + ".json",
+      write_atomic(opts.records_dir + "/" + j.spec.repro + "_" + j.spec.mode + "_w" + std::to_string(j.spec.world) + "_" +
+                       sel.backend + "_" + sel.fusion + ".json",
                    dump_record(run.record));
     Verdict v = compare_with_golden(run.record, golden ? &*golden : nullptr, path, j.id, bless);
     std::string key = j.spec.repro + "/" + j.spec.mode;
