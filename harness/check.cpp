@@ -31,6 +31,12 @@ std::vector<Job> expand(const Selection& sel) {
   for (const auto& n : names) {
     const Repro* r = find_repro(repros, n);
     if (!r) user_error("unknown repro '" + n + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
+    // a GPU-sized block runs only where asked for by name, or on its backend
+    if (!r->only_backend.empty() && r->only_backend != sel.backend) {
+      if (!sel.repros.empty())
+        user_error(n + " runs only with --backend " + r->only_backend + " (it is sized for a GPU)");
+      continue;
+    }
     for (const auto& m : modes)
       for (int w : worlds) {
         if (w > r->max_world) continue;

@@ -95,7 +95,8 @@ RunOutcome launch(const RunSpec& spec) {
                                      std::to_string(spec.world), "--fusion", spec.fusion, "--backend", spec.backend,
                                      "--rank", std::to_string(rank), "--port", std::to_string(port), "--out",
                                      dir + "/rank" + std::to_string(rank) + ".json", "--timeout",
-                                     std::to_string(spec.timeout_s)};
+                                     std::to_string(spec.timeout_s), "--iters", std::to_string(spec.iters)};
+    if (spec.cuda_graphs) args.push_back("--cuda-graphs");
     for (const auto& d : spec.fg_dirs) { args.push_back("--repro-dir"); args.push_back(d); }
     pid_t pid = fork();
     if (pid == 0) {

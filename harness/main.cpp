@@ -49,6 +49,8 @@ int run_main(int argc, char** argv) {
   run->add_option("--world-size", spec.world, "ranks")->capture_default_str();
   run->add_option("--fusion", spec.fusion, "default, max-autotune or none")->capture_default_str();
   run->add_option("--out", out_file, "write the record here instead of stdout");
+  run->add_option("--iters", spec.iters, "timed forwards after warm-up")->capture_default_str();
+  run->add_flag("--cuda-graphs", spec.cuda_graphs, "time CUDA-graph replays of a one-graph forward (cuda)");
   add_common(run);
 
   CheckOptions copts;
@@ -91,6 +93,8 @@ int run_main(int argc, char** argv) {
   worker->add_option("--rank", rank);
   worker->add_option("--port", port);
   worker->add_option("--out", wout);
+  worker->add_option("--iters", spec.iters);
+  worker->add_flag("--cuda-graphs", spec.cuda_graphs);
   add_common(worker);
 
   try {

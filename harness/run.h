@@ -17,6 +17,8 @@ struct RunSpec {
   std::string fusion = "default";
   std::vector<std::string> fg_dirs;
   int timeout_s = 120;
+  int iters = 3;             // timed forwards (after warm-up and the counted one)
+  bool cuda_graphs = false;  // time CUDA-graph replays of a one-graph forward
 };
 
 struct RunOutcome {

@@ -63,8 +63,21 @@ Repro fg_repro(const std::string& path) {
   return r;
 }
 
+BlockDims cpu_block() { return BlockDims{}; }
+
+BlockDims anchor_block() {
+  BlockDims d;
+  d.hidden = 2048;
+  d.heads = 16;
+  d.head_dim = 128;
+  d.mlp = 8192;
+  d.seq = 512;
+  d.suffix = "_h2048";
+  return d;
+}
+
 std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs) {
-  std::vector<Repro> rs{tp_block_llama(), tp_block_wan()};
+  std::vector<Repro> rs{tp_block_llama(), tp_block_wan(), tp_block_llama(anchor_block()), tp_block_wan(anchor_block())};
   for (const auto& dir : fg_dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) continue;

@@ -31,7 +31,16 @@ struct Repro {
   std::vector<std::string> outputs;  // names, in forward's order
   bool replicated_outputs = true;    // every rank ends with the same values
   int min_world = 1, max_world = 1 << 20;
+  std::string only_backend;          // non-empty: run only there (a GPU-sized block)
 };
+
+// The sizes of a transformer block (per model, before sharding).
+struct BlockDims {
+  int64_t batch = 2, seq = 64, hidden = 256, heads = 8, head_dim = 32, mlp = 1024;
+  std::string suffix;  // repro name suffix; empty for the CPU size
+};
+BlockDims cpu_block();     // hidden 256, 8 heads x 32, MLP 1024, batch 2 x seq 64
+BlockDims anchor_block();  // hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512 (GPU)
 
 // Built-in repros, then every .fg file found in `fg_dirs`.
 std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs);
@@ -44,8 +53,8 @@ Repro fg_repro(const std::string& path);
 // Runs one parsed graph through a session, op by op.
 std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in);
 
-// Built-in repro definitions.
-Repro tp_block_llama();
-Repro tp_block_wan();
+// Built-in repro definitions, at a given size.
+Repro tp_block_llama(const BlockDims& d = cpu_block());
+Repro tp_block_wan(const BlockDims& d = cpu_block());
 
 }  // namespace fg

@@ -10,62 +10,66 @@
 namespace fg {
 
 namespace {
-constexpr int64_t kB = 2, kS = 64, kHidden = 256, kHeads = 8, kHeadDim = 32, kMlp = 1024;
+// sizes come from BlockDims (registry.h): the CPU size and the GPU anchor
 
-Tensor attention(Session& s, const Tensor& x, Inputs& w) {
-  const int64_t heads = kHeads / s.world_size();
-  const int64_t local = heads * kHeadDim;
+Tensor attention(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
+  const int64_t heads = d.heads / s.world_size();
+  const int64_t local = heads * d.head_dim;
   Tensor o;
   {
     Tensor h = rms_norm(x, w["ln1"], 1e-6);
     Tensor qkv = linear(h, w["w_qkv"]);
     auto split = [&](int64_t i) {
-      return transpose(reshape(slice(qkv, -1, i * local, (i + 1) * local), {kB, kS, heads, kHeadDim}), 1, 2);
+      return transpose(reshape(slice(qkv, -1, i * local, (i + 1) * local), {d.batch, d.seq, heads, d.head_dim}), 1, 2);
     };
     Tensor a = sdpa_causal(split(0), split(1), split(2));
-    o = linear(reshape(transpose(a, 1, 2), {kB, kS, local}), w["w_o"]);
+    o = linear(reshape(transpose(a, 1, 2), {d.batch, d.seq, local}), w["w_o"]);
   }
   s.all_reduce_(o);
   return o;
 }
 
-Tensor mlp(Session& s, const Tensor& x, Inputs& w) {
-  Tensor d;
+Tensor mlp(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
+  Tensor down;
   {
     Tensor h = rms_norm(x, w["ln2"], 1e-6);
-    d = linear(silu(linear(h, w["w_gate"])) * linear(h, w["w_up"]), w["w_down"]);
+    down = linear(silu(linear(h, w["w_gate"])) * linear(h, w["w_up"]), w["w_down"]);
   }
-  s.all_reduce_(d);
-  return d;
+  s.all_reduce_(down);
+  return down;
 }
 }  // namespace
 
-Repro tp_block_llama() {
+Repro tp_block_llama(const BlockDims& d) {
   Repro r;
-  r.name = "tp_block_llama";
+  r.name = "tp_block_llama" + d.suffix;
   r.description = "Llama decoder block: RMSNorm, QKV, causal SDPA, O, all-reduce, RMSNorm, SwiGLU MLP, all-reduce";
   r.file = "repros/tp_block_llama.cpp";
-  r.inputs = [](int world) {
+  r.inputs = [d](int world) {
     (void)world;
-    double sh = 1.0 / std::sqrt(static_cast<double>(kHidden));
+    double sh = 1.0 / std::sqrt(static_cast<double>(d.hidden));
     return std::vector<InputSpec>{
-        {"x", {kB, kS, kHidden}, DType::BF16, 0.0, 1.0},
-        {"ln1", {kHidden}, DType::BF16, 1.0, 0.1},
-        {"w_qkv", {3 * kHeads * kHeadDim, kHidden}, DType::BF16, 0.0, sh, 0, 3},
-        {"w_o", {kHidden, kHeads * kHeadDim}, DType::BF16, 0.0, 1.0 / std::sqrt(double(kHeads * kHeadDim)), 1},
-        {"ln2", {kHidden}, DType::BF16, 1.0, 0.1},
-        {"w_gate", {kMlp, kHidden}, DType::BF16, 0.0, sh, 0},
-        {"w_up", {kMlp, kHidden}, DType::BF16, 0.0, sh, 0},
-        {"w_down", {kHidden, kMlp}, DType::BF16, 0.0, 1.0 / std::sqrt(double(kMlp)), 1},
+        {"x", {d.batch, d.seq, d.hidden}, DType::BF16, 0.0, 1.0},
+        {"ln1", {d.hidden}, DType::BF16, 1.0, 0.1},
+        {"w_qkv", {3 * d.heads * d.head_dim, d.hidden}, DType::BF16, 0.0, sh, 0, 3},
+        {"w_o", {d.hidden, d.heads * d.head_dim}, DType::BF16, 0.0, 1.0 / std::sqrt(double(d.heads * d.head_dim)), 1},
+        {"ln2", {d.hidden}, DType::BF16, 1.0, 0.1},
+        {"w_gate", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
+        {"w_up", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
+        {"w_down", {d.hidden, d.mlp}, DType::BF16, 0.0, 1.0 / std::sqrt(double(d.mlp)), 1},
     };
   };
-  r.forward = [](Session& s, Inputs& w) {
+  r.forward = [d](Session& s, Inputs& w) {
     Tensor x = w["x"];
-    Tensor x2 = x + attention(s, x, w);
-    return std::vector<Tensor>{x2 + mlp(s, x2, w)};
+    Tensor x2 = x + attention(s, d, x, w);
+    return std::vector<Tensor>{x2 + mlp(s, d, x2, w)};
   };
   r.outputs = {"out"};
-  r.max_world = kHeads;
+  r.max_world = static_cast<int>(d.heads);
+  if (!d.suffix.empty()) {
+    r.only_backend = "cuda";
+    r.description += " (GPU anchor size: hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512)";
+  }
   return r;
 }
 

@@ -10,73 +10,77 @@
 namespace fg {
 
 namespace {
-constexpr int64_t kB = 2, kS = 64, kHidden = 256, kHeads = 8, kHeadDim = 32, kMlp = 1024;
+// sizes come from BlockDims (registry.h): the CPU size and the GPU anchor
 
 // RMSNorm over the full feature dim of a head-sharded activation.
-Tensor distributed_rms_norm(Session& s, const Tensor& t, const Tensor& w, double eps) {
+Tensor distributed_rms_norm(Session& s, const BlockDims& d, const Tensor& t, const Tensor& w, double eps) {
   Tensor tf = cast(t, DType::F32);
   Tensor ss = sum(tf * tf, {-1}, true);
   s.all_reduce_(ss);
-  Tensor r = rsqrt(ss / static_cast<double>(kHeads * kHeadDim) + eps);
+  Tensor r = rsqrt(ss / static_cast<double>(d.heads * d.head_dim) + eps);
   return cast(tf * r, t.dtype()) * w;
 }
 
-Tensor attention(Session& s, const Tensor& x, Inputs& w) {
-  const int64_t heads = kHeads / s.world_size();
-  const int64_t local = heads * kHeadDim;
+Tensor attention(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
+  const int64_t heads = d.heads / s.world_size();
+  const int64_t local = heads * d.head_dim;
   Tensor o;
   {
     Tensor qkv = linear(rms_norm(x, w["ln1"], 1e-6), w["w_qkv"]);
-    Tensor q = distributed_rms_norm(s, slice(qkv, -1, 0, local), w["q_norm"], 1e-6);
-    Tensor k = distributed_rms_norm(s, slice(qkv, -1, local, 2 * local), w["k_norm"], 1e-6);
-    auto heads_of = [&](const Tensor& t) { return transpose(reshape(t, {kB, kS, heads, kHeadDim}), 1, 2); };
+    Tensor q = distributed_rms_norm(s, d, slice(qkv, -1, 0, local), w["q_norm"], 1e-6);
+    Tensor k = distributed_rms_norm(s, d, slice(qkv, -1, local, 2 * local), w["k_norm"], 1e-6);
+    auto heads_of = [&](const Tensor& t) { return transpose(reshape(t, {d.batch, d.seq, heads, d.head_dim}), 1, 2); };
     Tensor a = sdpa_causal(heads_of(q), heads_of(k), heads_of(slice(qkv, -1, 2 * local, 3 * local)));
-    o = linear(reshape(transpose(a, 1, 2), {kB, kS, local}), w["w_o"]);
+    o = linear(reshape(transpose(a, 1, 2), {d.batch, d.seq, local}), w["w_o"]);
   }
   s.all_reduce_(o);
   return o;
 }
 
-Tensor mlp(Session& s, const Tensor& x, Inputs& w) {
-  Tensor d;
+Tensor mlp(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
+  Tensor down;
   {
     Tensor h = rms_norm(x, w["ln2"], 1e-6);
-    d = linear(gelu(linear(h, w["w_fc1"], w["b_fc1"]), /*tanh_approx=*/true), w["w_fc2"]);
+    down = linear(gelu(linear(h, w["w_fc1"], w["b_fc1"]), /*tanh_approx=*/true), w["w_fc2"]);
   }
-  s.all_reduce_(d);
-  return d;
+  s.all_reduce_(down);
+  return down;
 }
 }  // namespace
 
-Repro tp_block_wan() {
+Repro tp_block_wan(const BlockDims& d) {
   Repro r;
-  r.name = "tp_block_wan";
+  r.name = "tp_block_wan" + d.suffix;
   r.description = "Wan block: RMSNorm, QKV, distributed q/k RMSNorm (all-reduce of sums of squares), causal SDPA, O, "
                   "all-reduce, RMSNorm, GELU-tanh MLP, all-reduce";
   r.file = "repros/tp_block_wan.cpp";
-  r.inputs = [](int world) {
+  r.inputs = [d](int world) {
     (void)world;
-    double sh = 1.0 / std::sqrt(static_cast<double>(kHidden));
+    double sh = 1.0 / std::sqrt(static_cast<double>(d.hidden));
     return std::vector<InputSpec>{
-        {"x", {kB, kS, kHidden}, DType::BF16, 0.0, 1.0},
-        {"ln1", {kHidden}, DType::BF16, 1.0, 0.1},
-        {"w_qkv", {3 * kHeads * kHeadDim, kHidden}, DType::BF16, 0.0, sh, 0, 3},
-        {"q_norm", {kHeads * kHeadDim}, DType::BF16, 1.0, 0.1, 0},
-        {"k_norm", {kHeads * kHeadDim}, DType::BF16, 1.0, 0.1, 0},
-        {"w_o", {kHidden, kHeads * kHeadDim}, DType::BF16, 0.0, 1.0 / std::sqrt(double(kHeads * kHeadDim)), 1},
-        {"ln2", {kHidden}, DType::BF16, 1.0, 0.1},
-        {"w_fc1", {kMlp, kHidden}, DType::BF16, 0.0, sh, 0},
-        {"b_fc1", {kMlp}, DType::BF16, 0.0, 0.1, 0},
-        {"w_fc2", {kHidden, kMlp}, DType::BF16, 0.0, 1.0 / std::sqrt(double(kMlp)), 1},
+        {"x", {d.batch, d.seq, d.hidden}, DType::BF16, 0.0, 1.0},
+        {"ln1", {d.hidden}, DType::BF16, 1.0, 0.1},
+        {"w_qkv", {3 * d.heads * d.head_dim, d.hidden}, DType::BF16, 0.0, sh, 0, 3},
+        {"q_norm", {d.heads * d.head_dim}, DType::BF16, 1.0, 0.1, 0},
+        {"k_norm", {d.heads * d.head_dim}, DType::BF16, 1.0, 0.1, 0},
+        {"w_o", {d.hidden, d.heads * d.head_dim}, DType::BF16, 0.0, 1.0 / std::sqrt(double(d.heads * d.head_dim)), 1},
+        {"ln2", {d.hidden}, DType::BF16, 1.0, 0.1},
+        {"w_fc1", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
+        {"b_fc1", {d.mlp}, DType::BF16, 0.0, 0.1, 0},
+        {"w_fc2", {d.hidden, d.mlp}, DType::BF16, 0.0, 1.0 / std::sqrt(double(d.mlp)), 1},
     };
   };
-  r.forward = [](Session& s, Inputs& w) {
+  r.forward = [d](Session& s, Inputs& w) {
     Tensor x = w["x"];
-    Tensor x2 = x + attention(s, x, w);
-    return std::vector<Tensor>{x2 + mlp(s, x2, w)};
+    Tensor x2 = x + attention(s, d, x, w);
+    return std::vector<Tensor>{x2 + mlp(s, d, x2, w)};
   };
   r.outputs = {"out"};
-  r.max_world = kHeads;
+  r.max_world = static_cast<int>(d.heads);
+  if (!d.suffix.empty()) {
+    r.only_backend = "cuda";
+    r.description += " (GPU anchor size: hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512)";
+  }
   return r;
 }
 

@@ -143,8 +143,24 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     compile_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     it = cache_.emplace(key, std::move(rt)).first;
   }
-  const CompiledGraphRt& rt = *it->second;
-  graphs_run_.push_back(&rt);
+  graphs_run_.push_back(it->second.get());
+  return wrap_all(execute(*it->second, ins, index));
+}
+
+std::vector<ConcreteP> AtenExecutor::wrap_all(std::vector<at::Tensor> ts) {
+  std::vector<ConcreteP> r;
+  for (auto& t : ts) r.push_back(wrap_aten(std::move(t)));
+  return r;
+}
+
+std::vector<at::Tensor> AtenExecutor::replay(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins) {
+  std::vector<Layout> layouts;
+  std::string guard = guard_of(ins, &layouts) + "|world=" + std::to_string(world_) + "|fusion=" + policy_name(fusion_);
+  if (guard != rt.guard) user_error("replay: the inputs no longer match the compiled graph's guards (" + guard + ")");
+  return execute(rt, ins, 0);
+}
+
+std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins, int index) {
   const LoweredGraph& lg = rt.prog.lowered;
 
   std::vector<at::Tensor> bufs(lg.buffers.size());
@@ -188,8 +204,8 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
       bufs[static_cast<size_t>(sn.out_buffer)] = r;
     }
   }
-  std::vector<ConcreteP> outs;
-  for (const auto& [b, l] : lg.outputs) outs.push_back(wrap_aten(view_of(bufs[static_cast<size_t>(b)], l)));
+  std::vector<at::Tensor> outs;
+  for (const auto& [b, l] : lg.outputs) outs.push_back(view_of(bufs[static_cast<size_t>(b)], l));
   return outs;
 }
 

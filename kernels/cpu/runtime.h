@@ -7,6 +7,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +36,10 @@ bool cuda_backend_built();
 // Makes this rank's GPU (rank modulo the GPUs there) current; returns its index.
 int cuda_select_device(int rank);
 std::string cuda_device_name();
+// Times `body` `iters` times with device events (cuda) and returns each
+// iteration's milliseconds; `graph` captures one call of body into a CUDA
+// graph first and times its replays.
+std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note);
 
 struct AtenValue : Concrete {
   explicit AtenValue(at::Tensor t) : tensor(std::move(t)) {}
@@ -72,11 +77,16 @@ class AtenExecutor : public Executor {
   const std::vector<const CompiledGraphRt*>& graphs_run() const { return graphs_run_; }
   int recompile_count() const { return recompiles_; }
   double compile_ms() const { return compile_ms_; }
+  // Runs a graph compiled earlier on new inputs after checking its guards,
+  // without capture: what a compiled function does once its guards pass.
+  std::vector<at::Tensor> replay(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins);
   // Waits for the device (timing); a no-op on cpu.
   void synchronize() const;
   at::Device device() const { return device_; }
 
  private:
+  std::vector<at::Tensor> execute(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins, int index);
+  static std::vector<ConcreteP> wrap_all(std::vector<at::Tensor> ts);
   Collectives* coll_;
   std::string backend_;
   at::Device device_;

@@ -3,6 +3,9 @@
 // hash), the driver API loads it, and each kernel is launched on LibTorch's
 // current stream with the launch shape its iteration space asks for.
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
@@ -13,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "fusion/codegen/cuda_printer.h"
@@ -122,6 +126,49 @@ int cuda_select_device(int rank) {
 std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram& p) { return std::make_unique<CudaModule>(p); }
 
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
+
+std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note) {
+  std::vector<double> ms;
+  auto time_each = [&](const std::function<void()>& step) {
+    std::vector<at::cuda::CUDAEvent> start(static_cast<size_t>(iters)), stop(static_cast<size_t>(iters));
+    for (int i = 0; i < iters; ++i) {
+      start[static_cast<size_t>(i)] = at::cuda::CUDAEvent(cudaEventDefault);
+      stop[static_cast<size_t>(i)] = at::cuda::CUDAEvent(cudaEventDefault);
+    }
+    for (int i = 0; i < iters; ++i) {
+      start[static_cast<size_t>(i)].record();
+      step();
+      stop[static_cast<size_t>(i)].record();
+    }
+    c10::cuda::device_synchronize();
+    for (int i = 0; i < iters; ++i)
+      ms.push_back(start[static_cast<size_t>(i)].elapsed_time(stop[static_cast<size_t>(i)]));
+  };
+  if (!graph) {
+    time_each(body);
+    return ms;
+  }
+  // capture on a side stream, as CUDA graphs require; one call first so that
+  // library handles and workspaces exist before capture
+  at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  at::cuda::CUDAGraph g;
+  try {
+    c10::cuda::CUDAStreamGuard guard(side);
+    body();
+    c10::cuda::device_synchronize();
+    g.capture_begin();
+    body();
+    g.capture_end();
+  } catch (const std::exception& e) {
+    if (note) *note = std::string("CUDA graph capture failed: ") + e.what();
+    c10::cuda::device_synchronize();
+    time_each(body);
+    return ms;
+  }
+  if (note) *note = "CUDA graph replay";
+  time_each([&] { g.replay(); });
+  return ms;
+}
 
 std::string cuda_device_name() {
   cudaDeviceProp p{};
