@@ -130,12 +130,13 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // one forward through capture: what it launches, graphs and breaks
   ForwardResult res = forward(*r, mode, ex, inputs, false);
   std::vector<LaunchRecord> launches = ex.launches();
+  std::vector<const CompiledGraphRt*> graphs_run = ex.graphs_run();
   std::string collectives = coll.sequence();
 
   // timing: a forward that is one compiled graph is replayed behind its
   // guards, as a compiled function is called; otherwise through capture
   const CompiledGraphRt* one =
-      (mode != Mode::Eager && res.graph_count == 1 && ex.graphs_run().size() == 1) ? ex.graphs_run()[0] : nullptr;
+      (mode != Mode::Eager && res.graph_count == 1 && graphs_run.size() == 1) ? graphs_run[0] : nullptr;
   std::vector<at::Tensor> ordered;
   if (one)
     for (int id : one->prog.captured.input_ids()) ordered.push_back(inputs.at(one->prog.captured.node(id).name));
@@ -180,7 +181,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   j["ledger"] = nlohmann::json::array();
   std::string decisions;
   int gi = 0;
-  for (const CompiledGraphRt* g : ex.graphs_run()) {
+  for (const CompiledGraphRt* g : graphs_run) {
     for (const auto& e : g->prog.schedule.ledger) {
       j["ledger"].push_back({{"graph", gi},
                              {"nodes", {e.first, e.second}},
