@@ -37,6 +37,6 @@ if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
   rm -rf "$OUTDIR/records"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
-  [ -f bench/gpu_bench.py ] && python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" || true
+  python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" 2>"$OUTDIR/bench.err" | tail -30 || tail -20 "$OUTDIR/bench.err"
 fi
 exit $rc
