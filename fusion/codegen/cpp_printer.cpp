@@ -166,8 +166,17 @@ class Emitter {
     return arg_name_[b] = nm;
   }
 
+  // Loads of kernel inputs that several loops over r read at the same index
+  // are kept in per-thread register arrays (row_registers elements) when the
+  // dialect keeps rows in registers: the second pass reads no memory.
+  std::map<std::string, std::string> row_cache;        // load key -> array
+  std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
+  size_t current_phase = 0;
+
   std::string emit(const ExprP& e) {
     if (e->kind == Expr::Const) return p_.const_text(e->value, e->dtype);
+    if (e->kind == Expr::Load && row_cache.count(e->key) && row_cache_first[e->key] != current_phase)
+      return row_cache[e->key] + "[j]";
     if (e->kind == Expr::Load) {
       auto pit = producer.find(e->buffer);
       if (pit != producer.end() && value.count(pit->second) && store_at[pit->second]->key == e->index->key)
@@ -211,6 +220,7 @@ class Emitter {
     std::string v = "t" + std::to_string(tmp_++);
     line("const " + p_.compute_type(e->dtype) + " " + v + " = " + text + ";");
     scopes_.back()[e->key] = v;
+    if (e->kind == Expr::Load && row_cache.count(e->key)) line(row_cache[e->key] + "[j] = " + v + ";");
     return v;
   }
 
@@ -271,6 +281,30 @@ class Emitter {
     }
     bool row_kernel = R > 1;
     bool looped_before = false;
+    int64_t regs = p_.row_registers(R);
+    if (regs > 0) {
+      std::map<std::string, std::set<size_t>> phases_of_load;
+      std::map<std::string, DType> load_type;
+      for (size_t pi = 0; pi < ph.size(); ++pi) {
+        if (!ph_inner[pi]) continue;
+        for (int n : ph[pi]) {
+          std::map<std::string, std::pair<int, IndexP>> loads;
+          ex_loads(body.at(n), &loads);
+          for (const auto& [k, l] : loads)
+            if (!producer.count(l.first)) {
+              phases_of_load[k].insert(pi);
+              load_type[k] = g_.buffers[static_cast<size_t>(l.first)].dtype;
+            }
+        }
+      }
+      for (const auto& [k, pset] : phases_of_load)
+        if (pset.size() > 1) {
+          std::string name = "row" + std::to_string(row_cache.size());
+          row_cache[k] = name;
+          row_cache_first[k] = *pset.begin();
+          line(p_.compute_type(load_type[k]) + " " + name + "[" + std::to_string(regs) + "];");
+        }
+    }
     for (size_t pi = 0; pi < ph.size(); ++pi) {
       if (!ph_inner[pi]) {
         for (int n : ph[pi]) {
@@ -293,7 +327,9 @@ class Emitter {
         acc[n] = "acc" + std::to_string(n);
         line(at + " " + acc[n] + " = " + init + ";");
       }
+      current_phase = pi;
       open(p_.inner_loop(R));
+      if (!p_.inner_loop_prologue(R).empty()) line(p_.inner_loop_prologue(R));
       for (int n : ph[pi]) {
         std::string v = emit(body.at(n));
         const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];

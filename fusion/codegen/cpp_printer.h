@@ -35,6 +35,11 @@ class CStylePrinter {
   virtual std::string row_store_guard() const { return ""; }
   // Between loops over r that may read what an earlier loop stored.
   virtual std::string loop_barrier() const { return ""; }
+  // Elements of a row each thread keeps in registers across the loops over
+  // r (0: none; loops then stride over r and reload).
+  virtual int64_t row_registers(int64_t rnumel) const { return 0; }
+  // Lines opening each loop over r (after its header).
+  virtual std::string inner_loop_prologue(int64_t rnumel) const { return ""; }
   // Expression for argument i of the kernel.
   virtual std::string arg_ref(size_t i) const { return "args[" + std::to_string(i) + "]"; }
   virtual bool supports_templates() const { return true; }

@@ -11,8 +11,32 @@ std::string CudaPrinter::outer_loop(int64_t numel, bool reduction) const {
          "; x += (int64_t)gridDim.x * blockDim.x)";
 }
 
+int cuda_row_threads(int64_t rnumel) {
+  int64_t want = (rnumel + 7) / 8;
+  int64_t t = 32;
+  while (t < want && t < 1024) t *= 2;
+  return static_cast<int>(t);
+}
+
+int64_t CudaPrinter::row_registers(int64_t rnumel) const {
+  int64_t t = cuda_row_threads(rnumel);
+  int64_t e = (rnumel + t - 1) / t;
+  return e <= 16 ? e : 0;
+}
+
+// Rows that fit in registers (at most 16 elements a thread) run an unrolled
+// loop of a known trip count, so the per-thread arrays stay in registers;
+// longer rows stride.
 std::string CudaPrinter::inner_loop(int64_t rnumel) const {
-  return "for (int64_t r = threadIdx.x; r < " + std::to_string(rnumel) + "; r += blockDim.x)";
+  int64_t e = row_registers(rnumel);
+  if (e == 0) return "for (int64_t r = threadIdx.x; r < " + std::to_string(rnumel) + "; r += blockDim.x)";
+  return "#pragma unroll\n    for (int j = 0; j < " + std::to_string(e) + "; ++j)";
+}
+
+std::string CudaPrinter::inner_loop_prologue(int64_t rnumel) const {
+  if (row_registers(rnumel) == 0) return "";
+  return "const int64_t r = threadIdx.x + (int64_t)j * " + std::to_string(cuda_row_threads(rnumel)) +
+         "; if (r >= " + std::to_string(rnumel) + ") continue;";
 }
 
 std::string CudaPrinter::combine_partials(const std::string& acc, Op reduce_op) const {
@@ -89,12 +113,9 @@ KernelProgram generate_cuda(const LoweredGraph& g, const Schedule& s) { return C
 LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count) {
   LaunchShape l;
   if (rnumel > 1) {
-    // a row per block; enough threads to cover the row once (persistent) up
-    // to 1024, in whole warps
-    int64_t t = 32;
-    while (t < rnumel && t < 1024) t *= 2;
-    l.threads = static_cast<int>(t);
-    l.blocks = std::min<int64_t>(numel, static_cast<int64_t>(sm_count) * 32);
+    // a row per block; rows in flight: as many blocks as fit on the chip
+    l.threads = cuda_row_threads(rnumel);
+    l.blocks = std::min<int64_t>(numel, static_cast<int64_t>(sm_count) * (2048 / l.threads) * 4);
   } else {
     l.threads = 256;
     l.blocks = std::min<int64_t>((numel + 255) / 256, static_cast<int64_t>(sm_count) * 16);

@@ -18,6 +18,8 @@ class CudaPrinter : public CStylePrinter {
   std::string loop_barrier() const override { return "__syncthreads();"; }
   std::string arg_ref(size_t i) const override { return "args.p[" + std::to_string(i) + "]"; }
   bool supports_templates() const override { return false; }
+  int64_t row_registers(int64_t rnumel) const override;
+  std::string inner_loop_prologue(int64_t rnumel) const override;
   std::string op_text(Op op, DType t, const std::vector<std::string>& a, const Attrs& attrs) const override;
 
  protected:
@@ -34,5 +36,8 @@ struct LaunchShape {
   int threads = 1;
 };
 LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count);
+// Threads a row kernel runs per row: about 8 elements a thread, in whole
+// warps, at most 1024. The printer and the launcher both use it.
+int cuda_row_threads(int64_t rnumel);
 
 }  // namespace fg
