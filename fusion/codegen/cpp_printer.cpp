@@ -171,6 +171,7 @@ class Emitter {
   // dialect keeps rows in registers: the second pass reads no memory.
   std::map<std::string, std::string> row_cache;        // load key -> array
   std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
+  std::map<std::string, std::string> staged;           // load key -> shared array holding the row
   size_t current_phase = 0;
 
   std::string emit(const ExprP& e) {
@@ -190,6 +191,8 @@ class Emitter {
     switch (e->kind) {
       case Expr::Load: {
         text = custom_load_ ? custom_load_(e) : "";
+        if (text.empty() && staged.count(e->key))
+          text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, staged[e->key], "r");
         if (text.empty())
           text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, ptr(e->buffer), e->index->key);
         break;
@@ -304,6 +307,7 @@ class Emitter {
           row_cache_first[k] = *pset.begin();
           line(p_.compute_type(load_type[k]) + " " + name + "[" + std::to_string(regs) + "];");
         }
+      stage_rows(ph, ph_inner, body, R);
     }
     for (size_t pi = 0; pi < ph.size(); ++pi) {
       if (!ph_inner[pi]) {
@@ -379,6 +383,59 @@ class Emitter {
     std::string src = signature + " {\n" + arg_decls(written);
     for (const auto& l : lines) src += l + "\n";
     return src + "}\n";
+  }
+
+  // A cached row read at r + (x-only terms) is copied into shared memory
+  // with wide loads before the first loop, which then reads it from there:
+  // same values, same order, fewer and wider memory transactions.
+  void stage_rows(const std::vector<std::vector<int>>& ph, const std::vector<bool>& ph_inner,
+                  const std::map<int, ExprP>& body, int64_t R) {
+    for (size_t pi = 0; pi < ph.size(); ++pi) {
+      if (!ph_inner[pi]) continue;
+      for (int n : ph[pi]) {
+        std::map<std::string, std::pair<int, IndexP>> loads;
+        ex_loads(body.at(n), &loads);
+        for (const auto& [k, l] : loads) {
+          if (!row_cache.count(k) || staged.count(k) || producer.count(l.first)) continue;
+          // index = r + base(x): unit stride in r, r nowhere else
+          IndexP base = ix_const(l.second->constant);
+          bool unit = false, ok = true;
+          for (const auto& [c, atom] : l.second->terms) {
+            std::map<std::string, int64_t> vars;
+            ix_vars(std::make_shared<Index>(Index{0, {{1, atom}}, atom->key, 0, 0}), &vars);
+            if (atom->kind == IndexAtom::Var && atom->var == "r") { unit = c == 1; continue; }
+            if (vars.count("r")) ok = false;
+            base = ix_add(base, ix_mul(from_atom_pub(atom), c));
+          }
+          if (!ok || !unit) continue;
+          // every row starts on a 16-byte boundary (8 elements of 2 bytes, 4 of 4)
+          bool aligned = base->constant % 8 == 0;
+          for (const auto& [c, atom] : base->terms) aligned = aligned && c % 8 == 0;
+          if (!aligned) continue;
+          std::string name = "srow" + std::to_string(staged.size());
+          std::string code = p_.stage_row(name, g_.buffers[static_cast<size_t>(l.first)].dtype, ptr(l.first),
+                                          base->key, R);
+          if (code.empty()) continue;
+          staged[k] = name;
+          for (size_t at = 0, nl; at < code.size(); at = nl + 1) {
+            nl = code.find('\n', at);
+            if (nl == std::string::npos) nl = code.size();
+            line(code.substr(at, nl - at));
+          }
+        }
+      }
+    }
+  }
+
+  static IndexP from_atom_pub(const AtomP& a) {
+    IndexP r = ix_const(0);
+    switch (a->kind) {
+      case IndexAtom::Var: return ix_var(a->var, a->range);
+      case IndexAtom::Div: return ix_div(a->arg, a->d);
+      case IndexAtom::Mod: return ix_mod(a->arg, a->d);
+      case IndexAtom::Clamp: return ix_clamp(a->arg, a->d, a->hi);
+    }
+    return r;
   }
 
   std::string arg_decls(const std::set<int>& written) const {

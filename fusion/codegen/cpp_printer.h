@@ -38,6 +38,13 @@ class CStylePrinter {
   // Elements of a row each thread keeps in registers across the loops over
   // r (0: none; loops then stride over r and reload).
   virtual int64_t row_registers(int64_t rnumel) const { return 0; }
+  // Code that copies a row of `elems` elements of `type` starting at
+  // ptr[base] into the block's shared array `name` with wide loads, or ""
+  // where the dialect has no such staging.
+  virtual std::string stage_row(const std::string& name, DType type, const std::string& ptr, const std::string& base,
+                                int64_t elems) const {
+    return "";
+  }
   // Lines opening each loop over r (after its header).
   virtual std::string inner_loop_prologue(int64_t rnumel) const { return ""; }
   // Expression for argument i of the kernel.

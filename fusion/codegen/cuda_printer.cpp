@@ -33,6 +33,32 @@ std::string CudaPrinter::inner_loop(int64_t rnumel) const {
   return "#pragma unroll\n    for (int j = 0; j < " + std::to_string(e) + "; ++j)";
 }
 
+// 16-byte loads of the row into shared memory. Needs whole 16-byte chunks:
+// the row length and the row start a multiple of the chunk (the runtime
+// checks that buffers are 16-byte aligned).
+std::string CudaPrinter::stage_row(const std::string& name, DType type, const std::string& ptr, const std::string& base,
+                                   int64_t elems) const {
+  int size = dtype_size(type);
+  if (size != 2 && size != 4) return "";
+  int64_t per = 16 / size;
+  if (elems % per != 0 || elems * size > 32 * 1024) return "";
+  // the base must be a multiple of `per` for every row: check its text's
+  // coefficients through the caller's index (x-only terms times constants)
+  std::string st = storage_type(type);
+  std::string n = std::to_string(elems), p = std::to_string(per);
+  return "__shared__ __align__(16) " + st + " " + name + "[" + n + "];\n" +
+         "__syncthreads();\n" +
+         "if ((reinterpret_cast<unsigned long long>(" + ptr + ") & 15ull) == 0) {\n" +
+         "  for (int64_t i = (int64_t)threadIdx.x * " + p + "; i < " + n + "; i += (int64_t)blockDim.x * " + p + ")\n" +
+         "    *reinterpret_cast<uint4*>(" + name + " + i) = *reinterpret_cast<const uint4*>(" + ptr + " + (" + base +
+         ") + i);\n" +
+         "} else {\n" +
+         "  for (int64_t i = threadIdx.x; i < " + n + "; i += blockDim.x) " + name + "[i] = " + ptr + "[(" + base +
+         ") + i];\n" +
+         "}\n" +
+         "__syncthreads();";
+}
+
 std::string CudaPrinter::inner_loop_prologue(int64_t rnumel) const {
   if (row_registers(rnumel) == 0) return "";
   return "const int64_t r = threadIdx.x + (int64_t)j * " + std::to_string(cuda_row_threads(rnumel)) +

@@ -20,6 +20,8 @@ class CudaPrinter : public CStylePrinter {
   bool supports_templates() const override { return false; }
   int64_t row_registers(int64_t rnumel) const override;
   std::string inner_loop_prologue(int64_t rnumel) const override;
+  std::string stage_row(const std::string& name, DType type, const std::string& ptr, const std::string& base,
+                        int64_t elems) const override;
   std::string op_text(Op op, DType t, const std::vector<std::string>& a, const Attrs& attrs) const override;
 
  protected:

@@ -85,6 +85,9 @@ TEST(CudaCodegen, RowReductionIsOneBlockPerRowWithCombinedPartials) {
   ASSERT_NE(second_loop, std::string::npos) << k.source;
   EXPECT_NE(k.source.find("row0[j]", second_loop), std::string::npos) << k.source;
   EXPECT_EQ(k.source.find("p0[", second_loop), std::string::npos) << "x read twice:\n" << k.source;
+  // the row is staged into shared memory with 16-byte loads first
+  EXPECT_NE(k.source.find("__shared__ __align__(16) uint16_t srow0[2048];"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("reinterpret_cast<const uint4*>(p0 + (2048*x) + i)"), std::string::npos) << k.source;
   LaunchShape l = cuda_launch_shape(k.numel, k.rnumel, 132);
   EXPECT_EQ(l.threads, 256);
   EXPECT_EQ(l.blocks, 128);
