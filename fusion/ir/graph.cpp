@@ -2,7 +2,9 @@
 
 #include <xxhash.h>
 
+#include <cctype>
 #include <cstdio>
+#include <set>
 
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
@@ -19,10 +21,14 @@ int Graph::add(Op op, std::vector<int> in, Attrs attrs, const TensorType* type, 
   n.loc = std::move(loc);
   if (op == Op::Input || op == Op::Full) {
     FG_CHECK(type != nullptr, "input/full need a declared type");
+    FG_CHECK(n.inputs.empty(), std::string(op_name(op)) + " takes no inputs");
     n.type = *type;
   } else {
     std::vector<TensorType> ts;
-    for (int i : n.inputs) ts.push_back(node(i).type);
+    for (int i : n.inputs) {
+      FG_CHECK(i >= 0 && i < n.id, std::string(op_name(op)) + ": input " + std::to_string(i) + " is not defined yet");
+      ts.push_back(node(i).type);
+    }
     n.type = infer_type(op, ts, n.attrs);
   }
   nodes.push_back(std::move(n));
@@ -60,14 +66,31 @@ void verify(const Graph& g, bool as_user) {
     if (as_user) user_error(m);
     internal_error(m);
   };
+  std::set<std::string> names;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.id != static_cast<int>(i)) fail(&n, "id does not match its position");
+    // a name must print and read back as this node: an identifier, unique,
+    // and not the bare id of another node
+    std::string printed = n.name.empty() ? std::to_string(n.id) : n.name;
+    if (!n.name.empty()) {
+      bool ident = std::isalpha(static_cast<unsigned char>(n.name[0])) || n.name[0] == '_';
+      for (char c : n.name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.');
+      bool number = true;
+      for (char c : n.name) number = number && std::isdigit(static_cast<unsigned char>(c));
+      if (!ident && !number) fail(&n, "name '" + n.name + "' is neither an identifier nor a number");
+    }
+    if (!names.insert(printed).second) fail(&n, "name %" + printed + " is used twice");
     for (int in : n.inputs)
       if (in < 0 || in >= n.id) fail(&n, "input " + std::to_string(in) + " is not defined before its use");
     if (n.op == Op::Input || n.op == Op::Full) {
       if (!n.inputs.empty()) fail(&n, "takes no inputs");
-      if (n.op == Op::Full && !n.attrs.count("value")) fail(&n, "needs attribute 'value'");
+      if (n.op == Op::Full) {
+        auto it = n.attrs.find("value");
+        if (it == n.attrs.end()) fail(&n, "needs attribute 'value'");
+        if (!std::holds_alternative<double>(it->second) && !std::holds_alternative<int64_t>(it->second))
+          fail(&n, "attribute 'value' must be a number");
+      }
       continue;
     }
     std::vector<TensorType> ts;

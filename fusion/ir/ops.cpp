@@ -317,10 +317,13 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
         if (s[i] == -1) {
           if (infer_at >= 0) type_error(op, "only one -1 allowed in shape");
           infer_at = static_cast<int>(i);
+        } else if (s[i] < 0) {
+          type_error(op, "negative size " + std::to_string(s[i]) + " in shape " + shape_str(s));
         } else {
           known *= s[i];
         }
       }
+      if (infer_at >= 0 && known == 0) type_error(op, "cannot infer -1 in shape " + shape_str(s) + " with a zero-sized dim");
       if (infer_at >= 0 && known > 0) s[infer_at] = numel(in[0].shape) / known;
       if (numel(s) != numel(in[0].shape))
         type_error(op, "cannot reshape " + in[0].str() + " to " + shape_str(s));

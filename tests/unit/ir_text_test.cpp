@@ -397,3 +397,53 @@ TEST(IrText, NanAndInfAttributesRoundTrip) {
 
 }  // namespace
 }  // namespace fg
+
+// Robustness of the graph API and the verifier (bad input is a clear error,
+// never a crash or a graph that prints into something else).
+namespace fg {
+namespace {
+
+TEST(GraphApi, UndefinedInputIsAnInternalErrorNotACrash) {
+  Graph g;
+  TensorType t{DType::F32, {4}};
+  g.add_input("x", t);
+  EXPECT_THROW(g.add(Op::Relu, {7}), InternalError);
+}
+
+TEST(Verify, RejectsNamesThatWouldNotReadBack) {
+  Graph g;
+  TensorType t{DType::F32, {4}};
+  int x = g.add_input("x", t);
+  g.add(Op::Relu, {x}, {}, nullptr, "bad-name");
+  g.outputs = {1};
+  EXPECT_THROW(verify(g, true), UserError);
+  Graph h;
+  int y = h.add_input("y", t);
+  h.add(Op::Relu, {y}, {}, nullptr, "y");
+  h.outputs = {1};
+  try {
+    verify(h, true);
+    FAIL() << "duplicate name accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("used twice"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Verify, FullValueMustBeANumber) {
+  Graph g;
+  TensorType t{DType::F32, {}};
+  g.add(Op::Full, {}, {{"value", std::string("x")}}, &t);
+  g.outputs = {0};
+  EXPECT_THROW(verify(g, true), UserError);
+}
+
+TEST(Ops, ReshapeRejectsNegativeSizesAndUninferableMinusOne) {
+  TensorType t{DType::F32, {4, 4}};
+  EXPECT_THROW(infer_type(Op::Reshape, {t}, {{"shape", std::vector<int64_t>{-2, -8}}}), UserError);
+  TensorType z{DType::F32, {0, 4}};
+  EXPECT_THROW(infer_type(Op::Reshape, {z}, {{"shape", std::vector<int64_t>{0, -1}}}), UserError);
+  EXPECT_EQ(infer_type(Op::Reshape, {t}, {{"shape", std::vector<int64_t>{2, -1}}}).shape, (Shape{2, 8}));
+}
+
+}  // namespace
+}  // namespace fg
