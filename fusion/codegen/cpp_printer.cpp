@@ -402,10 +402,10 @@ class Emitter {
           bool unit = false, ok = true;
           for (const auto& [c, atom] : l.second->terms) {
             std::map<std::string, int64_t> vars;
-            ix_vars(std::make_shared<Index>(Index{0, {{1, atom}}, atom->key, 0, 0}), &vars);
+            ix_vars(ix_atom(atom), &vars);
             if (atom->kind == IndexAtom::Var && atom->var == "r") { unit = c == 1; continue; }
             if (vars.count("r")) ok = false;
-            base = ix_add(base, ix_mul(from_atom_pub(atom), c));
+            base = ix_add(base, ix_mul(ix_atom(atom), c));
           }
           if (!ok || !unit) continue;
           // every row starts on a 16-byte boundary (8 elements of 2 bytes, 4 of 4)
@@ -425,17 +425,6 @@ class Emitter {
         }
       }
     }
-  }
-
-  static IndexP from_atom_pub(const AtomP& a) {
-    IndexP r = ix_const(0);
-    switch (a->kind) {
-      case IndexAtom::Var: return ix_var(a->var, a->range);
-      case IndexAtom::Div: return ix_div(a->arg, a->d);
-      case IndexAtom::Mod: return ix_mod(a->arg, a->d);
-      case IndexAtom::Clamp: return ix_clamp(a->arg, a->d, a->hi);
-    }
-    return r;
   }
 
   std::string arg_decls(const std::set<int>& written) const {

@@ -108,7 +108,7 @@ IndexP make(int64_t constant, std::vector<std::pair<int64_t, AtomP>> terms) {
   r->lo = r->hi = constant;
   std::string key;
   for (const auto& [c, a] : r->terms) {
-    int64_t alo, ahi;
+    int64_t alo = 0, ahi = 0;
     atom_bounds(*a, &alo, &ahi);
     r->lo += c > 0 ? c * alo : c * ahi;
     r->hi += c > 0 ? c * ahi : c * alo;
@@ -179,6 +179,8 @@ bool split_gcd(const IndexP& e, int64_t d, int64_t* g_out, IndexP* big, IndexP* 
 }  // namespace
 
 IndexP ix_const(int64_t c) { return make(c, {}); }
+
+IndexP ix_atom(const AtomP& a) { return from_atom(a); }
 
 IndexP ix_var(const std::string& name, int64_t range) {
   if (range <= 1) return ix_const(0);

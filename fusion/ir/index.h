@@ -44,6 +44,8 @@ IndexP ix_mul(const IndexP& a, int64_t c);
 IndexP ix_div(const IndexP& a, int64_t d);
 IndexP ix_mod(const IndexP& a, int64_t d);
 IndexP ix_clamp(const IndexP& a, int64_t lo, int64_t hi);
+// The expression that is just this atom (1 * atom).
+IndexP ix_atom(const AtomP& a);
 // Replaces variables by expressions and re-simplifies.
 IndexP ix_subst(const IndexP& a, const std::map<std::string, IndexP>& m);
 // Variables the expression depends on.

@@ -142,8 +142,6 @@ const char* reject_reason(Reject r) {
   return "?";
 }
 
-std::string FusedGroup::names() const { return std::to_string(nodes.size()); }
-
 bool runs_inner(const SchedNode& n, int64_t numel, int64_t rnumel) {
   if (n.is_reduction()) return true;
   return rnumel > 1 && n.numel() == numel * rnumel;

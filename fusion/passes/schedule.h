@@ -38,7 +38,6 @@ struct FusedGroup {
   std::vector<int> nodes;  // scheduler node ids, in execution order
   int64_t numel = 0, rnumel = 1;
   bool generated = false;  // pointwise/reduction code (vs one extern/collective)
-  std::string names() const;
 };
 
 struct Schedule {
