@@ -1,6 +1,7 @@
 #include "repros/registry.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "fusion/errors.h"
@@ -64,6 +65,36 @@ Repro fg_repro(const std::string& path) {
 }
 
 BlockDims cpu_block() { return BlockDims{}; }
+
+Repro residual_block(const BlockDims& d, const std::string& name, const std::string& description,
+                     const std::string& file, std::vector<InputSpec> own_inputs, BlockPart attention, BlockPart mlp) {
+  Repro r;
+  r.name = name + d.suffix;
+  r.description = description;
+  r.file = file;
+  const int64_t proj = d.heads * d.head_dim;
+  std::vector<InputSpec> specs{
+      {"x", {d.batch, d.seq, d.hidden}, DType::BF16, 0.0, 1.0},
+      {"ln1", {d.hidden}, DType::BF16, 1.0, 0.1},
+      {"w_qkv", {3 * proj, d.hidden}, DType::BF16, 0.0, 1.0 / std::sqrt(static_cast<double>(d.hidden)), 0, 3},
+      {"w_o", {d.hidden, proj}, DType::BF16, 0.0, 1.0 / std::sqrt(static_cast<double>(proj)), 1},
+      {"ln2", {d.hidden}, DType::BF16, 1.0, 0.1},
+  };
+  specs.insert(specs.end(), own_inputs.begin(), own_inputs.end());
+  r.inputs = [specs](int) { return specs; };
+  r.forward = [d, attention, mlp](Session& s, Inputs& w) {
+    Tensor x = w["x"];
+    Tensor x2 = x + attention(s, d, x, w);
+    return std::vector<Tensor>{x2 + mlp(s, d, x2, w)};
+  };
+  r.outputs = {"out"};
+  r.max_world = static_cast<int>(d.heads);
+  if (!d.suffix.empty()) {
+    r.only_backend = "cuda";
+    r.description += " (GPU anchor size: hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512)";
+  }
+  return r;
+}
 
 BlockDims anchor_block() {
   BlockDims d;

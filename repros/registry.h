@@ -53,6 +53,14 @@ Repro fg_repro(const std::string& path);
 // Runs one parsed graph through a session, op by op.
 std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in);
 
+// A pre-norm residual TP block: out = x2 + mlp(x2), x2 = x + attention(x).
+// Inputs: x, ln1, w_qkv (q|k|v blocks, heads sharded), w_o (row-parallel),
+// ln2, then the block's own. Sizes, world limits and the GPU-only flag of
+// anchor-size blocks come from `d`.
+using BlockPart = std::function<Tensor(Session&, const BlockDims&, const Tensor&, Inputs&)>;
+Repro residual_block(const BlockDims& d, const std::string& name, const std::string& description,
+                     const std::string& file, std::vector<InputSpec> own_inputs, BlockPart attention, BlockPart mlp);
+
 // Built-in repro definitions, at a given size.
 Repro tp_block_llama(const BlockDims& d = cpu_block());
 Repro tp_block_wan(const BlockDims& d = cpu_block());

@@ -41,36 +41,16 @@ Tensor mlp(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
 }  // namespace
 
 Repro tp_block_llama(const BlockDims& d) {
-  Repro r;
-  r.name = "tp_block_llama" + d.suffix;
-  r.description = "Llama decoder block: RMSNorm, QKV, causal SDPA, O, all-reduce, RMSNorm, SwiGLU MLP, all-reduce";
-  r.file = "repros/tp_block_llama.cpp";
-  r.inputs = [d](int world) {
-    (void)world;
-    double sh = 1.0 / std::sqrt(static_cast<double>(d.hidden));
-    return std::vector<InputSpec>{
-        {"x", {d.batch, d.seq, d.hidden}, DType::BF16, 0.0, 1.0},
-        {"ln1", {d.hidden}, DType::BF16, 1.0, 0.1},
-        {"w_qkv", {3 * d.heads * d.head_dim, d.hidden}, DType::BF16, 0.0, sh, 0, 3},
-        {"w_o", {d.hidden, d.heads * d.head_dim}, DType::BF16, 0.0, 1.0 / std::sqrt(double(d.heads * d.head_dim)), 1},
-        {"ln2", {d.hidden}, DType::BF16, 1.0, 0.1},
-        {"w_gate", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
-        {"w_up", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
-        {"w_down", {d.hidden, d.mlp}, DType::BF16, 0.0, 1.0 / std::sqrt(double(d.mlp)), 1},
-    };
+  const double sh = 1.0 / std::sqrt(static_cast<double>(d.hidden));
+  std::vector<InputSpec> own = {
+      {"w_gate", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
+      {"w_up", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
+      {"w_down", {d.hidden, d.mlp}, DType::BF16, 0.0, 1.0 / std::sqrt(static_cast<double>(d.mlp)), 1},
   };
-  r.forward = [d](Session& s, Inputs& w) {
-    Tensor x = w["x"];
-    Tensor x2 = x + attention(s, d, x, w);
-    return std::vector<Tensor>{x2 + mlp(s, d, x2, w)};
-  };
-  r.outputs = {"out"};
-  r.max_world = static_cast<int>(d.heads);
-  if (!d.suffix.empty()) {
-    r.only_backend = "cuda";
-    r.description += " (GPU anchor size: hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512)";
-  }
-  return r;
+  return residual_block(
+      d, "tp_block_llama",
+      "Llama decoder block: RMSNorm, QKV, causal SDPA, O, all-reduce, RMSNorm, SwiGLU MLP, all-reduce",
+      "repros/tp_block_llama.cpp", own, attention, mlp);
 }
 
 }  // namespace fg
