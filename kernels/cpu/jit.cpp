@@ -72,8 +72,7 @@ std::shared_ptr<JitModule> jit_compile(const std::string& source) {
   std::string base = dir + "/" + hex;
   auto mod = std::shared_ptr<JitModule>(new JitModule());
   mod->path_ = base + ".so";
-  mod->from_cache_ = std::filesystem::exists(mod->path_);
-  if (!mod->from_cache_) {
+  if (!std::filesystem::exists(mod->path_)) {
     int lock = open((base + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
     if (lock < 0) user_error("cannot lock " + base + ".lock in the kernel cache");
     flock(lock, LOCK_EX);

@@ -13,13 +13,11 @@ class JitModule {
   ~JitModule();
   void* symbol(const std::string& name) const;
   const std::string& path() const { return path_; }
-  bool from_cache() const { return from_cache_; }
 
  private:
   friend std::shared_ptr<JitModule> jit_compile(const std::string& source);
   void* handle_ = nullptr;
   std::string path_;
-  bool from_cache_ = false;
 };
 
 std::shared_ptr<JitModule> jit_compile(const std::string& source);

@@ -57,6 +57,16 @@ AtenExecutor::AtenExecutor(Collectives* coll, int rank, int world, FusionPolicy 
 
 AtenExecutor::~AtenExecutor() = default;
 
+namespace {
+std::string guard_of(const std::vector<at::Tensor>& ins, std::vector<Layout>* layouts);
+}  // namespace
+
+// What a compiled graph is specialised for: input types and layouts, the
+// world size and the fusion policy. A site whose guard changes recompiles.
+std::string AtenExecutor::guard_key(const std::vector<at::Tensor>& ins, std::vector<Layout>* layouts) const {
+  return guard_of(ins, layouts) + "|world=" + std::to_string(world_) + "|fusion=" + policy_name(fusion_);
+}
+
 void AtenExecutor::synchronize() const {
   if (backend_ == "cuda") cuda_synchronize();
 }
@@ -115,7 +125,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
   std::vector<at::Tensor> ins;
   for (const auto& c : inputs) ins.push_back(unwrap(c));
   std::vector<Layout> layouts;
-  std::string guard = guard_of(ins, &layouts) + "|world=" + std::to_string(world_) + "|fusion=" + policy_name(fusion_);
+  std::string guard = guard_key(ins, &layouts);
   std::string key = graph_hash(g) + "|" + guard;
 
   // guards: a site that compiled before with other guards compiles again
@@ -155,7 +165,7 @@ std::vector<ConcreteP> AtenExecutor::wrap_all(std::vector<at::Tensor> ts) {
 
 std::vector<at::Tensor> AtenExecutor::replay(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins) {
   std::vector<Layout> layouts;
-  std::string guard = guard_of(ins, &layouts) + "|world=" + std::to_string(world_) + "|fusion=" + policy_name(fusion_);
+  std::string guard = guard_key(ins, &layouts);
   if (guard != rt.guard) user_error("replay: the inputs no longer match the compiled graph's guards (" + guard + ")");
   return execute(rt, ins, 0);
 }

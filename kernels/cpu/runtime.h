@@ -85,6 +85,7 @@ class AtenExecutor : public Executor {
   at::Device device() const { return device_; }
 
  private:
+  std::string guard_key(const std::vector<at::Tensor>& ins, std::vector<Layout>* layouts) const;
   std::vector<at::Tensor> execute(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins, int index);
   static std::vector<ConcreteP> wrap_all(std::vector<at::Tensor> ts);
   Collectives* coll_;
