@@ -2,7 +2,9 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|bench|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|bench|kernels|all]     (default: all)
+# kernels: the generated kernels against ATen on the GPU (test_runtime with
+# FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
 # It needs `.devdeps/include/xxhash.h` (the GPU image has libxxhash but not
 # its header): bench/prepare_device.sh copies it from this machine.
 set -uo pipefail
@@ -17,12 +19,20 @@ echo "gpus: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noh
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
   -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
 grep fusegate "$OUTDIR/cmake.log"
-ninja -C build-gpu fusegate test_cuda_codegen >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
+ninja -C build-gpu fusegate test_cuda_codegen test_runtime >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
 FG=./build-gpu/harness/fusegate
 worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"; [ "$ngpu" -ge 4 ] && worlds="$worlds --world-size 4"
 rc=0
-if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
+if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
   ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
+  FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime >"$OUTDIR/test_runtime_cuda.txt" 2>&1
+  r=$?; [ $r -ne 0 ] && rc=$r
+  echo "test_runtime on cuda: $(grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/test_runtime_cuda.txt" | tr '\n' ' ')"
+fi
+if [ "$what" = kernels ]; then
+  python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --kernels-only 2>"$OUTDIR/bench.err" | tail -8 || tail -20 "$OUTDIR/bench.err"
+fi
+if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
   if [ "$what" = bless ]; then
     $FG bless --backend cuda $worlds --why "cuda goldens" 2>"$OUTDIR/bless.err" | tail -1
     $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "cuda goldens" 2>>"$OUTDIR/bless.err" | tail -1
@@ -30,7 +40,7 @@ if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
   fi
   $FG check --backend cuda $worlds --records "$OUTDIR/records" --junit "$OUTDIR/junit.xml" 2>"$OUTDIR/check.err" \
     | tee "$OUTDIR/check.txt" | tail -15
-  rc=${PIPESTATUS[0]}
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
   $FG check --backend cuda --fusion max-autotune --mode C $worlds --records "$OUTDIR/records" 2>>"$OUTDIR/check.err" \
     | tail -3
   python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt"

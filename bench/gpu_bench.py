@@ -194,6 +194,7 @@ def main():
     ap.add_argument("--fusegate", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--skip-torch", action="store_true")
+    ap.add_argument("--kernels-only", action="store_true", help="only the kernel GB/s table")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     env = os.environ
@@ -205,7 +206,7 @@ def main():
         kernels = kernel_gbps(a.fusegate, tmp)
 
     rows, notes = [], []
-    for label, mode, extra in [("fusegate A eager", "A", []),
+    for label, mode, extra in [] if a.kernels_only else [("fusegate A eager", "A", []),
                                ("fusegate B compiled-disabled", "B", []),
                                ("fusegate C default", "C", []),
                                ("fusegate C default + CUDA graphs", "C", ["--cuda-graphs"]),
@@ -219,7 +220,7 @@ def main():
         rows.append({"name": label, "launches": k["kernel_count"], "ms": k["times_ms"]["forward_median"],
                      "rel_err": rel_err(rec), "how": k["times_ms"]["how"]})
         pathlib.Path(a.out, f"fusegate_{mode}_{len(rows)}.json").write_text(json.dumps(rec)[:200000])
-    if not a.skip_torch:
+    if not a.skip_torch and not a.kernels_only:
         mp.spawn(torch_worker, args=(2, 29577, a.out), nprocs=2, join=True)
         rows += json.loads(pathlib.Path(a.out, "torch.json").read_text())
     base = next((r["ms"] for r in rows if r["name"] == "torch.compile default"), float("nan"))

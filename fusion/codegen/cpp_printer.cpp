@@ -155,7 +155,17 @@ class Emitter {
   std::map<int, bool> stored;
 
   void line(const std::string& s) { lines.push_back(std::string(static_cast<size_t>(indent) * 2, ' ') + s); }
-  void open(const std::string& head) { line(head + " {"); ++indent; scopes_.emplace_back(); }
+  void open(const std::string& head) {
+    // a head may carry lines before the loop itself (a #pragma)
+    std::string h = head;
+    for (size_t nl = h.find('\n'); nl != std::string::npos; nl = h.find('\n')) {
+      line(h.substr(0, nl));
+      h = h.substr(h.find_first_not_of(' ', nl + 1));
+    }
+    line(h + " {");
+    ++indent;
+    scopes_.emplace_back();
+  }
   void close() { scopes_.pop_back(); --indent; line("}"); }
 
   std::string ptr(int b) {
@@ -171,12 +181,16 @@ class Emitter {
   // dialect keeps rows in registers: the second pass reads no memory.
   std::map<std::string, std::string> row_cache;        // load key -> array
   std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
-  std::map<std::string, std::string> staged;           // load key -> shared array holding the row
+  std::set<std::string> row_chunked;                    // cached as chunks (in storage type), not as values
   size_t current_phase = 0;
+  // Chunk accesses of the current chunk (see CStylePrinter::vector_lanes).
+  std::map<std::string, std::string> vec_load;                   // load key -> chunk variable
+  std::map<int, std::pair<std::string, std::string>> vec_store;  // node -> chunk variable, pointer to its start
 
   std::string emit(const ExprP& e) {
     if (e->kind == Expr::Const) return p_.const_text(e->value, e->dtype);
-    if (e->kind == Expr::Load && row_cache.count(e->key) && row_cache_first[e->key] != current_phase)
+    if (e->kind == Expr::Load && row_cache.count(e->key) && !row_chunked.count(e->key) &&
+        row_cache_first[e->key] != current_phase)
       return row_cache[e->key] + "[j]";
     if (e->kind == Expr::Load) {
       auto pit = producer.find(e->buffer);
@@ -191,8 +205,8 @@ class Emitter {
     switch (e->kind) {
       case Expr::Load: {
         text = custom_load_ ? custom_load_(e) : "";
-        if (text.empty() && staged.count(e->key))
-          text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, staged[e->key], "r");
+        if (text.empty() && vec_load.count(e->key))
+          text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, vec_load[e->key], "v");
         if (text.empty())
           text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, ptr(e->buffer), e->index->key);
         break;
@@ -223,7 +237,8 @@ class Emitter {
     std::string v = "t" + std::to_string(tmp_++);
     line("const " + p_.compute_type(e->dtype) + " " + v + " = " + text + ";");
     scopes_.back()[e->key] = v;
-    if (e->kind == Expr::Load && row_cache.count(e->key)) line(row_cache[e->key] + "[j] = " + v + ";");
+    if (e->kind == Expr::Load && row_cache.count(e->key) && !row_chunked.count(e->key))
+      line(row_cache[e->key] + "[j] = " + v + ";");
     return v;
   }
 
@@ -238,6 +253,11 @@ class Emitter {
   void store(int n, const std::string& v, bool per_row = false) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     if (!stored[n]) return;
+    auto vs = vec_store.find(n);
+    if (vs != vec_store.end()) {
+      line(vs->second.first + ".s[v] = " + v + ";");
+      return;
+    }
     std::string st = p_.store_text(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype, ptr(sn.out_buffer),
                                    store_at[n]->key, v);
     std::string guard = per_row ? p_.row_store_guard() : "";
@@ -288,6 +308,7 @@ class Emitter {
     if (regs > 0) {
       std::map<std::string, std::set<size_t>> phases_of_load;
       std::map<std::string, DType> load_type;
+      std::map<std::string, IndexP> load_index;
       for (size_t pi = 0; pi < ph.size(); ++pi) {
         if (!ph_inner[pi]) continue;
         for (int n : ph[pi]) {
@@ -297,6 +318,7 @@ class Emitter {
             if (!producer.count(l.first)) {
               phases_of_load[k].insert(pi);
               load_type[k] = g_.buffers[static_cast<size_t>(l.first)].dtype;
+              load_index[k] = l.second;
             }
         }
       }
@@ -305,9 +327,17 @@ class Emitter {
           std::string name = "row" + std::to_string(row_cache.size());
           row_cache[k] = name;
           row_cache_first[k] = *pset.begin();
-          line(p_.compute_type(load_type[k]) + " " + name + "[" + std::to_string(regs) + "];");
+          // in chunks, a row read at contiguous aligned places stays in its
+          // chunks (bf16: two elements a register)
+          IndexP base;
+          if (p_.vector_lanes(1, R) > 0 && wide(load_type[k]) && chunk_access(load_index[k], "r", R, &base)) {
+            row_chunked.insert(k);
+            line(p_.chunk_decl(p_.storage_type(load_type[k]),
+                               name + "[" + std::to_string(regs / p_.vector_lanes(1, R)) + "]"));
+          } else {
+            line(p_.compute_type(load_type[k]) + " " + name + "[" + std::to_string(regs) + "];");
+          }
         }
-      stage_rows(ph, ph_inner, body, R);
     }
     for (size_t pi = 0; pi < ph.size(); ++pi) {
       if (!ph_inner[pi]) {
@@ -332,8 +362,17 @@ class Emitter {
         line(at + " " + acc[n] + " = " + init + ";");
       }
       current_phase = pi;
-      open(p_.inner_loop(R));
-      if (!p_.inner_loop_prologue(R).empty()) line(p_.inner_loop_prologue(R));
+      const bool chunks = p_.vector_lanes(1, R) > 0;
+      if (chunks) {
+        open(p_.chunk_loop(1, R));
+        line(p_.chunk_prologue(1, R));
+        chunk_begin(ph[pi], body, "r", R);
+        open(p_.lane_loop());
+        line(p_.lane_prologue(1, R));
+      } else {
+        open(p_.inner_loop(R));
+        if (!p_.inner_loop_prologue(R).empty()) line(p_.inner_loop_prologue(R));
+      }
       for (int n : ph[pi]) {
         std::string v = emit(body.at(n));
         const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
@@ -347,6 +386,10 @@ class Emitter {
         }
       }
       close();
+      if (chunks) {
+        chunk_end();
+        close();
+      }
       for (int n : ph[pi]) {
         if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
         std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);
@@ -385,46 +428,80 @@ class Emitter {
     return src + "}\n";
   }
 
-  // A cached row read at r + (x-only terms) is copied into shared memory
-  // with wide loads before the first loop, which then reads it from there:
-  // same values, same order, fewer and wider memory transactions.
-  void stage_rows(const std::vector<std::vector<int>>& ph, const std::vector<bool>& ph_inner,
-                  const std::map<int, ExprP>& body, int64_t R) {
-    for (size_t pi = 0; pi < ph.size(); ++pi) {
-      if (!ph_inner[pi]) continue;
-      for (int n : ph[pi]) {
-        std::map<std::string, std::pair<int, IndexP>> loads;
-        ex_loads(body.at(n), &loads);
-        for (const auto& [k, l] : loads) {
-          if (!row_cache.count(k) || staged.count(k) || producer.count(l.first)) continue;
-          // index = r + base(x): unit stride in r, r nowhere else
-          IndexP base = ix_const(l.second->constant);
-          bool unit = false, ok = true;
-          for (const auto& [c, atom] : l.second->terms) {
-            std::map<std::string, int64_t> vars;
-            ix_vars(ix_atom(atom), &vars);
-            if (atom->kind == IndexAtom::Var && atom->var == "r") { unit = c == 1; continue; }
-            if (vars.count("r")) ok = false;
-            base = ix_add(base, ix_mul(ix_atom(atom), c));
-          }
-          if (!ok || !unit) continue;
-          // every row starts on a 16-byte boundary (8 elements of 2 bytes, 4 of 4)
-          bool aligned = base->constant % 8 == 0;
-          for (const auto& [c, atom] : base->terms) aligned = aligned && c % 8 == 0;
-          if (!aligned) continue;
-          std::string name = "srow" + std::to_string(staged.size());
-          std::string code = p_.stage_row(name, g_.buffers[static_cast<size_t>(l.first)].dtype, ptr(l.first),
-                                          base->key, R);
-          if (code.empty()) continue;
-          staged[k] = name;
-          for (size_t at = 0, nl; at < code.size(); at = nl + 1) {
-            nl = code.find('\n', at);
-            if (nl == std::string::npos) nl = code.size();
-            line(code.substr(at, nl - at));
-          }
+  static bool wide(DType t) { return dtype_size(t) == 2 || dtype_size(t) == 4; }
+
+  // Whether `index` moves by one element per lane when `var` (of `range`
+  // values) runs over chunks q*8 + v, from a chunk start that is a multiple
+  // of 8 elements (16 bytes for 2-byte types) for every q and every value
+  // of the other variables. `base` gets the chunk start, in q.
+  static bool chunk_access(const IndexP& index, const std::string& var, int64_t range, IndexP* base) {
+    constexpr int64_t kLanes = 8;
+    if (range % kLanes != 0) return false;
+    IndexP at = ix_subst(index, {{var, ix_add(ix_mul(ix_var("q", range / kLanes), kLanes), ix_var("v", kLanes))}});
+    bool unit = false;
+    IndexP b = ix_const(at->constant);
+    for (const auto& [c, atom] : at->terms) {
+      if (atom->kind == IndexAtom::Var && atom->var == "v") {
+        if (c != 1) return false;
+        unit = true;
+        continue;
+      }
+      std::map<std::string, int64_t> vars;
+      ix_vars(ix_atom(atom), &vars);
+      if (vars.count("v") || c % kLanes != 0) return false;
+      b = ix_add(b, ix_mul(ix_atom(atom), c));
+    }
+    if (!unit || b->constant % kLanes != 0) return false;
+    *base = b;
+    return true;
+  }
+
+  // Opens a chunk of `nodes`: the chunk's wide loads of kernel inputs, and
+  // the chunk variables that stores fill lane by lane. Values and their
+  // order are what scalar accesses give.
+  void chunk_begin(const std::vector<int>& nodes, const std::map<int, ExprP>& body, const std::string& var,
+                   int64_t range) {
+    vec_load.clear();
+    vec_store.clear();
+    for (int n : nodes) {
+      std::map<std::string, std::pair<int, IndexP>> loads;
+      ex_loads(body.at(n), &loads);
+      for (const auto& [k, l] : loads) {
+        if (vec_load.count(k) || producer.count(l.first)) continue;
+        if (row_cache.count(k) && row_cache_first[k] != current_phase) {
+          if (row_chunked.count(k)) vec_load[k] = row_cache[k] + "[c]";  // in registers already
+          continue;
+        }
+        DType t = g_.buffers[static_cast<size_t>(l.first)].dtype;
+        IndexP base;
+        if (!wide(t) || !chunk_access(l.second, var, range, &base)) continue;
+        std::string at = ptr(l.first) + " + (" + base->key + ")";
+        if (row_chunked.count(k)) {
+          vec_load[k] = row_cache[k] + "[c]";
+          line(p_.chunk_assign(vec_load[k], at));
+        } else {
+          vec_load[k] = "w" + std::to_string(tmp_++);
+          line(p_.chunk_load(p_.storage_type(t), vec_load[k], at));
         }
       }
     }
+    for (int n : nodes) {
+      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+      DType t = g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype;
+      IndexP base;
+      if (!stored[n] || !wide(t) || !chunk_access(store_at[n], var, range, &base)) continue;
+      std::string name = "w" + std::to_string(tmp_++);
+      line(p_.out_chunk_decl(name));
+      vec_store[n] = {name, ptr(sn.out_buffer) + " + (" + base->key + ")"};
+    }
+  }
+
+  void chunk_end() {
+    for (const auto& [n, s] : vec_store)
+      line(p_.chunk_store(g_.buffers[static_cast<size_t>(g_.nodes[static_cast<size_t>(n)].out_buffer)].dtype, s.first,
+                          s.second));
+    vec_load.clear();
+    vec_store.clear();
   }
 
   std::string arg_decls(const std::set<int>& written) const {
@@ -487,9 +564,21 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   k.ops = kernel_ops(g_, gr.nodes);
   k.nodes = gr.nodes;
   k.name = kernel_name(backend(), k.kind, k.ops, index);
-  em.open(outer_loop(X, has_red));
-  em.phases(gr.nodes, body, inner, R, nullptr);
-  em.close();
+  if (!has_red && vector_lanes(X, 1) > 0) {
+    // pointwise in chunks of 8 consecutive x
+    em.open(chunk_loop(X, 1));
+    em.chunk_begin(gr.nodes, body, "x", X);
+    em.open(lane_loop());
+    em.line(lane_prologue(X, 1));
+    em.phases(gr.nodes, body, inner, R, nullptr);
+    em.close();
+    em.chunk_end();
+    em.close();
+  } else {
+    em.open(outer_loop(X, has_red));
+    em.phases(gr.nodes, body, inner, R, nullptr);
+    em.close();
+  }
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   return k;
 }

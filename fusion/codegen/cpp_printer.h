@@ -38,13 +38,31 @@ class CStylePrinter {
   // Elements of a row each thread keeps in registers across the loops over
   // r (0: none; loops then stride over r and reload).
   virtual int64_t row_registers(int64_t rnumel) const { return 0; }
-  // Code that copies a row of `elems` elements of `type` starting at
-  // ptr[base] into the block's shared array `name` with wide loads, or ""
-  // where the dialect has no such staging.
-  virtual std::string stage_row(const std::string& name, DType type, const std::string& ptr, const std::string& base,
-                                int64_t elems) const {
+  // Lanes of a chunk: where a dialect gives each thread chunks of 8
+  // consecutive elements (of r in a row kernel, of x in a pointwise one),
+  // loads and stores that are contiguous and 16-byte aligned over a chunk
+  // move as one wide access. 0: no chunks.
+  virtual int vector_lanes(int64_t numel, int64_t rnumel) const { return 0; }
+  // The loop over this thread's chunks, and the lines that open it (they
+  // define q, the chunk's index, and skip chunks past the end).
+  virtual std::string chunk_loop(int64_t numel, int64_t rnumel) const { return ""; }
+  virtual std::string chunk_prologue(int64_t numel, int64_t rnumel) const { return ""; }
+  // The loop over the lanes (v) of a chunk, and the line defining the
+  // kernel variable (x or r) and j, the lane's register slot.
+  virtual std::string lane_loop() const { return ""; }
+  virtual std::string lane_prologue(int64_t numel, int64_t rnumel) const { return ""; }
+  // Declaration of a chunk `name` of storage type `st` loaded from
+  // `ptr_at` (a pointer to the chunk's first element); a load into a
+  // declared chunk (element v reads as `name[v]`). A chunk of computed
+  // values for stores (`name.s[v] = value`), and its store to a buffer of
+  // dtype `t`, converting as a scalar store would.
+  virtual std::string chunk_load(const std::string& st, const std::string& name, const std::string& ptr_at) const {
     return "";
   }
+  virtual std::string chunk_assign(const std::string& name, const std::string& ptr_at) const { return ""; }
+  virtual std::string chunk_decl(const std::string& st, const std::string& name) const { return ""; }
+  virtual std::string out_chunk_decl(const std::string& name) const { return ""; }
+  virtual std::string chunk_store(DType t, const std::string& name, const std::string& ptr_at) const { return ""; }
   // Lines opening each loop over r (after its header).
   virtual std::string inner_loop_prologue(int64_t rnumel) const { return ""; }
   // Expression for argument i of the kernel.

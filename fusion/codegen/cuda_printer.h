@@ -1,8 +1,22 @@
-// The CUDA C++ dialect of the kernel printer, for NVRTC (sm_90). Pointwise
-// kernels run one element per thread over a grid-stride loop; reduction
-// kernels run one row (x) per block, the block's threads striding over r and
-// combining their partial results with warp shuffles and shared memory.
-// Storage stays bf16/f16 where the graph says so; math is in f32.
+// The CUDA C++ dialect of the kernel printer, for NVRTC (sm_90).
+//
+// Pointwise kernels: a grid-stride loop over chunks of 8 consecutive
+// elements (when numel is a multiple of 8), one chunk a thread per step.
+// Reduction kernels: one row (x) per block; each thread holds chunks of 8
+// consecutive elements of r, about 16 elements in all, in registers across
+// the loops over r, and the threads combine their partial results with warp
+// shuffles and shared memory.
+//
+// In a chunk, an access that is contiguous over the 8 lanes and starts on a
+// 16-byte boundary is one 16-byte load or store (two for 4-byte types); the
+// rest stay scalar. Rows kept across loops stay in their chunks as loaded
+// (bf16: two elements a register), and stores convert pairs of values in one
+// instruction. Storage stays bf16/f16 where the graph says so; math is in f32.
+//
+// Measured on an H200, 8192 x 4096 bf16, against the copy bandwidth: RMSNorm
+// 37% with scalar 2-byte accesses, 60% with chunks, 79% once rows stayed
+// packed and conversions used cvt.rn.bf16(x2).f32 (the kernel had become
+// bound by instruction issue); the pointwise chain 68% -> 90%.
 #pragma once
 #include "fusion/codegen/cpp_printer.h"
 
@@ -20,8 +34,16 @@ class CudaPrinter : public CStylePrinter {
   bool supports_templates() const override { return false; }
   int64_t row_registers(int64_t rnumel) const override;
   std::string inner_loop_prologue(int64_t rnumel) const override;
-  std::string stage_row(const std::string& name, DType type, const std::string& ptr, const std::string& base,
-                        int64_t elems) const override;
+  int vector_lanes(int64_t numel, int64_t rnumel) const override;
+  std::string chunk_loop(int64_t numel, int64_t rnumel) const override;
+  std::string chunk_prologue(int64_t numel, int64_t rnumel) const override;
+  std::string lane_loop() const override;
+  std::string lane_prologue(int64_t numel, int64_t rnumel) const override;
+  std::string chunk_load(const std::string& st, const std::string& name, const std::string& ptr_at) const override;
+  std::string chunk_assign(const std::string& name, const std::string& ptr_at) const override;
+  std::string chunk_decl(const std::string& st, const std::string& name) const override;
+  std::string out_chunk_decl(const std::string& name) const override;
+  std::string chunk_store(DType t, const std::string& name, const std::string& ptr_at) const override;
   std::string op_text(Op op, DType t, const std::vector<std::string>& a, const Attrs& attrs) const override;
 
  protected:
@@ -38,8 +60,9 @@ struct LaunchShape {
   int threads = 1;
 };
 LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count);
-// Threads a row kernel runs per row: about 8 elements a thread, in whole
-// warps, at most 1024. The printer and the launcher both use it.
+// Threads a row kernel runs per row: about 16 elements a thread (two chunks
+// of 8), in whole warps, at most 1024. The printer and the launcher both use
+// it.
 int cuda_row_threads(int64_t rnumel);
 
 }  // namespace fg

@@ -28,6 +28,17 @@ void expect_compiles(const CompiledProgram& c) {
 }
 
 const char* kCases[] = {
+    R"(graph chunks(%x: bf16[16,2048], %y: bf16[16,2048], %w: bf16[2048], %b: bf16[2048], %z: f32[32,64]) {
+  %5 = add(%x, %y) : bf16[16,2048]
+  %6 = rms_norm(%5, %w) {eps = 1e-06} : bf16[16,2048]
+  %7 = add(%6, %b) : bf16[16,2048]
+  %8 = transpose(%7) {dim0 = 0, dim1 = 1} : bf16[2048,16]
+  %9 = neg(%8) : bf16[2048,16]
+  %10 = softmax(%z) {dim = -1} : f32[32,64]
+  %11 = slice(%z) {dim = 1, end = 17, start = 1, step = 1} : f32[32,16]
+  %12 = exp(%11) : f32[32,16]
+  return %5, %7, %9, %10, %12
+})",
     R"(graph chain(%x: bf16[64,32], %y: bf16[64,32]) {
   %2 = add(%x, %y) : bf16[64,32]
   %3 = gelu(%2) {approximate = "tanh"} : bf16[64,32]
@@ -69,7 +80,7 @@ TEST(CudaCodegen, EveryCaseCompilesForSm90) {
 }
 
 TEST(CudaCodegen, RowReductionIsOneBlockPerRowWithCombinedPartials) {
-  CompiledProgram c = compile_cuda(kCases[1]);
+  CompiledProgram c = compile_cuda(kCases[2]);
   ASSERT_EQ(c.program.kernels.size(), 1u);
   const Kernel& k = c.program.kernels[0];
   EXPECT_EQ(k.name, "cuda_red_fused__to_copy_add_mean_mul_pow_rsqrt_0");  // rnumel 2048 > 1024: looped
@@ -77,20 +88,39 @@ TEST(CudaCodegen, RowReductionIsOneBlockPerRowWithCombinedPartials) {
   EXPECT_EQ(k.rnumel, 2048);
   EXPECT_NE(k.source.find("x += gridDim.x"), std::string::npos) << k.source;
   EXPECT_NE(k.source.find("= fg_block_sum("), std::string::npos) << k.source;
-  // 2048 elements: 256 threads keep 8 each in registers; the normalising
-  // loop reads x from them, not from memory
-  EXPECT_EQ(cuda_row_threads(2048), 256);
-  EXPECT_NE(k.source.find("float row0[8];"), std::string::npos) << k.source;
+  // 2048 elements: 128 threads keep two chunks of 8 each in registers, as
+  // loaded (bf16); the normalising loop reads x from them, not from memory
+  EXPECT_EQ(cuda_row_threads(2048), 128);
+  EXPECT_NE(k.source.find("FgChunk<uint16_t> row0[2]{};"), std::string::npos) << k.source;
   size_t second_loop = k.source.find("#pragma unroll", k.source.find("fg_block_sum"));
   ASSERT_NE(second_loop, std::string::npos) << k.source;
-  EXPECT_NE(k.source.find("row0[j]", second_loop), std::string::npos) << k.source;
-  EXPECT_EQ(k.source.find("p0[", second_loop), std::string::npos) << "x read twice:\n" << k.source;
-  // the row is staged into shared memory with 16-byte loads first
-  EXPECT_NE(k.source.find("__shared__ __align__(16) uint16_t srow0[2048];"), std::string::npos) << k.source;
-  EXPECT_NE(k.source.find("reinterpret_cast<const uint4*>(p0 + (2048*x) + i)"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("fg_bf16_to_float(row0[c][v])", second_loop), std::string::npos) << k.source;
+  EXPECT_EQ(k.source.find("p0", second_loop), std::string::npos) << "x read twice:\n" << k.source;
+  // x is read, and the result written, 16 bytes (8 lanes) at a time
+  EXPECT_NE(k.source.find("row0[c] = fg_load_chunk(p0 + (8*q + 2048*x));"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("fg_store_chunk_bf16("), std::string::npos) << k.source;
   LaunchShape l = cuda_launch_shape(k.numel, k.rnumel, 132);
-  EXPECT_EQ(l.threads, 256);
+  EXPECT_EQ(l.threads, 128);
   EXPECT_EQ(l.blocks, 128);
+}
+
+// Pointwise kernels step over chunks of 8; a chunk's contiguous, aligned
+// accesses (a broadcast row among them) are wide, the others scalar.
+TEST(CudaCodegen, ChunksAreWideWhereContiguousAndAligned) {
+  CompiledProgram c = compile_cuda(kCases[0]);
+  std::string all;
+  for (const auto& k : c.program.kernels) all += k.source;
+  EXPECT_NE(all.find("for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < 4096;"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("fg_load_chunk(p0 + (8*q + 2048*x))"), std::string::npos) << all;  // x in the norm's row
+  EXPECT_NE(all.find("fg_load_chunk(p3 + (8*q))"), std::string::npos) << all;          // the broadcast b
+  // the transposed read of the norm's row and the slice at column 1 are scalar
+  EXPECT_NE(all.find("p1[2048*((x) % 16) + ((x) / 16)]"), std::string::npos) << all;
+  EXPECT_NE(all.find("fg_store_chunk_bf16(p0 + (8*q), w0)"), std::string::npos) << all;  // the transposed result
+  EXPECT_NE(all.find("p1[((x) % 16) + 64*((x) / 16) + 1]"), std::string::npos) << all;
+  LaunchShape l = cuda_launch_shape(32768, 1, 132);
+  EXPECT_EQ(l.threads, 256);
+  EXPECT_EQ(l.blocks, 16);  // 4096 chunks
 }
 
 TEST(CudaCodegen, MaxAutotuneKeepsGemmsAsLibraryCalls) {
