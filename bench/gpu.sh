@@ -23,6 +23,8 @@ ninja -C build-gpu fusegate test_cuda_codegen test_runtime >"$OUTDIR/build.log" 
 FG=./build-gpu/harness/fusegate
 worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"; [ "$ngpu" -ge 4 ] && worlds="$worlds --world-size 4"
 rc=0
+t0=$(date +%s); phase() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+phase built
 if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
   ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
   FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime >"$OUTDIR/test_runtime_cuda.txt" 2>&1
@@ -33,16 +35,19 @@ if [ "$what" = kernels ]; then
   python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --kernels-only 2>"$OUTDIR/bench.err" | tail -8 || tail -20 "$OUTDIR/bench.err"
 fi
 if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
+  phase "unit tests done"
   if [ "$what" = bless ]; then
     $FG bless --backend cuda $worlds --why "cuda goldens" 2>"$OUTDIR/bless.err" | tail -1
     $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "cuda goldens" 2>>"$OUTDIR/bless.err" | tail -1
     tar czf "$OUTDIR/golden-cuda.tgz" golden/cuda
+    phase blessed
   fi
   $FG check --backend cuda $worlds --records "$OUTDIR/records" --junit "$OUTDIR/junit.xml" 2>"$OUTDIR/check.err" \
     | tee "$OUTDIR/check.txt" | tail -15
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
   $FG check --backend cuda --fusion max-autotune --mode C $worlds --records "$OUTDIR/records" 2>>"$OUTDIR/check.err" \
     | tail -3
+  phase checked
   python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt"
   rm -rf "$OUTDIR/records"
 fi

@@ -8,6 +8,7 @@
 #include "fusion/ir/text.h"
 #include "fusion/logs.h"
 #include "fusion/passes/decompose.h"
+#include "fusion/passes/tp_rewrite.h"
 
 namespace fg {
 
@@ -20,6 +21,14 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   c.decomposed = decompose(g);
   verify(c.decomposed);
 
+  // max-autotune on cuda: GEMMs are cuBLASLt calls whose C operand can carry
+  // a replicated residual in front of the all-reduce
+  std::vector<LedgerEntry> rewrites;
+  if (opts.backend == "cuda" && opts.fusion == FusionPolicy::MaxAutotune) {
+    c.decomposed = hoist_replicated_residuals(c.decomposed, opts.replicated_inputs, &rewrites);
+    verify(c.decomposed);
+  }
+
   // lower needs the decomposed graph: it only knows sum/amax reductions
   // GEMM templates are generated for the cpu backend; on cuda, GEMMs stay
   // library calls (cuBLASLt, with its epilogues)
@@ -27,6 +36,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
                                                opts.fusion == FusionPolicy::MaxAutotune && opts.backend == "cpu"});
 
   c.schedule = schedule(c.lowered, opts.fusion);
+  c.schedule.ledger.insert(c.schedule.ledger.begin(), rewrites.begin(), rewrites.end());
   if (log_enabled("fusion")) log_write("fusion", print_ledger(c.schedule));
 
   if (opts.backend == "cpu") c.program = generate_cpp(c.lowered, c.schedule);
@@ -63,7 +73,9 @@ std::string print_ledger(const Schedule& s) {
   for (const auto& e : s.ledger) {
     o << "  round " << e.round << " " << e.first << " + " << e.second << " score=(" << e.score[0] << ", " << e.score[1]
       << ", " << e.score[2] << ", " << e.score[3] << ") "
-      << (e.fused ? "fused" : std::string("rejected: ") + reject_reason(e.reason)) << "\n";
+      << (e.fused ? std::string("fused") + (e.reason == Reject::None ? "" : std::string(": ") + reject_reason(e.reason))
+                  : std::string("rejected: ") + reject_reason(e.reason))
+      << "\n";
   }
   return o.str();
 }

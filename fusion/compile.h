@@ -1,5 +1,6 @@
 // compile(): the pass pipeline as straight-line code (STYLE 3).
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ struct CompileOptions {
   FusionPolicy fusion = FusionPolicy::Default;
   std::string backend = "cpu";
   std::vector<Layout> input_layouts;  // run-time layouts of the graph inputs
+  // Graph inputs that hold the same value on every rank (the rest may be
+  // sharded); TP rewrites use it as their proof (passes/tp_rewrite.h).
+  std::set<std::string> replicated_inputs;
 };
 
 struct CompiledProgram {

@@ -29,6 +29,7 @@ int cmd_explain(const std::string& graph_file, const std::string& fusion, const 
                 const std::string& backend = "cpu");
 struct Repro;
 int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const std::string& fusion,
-                      const std::string& dot_dir, bool svg);
+                      const std::string& dot_dir, bool svg,
+                      const std::string& backend = "cpu");
 
 }  // namespace fg

@@ -58,7 +58,8 @@ struct TypeOnly : Concrete {
 
 class DryExecutor : public Executor {
  public:
-  DryExecutor(int rank, int world, FusionPolicy p) : rank_(rank), world_(world), policy_(p) {}
+  DryExecutor(int rank, int world, FusionPolicy p, std::string backend, std::set<std::string> replicated)
+      : rank_(rank), world_(world), policy_(p), backend_(std::move(backend)), replicated_(std::move(replicated)) {}
   ConcreteP eager(const Node& n, const std::vector<ConcreteP>&) override {
     TensorType t = n.type;
     for (auto& d : t.shape) d = d < 0 ? 0 : d;
@@ -67,6 +68,8 @@ class DryExecutor : public Executor {
   std::vector<ConcreteP> run_graph(const Graph& g, const std::vector<ConcreteP>&, int) override {
     CompileOptions o;
     o.fusion = policy_;
+    o.backend = backend_;
+    o.replicated_inputs = replicated_;
     compiled.push_back(compile(g, o));
     std::vector<ConcreteP> outs;
     for (int id : g.outputs) outs.push_back(std::make_shared<TypeOnly>(g.node(id).type));
@@ -82,6 +85,8 @@ class DryExecutor : public Executor {
  private:
   int rank_, world_;
   FusionPolicy policy_;
+  std::string backend_;
+  std::set<std::string> replicated_;
 };
 
 void explain_one(const CompiledProgram& c, const std::string& fusion, const std::string& dot_dir, bool svg) {
@@ -138,19 +143,25 @@ int cmd_explain(const std::string& graph_file, const std::string& fusion, const 
     CompileOptions o;
     o.fusion = p;
     o.backend = backend;
+    // a .fg repro gives every rank the same inputs (repros/registry.cpp)
+    for (int id : g.input_ids()) o.replicated_inputs.insert(g.node(id).name);
     explain_one(compile(g, o), fusion, dot_dir, svg);
   }
   return 0;
 }
 
 int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const std::string& fusion,
-                      const std::string& dot_dir, bool svg) {
+                      const std::string& dot_dir, bool svg, const std::string& backend) {
   FusionPolicy p = policy_or_die(fusion);
   Mode m;
   if (!parse_mode(mode, &m)) user_error("unknown mode '" + mode + "': use A, B or C");
   if (world < 1 || world > r.max_world)
     user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
-  DryExecutor ex(0, world, p);
+  if (backend != "cpu" && backend != "cuda") user_error("unknown backend '" + backend + "': use cpu or cuda");
+  std::set<std::string> replicated;
+  for (const auto& spec : r.inputs(world))
+    if (spec.shard_dim < 0) replicated.insert(spec.name);
+  DryExecutor ex(0, world, p, backend, replicated);
   Session s(m, &ex, r.file);
   Inputs in;
   for (const auto& spec : r.inputs(world)) {

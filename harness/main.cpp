@@ -77,7 +77,7 @@ int run_main(int argc, char** argv) {
   explain->add_option("--world-size", eworld, "world size (repro only)")->capture_default_str();
   explain->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
   std::string ebackend = "cpu";
-  explain->add_option("--backend", ebackend, "cpu or cuda: the code printer (--graph only)")->capture_default_str();
+  explain->add_option("--backend", ebackend, "cpu or cuda: the code printer and backend passes")->capture_default_str();
   explain->add_option("--fusion", efusion, "default, max-autotune or none")->capture_default_str();
   explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
   explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
@@ -133,7 +133,7 @@ int run_main(int argc, char** argv) {
     auto repros = all_repros(sel.fg_dirs);
     const Repro* r = find_repro(repros, erepro);
     if (!r) user_error("unknown repro '" + erepro + "'; known repros: " + repro_names(repros));
-    return cmd_explain_repro(*r, emode, eworld, efusion, dot_dir, svg);
+    return cmd_explain_repro(*r, emode, eworld, efusion, dot_dir, svg, ebackend);
   }
   return 2;
 }

@@ -123,7 +123,12 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   progress(out_path, "warm-up forward");
   AtenExecutor ex(&coll, rank, spec.world, policy, false, spec.backend);
   std::map<std::string, at::Tensor> inputs;
-  for (const auto& s : r->inputs(spec.world)) inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
+  std::set<std::string> replicated;
+  for (const auto& s : r->inputs(spec.world)) {
+    inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
+    if (s.shard_dim < 0) replicated.insert(s.name);
+  }
+  ex.set_replicated_inputs(replicated);
   forward(*r, mode, ex, inputs, false);
   coll.reset_sequence();
   progress(out_path, "measured forward");
@@ -189,7 +194,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
                              {"nodes", {e.first, e.second}},
                              {"score", {e.score[0], e.score[1], e.score[2], e.score[3]}},
                              {"outcome", e.fused ? "fused" : "rejected"},
-                             {"reason", e.fused ? "" : reject_code(e.reason)},
+                             {"reason", reject_code(e.reason)},
                              {"round", e.round}});
       decisions += e.first + "|" + e.second + "|" + (e.fused ? "1" : "0") + ";";
     }

@@ -106,6 +106,7 @@ KernelProgram CStylePrinter::print(const Schedule& s) {
       k.ops = first.origins;
       k.nodes = gr.nodes;
       k.name = k.kind + "_" + (first.origins.empty() ? std::string("op") : first.origins[0]);
+      if (gr.nodes.size() > 1) k.name += "_x" + std::to_string(gr.nodes.size());  // batched siblings
       p.kernels.push_back(k);
       continue;
     }

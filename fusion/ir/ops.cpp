@@ -47,6 +47,7 @@ const OpInfo kOps[] = {
   {Op::RmsNorm, "rms_norm", "rms_norm", K::Reduction, 2, 2},
   {Op::LayerNorm, "layer_norm", "native_layer_norm", K::Reduction, 3, 3},
   {Op::Linear, "linear", "mm", K::Extern, 2, 3},
+  {Op::LinearAddRank0, "linear_add_rank0", "addmm", K::Extern, 3, 3},
   {Op::Matmul, "matmul", "bmm", K::Extern, 2, 2},
   {Op::Sdpa, "sdpa", "scaled_dot_product_attention", K::Extern, 3, 3},
   {Op::Embedding, "embedding", "embedding", K::Extern, 2, 2},
@@ -271,15 +272,18 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
           type_error(op, "weight/bias must be [" + std::to_string(in[0].shape.back()) + "], got " + in[i].str());
       return in[0];
     }
-    case Op::Linear: {
+    case Op::Linear: case Op::LinearAddRank0: {
       const auto& x = in[0].shape;
       const auto& w = in[1].shape;
       if (x.empty() || w.size() != 2 || w[1] != x.back())
         type_error(op, "input " + shape_str(x) + " and weight " + shape_str(w) + " do not match ([...,K] x [N,K])");
-      if (in.size() == 3 && in[2].shape != Shape{w[0]}) type_error(op, "bias must be [" + std::to_string(w[0]) + "]");
       out.shape = x;
       out.shape.back() = w[0];
       out.dtype = in[0].dtype;
+      if (op == Op::Linear && in.size() == 3 && in[2].shape != Shape{w[0]})
+        type_error(op, "bias must be [" + std::to_string(w[0]) + "]");
+      if (op == Op::LinearAddRank0 && in[2] != out)
+        type_error(op, "the addend must be " + out.str() + " (the GEMM's result), got " + in[2].str());
       return out;
     }
     case Op::Matmul: {

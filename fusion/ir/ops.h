@@ -24,8 +24,10 @@ enum class Op {
   Sum, Mean, Amax, Var,
   // composites, removed by decompose
   Softmax, RmsNorm, LayerNorm,
-  // extern kernels
-  Linear, Matmul, Sdpa, Embedding,
+  // extern kernels. linear_add_rank0(a, w, r) is linear(a, w) plus r on rank
+  // 0 only: what a row-parallel GEMM computes when a replicated residual
+  // added after its all-reduce moves in front of it (passes/tp_rewrite).
+  Linear, LinearAddRank0, Matmul, Sdpa, Embedding,
   // views
   Reshape, Permute, Transpose, Slice, Expand,
   // collectives (functional)

@@ -110,6 +110,10 @@ const char* reject_code(Reject r) {
     case Reject::TemplatePrologue: return "template_prologue";
     case Reject::TemplateEpilogue: return "template_epilogue";
     case Reject::TemplateUnrelated: return "template_unrelated";
+    case Reject::BatchedSiblings: return "batched_siblings";
+    case Reject::TpResidualHoisted: return "tp_residual_hoisted";
+    case Reject::TpAddendNotReplicated: return "tp_addend_not_replicated";
+    case Reject::TpAddendAfterGemm: return "tp_addend_after_gemm";
   }
   return "?";
 }
@@ -138,6 +142,14 @@ const char* reject_reason(Reject r) {
     case Reject::TemplateEpilogue:
       return "epilogue of a GEMM template: needs pointwise code over (M, N) reading the GEMM output at its own index";
     case Reject::TemplateUnrelated: return "a GEMM template fuses only with its prologue, epilogue or sibling";
+    case Reject::BatchedSiblings:
+      return "GEMMs sharing an input run as one batched GEMM over their stacked weights (max-autotune, cuda)";
+    case Reject::TpResidualHoisted:
+      return "residual add moved in front of the all-reduce, onto rank 0's GEMM (the addend is replicated)";
+    case Reject::TpAddendNotReplicated:
+      return "residual add stays after the all-reduce: its addend is not provably the same on every rank";
+    case Reject::TpAddendAfterGemm:
+      return "residual add stays after the all-reduce: its addend is computed after the GEMM";
   }
   return "?";
 }
@@ -683,8 +695,13 @@ class Scheduler {
   // GEMMs reading the same input (q/k/v, gate/up) are never candidates in
   // the default policy, as in Inductor; the ledger still says so, because
   // "why are these two GEMMs" is the question users ask.
+  //
+  // In max-autotune, GEMMs that stayed extern (the cuda backend has no GEMM
+  // template) and read the same input with weights of one shape and type,
+  // without bias, become one group: the runtime runs them as one batched
+  // GEMM over their weights stacked once (as a frozen model's weights are
+  // prepared once), writing each result where its buffer lives.
   void record_sibling_gemms() {
-    if (policy_ == FusionPolicy::MaxAutotune) return;
     std::map<std::pair<int, std::string>, std::vector<int>> by_input;
     for (const auto& n : g_.nodes)
       if (n.kind == SNKind::Extern && (n.op.op == Op::Linear || n.op.op == Op::Matmul) && !n.args.empty())
@@ -692,9 +709,30 @@ class Scheduler {
     for (const auto& [in, ids] : by_input)
       for (size_t i = 0; i + 1 < ids.size(); ++i) {
         int a = ids[i], b = ids[i + 1];
-        record(group_of_[static_cast<size_t>(a)], group_of_[static_cast<size_t>(b)], {0, 0, 0, a - b}, false,
-               Reject::SiblingGemmPolicy, 0);
+        int ga = group_of_[static_cast<size_t>(a)], gb = group_of_[static_cast<size_t>(b)];
+        if (policy_ != FusionPolicy::MaxAutotune) {
+          record(ga, gb, {0, 0, 0, a - b}, false, Reject::SiblingGemmPolicy, 0);
+          continue;
+        }
+        if (!batchable(g_.nodes[static_cast<size_t>(a)], g_.nodes[static_cast<size_t>(b)])) continue;
+        record(ga, gb, {0, 0, 0, a - b}, true, Reject::BatchedSiblings, 0);
+        Group& x = groups_[static_cast<size_t>(ga)];
+        Group& y = groups_[static_cast<size_t>(gb)];
+        x.nodes.insert(x.nodes.end(), y.nodes.begin(), y.nodes.end());
+        std::sort(x.nodes.begin(), x.nodes.end());
+        x.min_pos = std::min(x.min_pos, y.min_pos);
+        x.max_pos = std::max(x.max_pos, y.max_pos);
+        y.alive = false;
+        forward_[gb] = ga;
+        for (int n : y.nodes) group_of_[static_cast<size_t>(n)] = ga;
       }
+  }
+
+  bool batchable(const SchedNode& a, const SchedNode& b) const {
+    auto w = [&](const SchedNode& n) { return g_.buffers[static_cast<size_t>(n.args[1].first)]; };
+    return a.op.op == Op::Linear && b.op.op == Op::Linear && a.args.size() == 2 && b.args.size() == 2 &&
+           a.op.type == b.op.type && w(a).dtype == w(b).dtype && w(a).layout.sizes == w(b).layout.sizes &&
+           w(a).layout.is_contiguous() && w(b).layout.is_contiguous();
   }
 
   void record_policy_none() {

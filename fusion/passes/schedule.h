@@ -22,6 +22,10 @@ enum class Reject {
   None, PolicyNone, Extern, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
   MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, PeakMemory, SiblingGemmPolicy,
   TemplateSiblings, TemplatePrologue, TemplateEpilogue, TemplateUnrelated,
+  // why a decision went as it did where it was not a rejection
+  BatchedSiblings, TpResidualHoisted,
+  // rejections of TP rewrites (passes/tp_rewrite)
+  TpAddendNotReplicated, TpAddendAfterGemm,
 };
 const char* reject_code(Reject r);     // "memory_deps_mismatch"
 const char* reject_reason(Reject r);   // "memory deps did not match"
@@ -30,7 +34,7 @@ struct LedgerEntry {
   std::string first, second;            // groups as "buf1+buf2"
   std::array<int64_t, 4> score{};       // template, node type, memory bytes, proximity
   bool fused = false;
-  Reject reason = Reject::None;
+  Reject reason = Reject::None;  // why rejected; for a fused entry, None or how it fused
   int round = 0;
 };
 

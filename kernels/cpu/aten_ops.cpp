@@ -132,7 +132,15 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     case Op::LayerNorm:
       return K(at::layer_norm(arg(0), {in[0].size(-1)}, in[1], in[2], attr_float_or(a, "eps", 1e-5)));
     case Op::Linear:
+      if (in[0].is_cuda())
+        return K(cuda_linear(in[0], {in[1]}, in.size() == 3 ? in[2] : at::Tensor(), at::Tensor(), 0.0f)[0].view(n.type.shape));
       return in.size() == 3 ? K(at::linear(in[0], in[1], in[2])) : K(at::linear(in[0], in[1]));
+    case Op::LinearAddRank0: {
+      if (in[0].is_cuda())
+        return K(cuda_linear(in[0], {in[1]}, at::Tensor(), in[2], ctx.rank == 0 ? 1.0f : 0.0f)[0].view(n.type.shape));
+      at::Tensor y = K(at::linear(in[0], in[1]));
+      return ctx.rank == 0 ? K(y + in[2]) : y;
+    }
     case Op::Matmul: return K(at::matmul(arg(0), arg(1)));
     case Op::Sdpa: return attention(in[0], in[1], in[2], attr_int_or(a, "causal", 1) != 0, K);
     case Op::Embedding: return K(at::embedding(in[0], in[1]));

@@ -51,6 +51,7 @@ AtenExecutor::AtenExecutor(Collectives* coll, int rank, int world, FusionPolicy 
     device_ = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_select_device(rank)));
   }
   ctx_.collectives = coll;
+  ctx_.rank = rank;
   ctx_.upcast_fp64 = upcast_fp64;
   ctx_.device = device_;
 }
@@ -145,6 +146,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.fusion = fusion_;
     o.backend = backend_;
     o.input_layouts = layouts;
+    o.replicated_inputs = replicated_;
     rt->prog = compile(g, o);
     rt->guard = guard;
     bool any = false;
@@ -195,6 +197,29 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
       continue;
     }
     const SchedNode& sn = lg.nodes[static_cast<size_t>(k.nodes[0])];
+    if (k.nodes.size() > 1) {
+      // sibling GEMMs as one batched GEMM; each result is a slice of it
+      std::vector<at::Tensor> ws;
+      for (int n : k.nodes) {
+        const auto& w = lg.nodes[static_cast<size_t>(n)].args[1];
+        ws.push_back(view_of(bufs[static_cast<size_t>(w.first)], w.second));
+      }
+      at::Tensor a = view_of(bufs[static_cast<size_t>(sn.args[0].first)], sn.args[0].second);
+      at::Tensor out;
+      if (a.is_cuda()) {
+        out = cuda_linear(a, ws, at::Tensor(), at::Tensor(), 0.0f);
+      } else {
+        std::vector<at::Tensor> each;
+        for (const auto& w : ws) each.push_back(at::linear(a, w).reshape({-1, w.size(0)}));
+        out = at::stack(each);
+      }
+      for (size_t i = 0; i < k.nodes.size(); ++i) {
+        const BufferInfo& bi = lg.buffers[static_cast<size_t>(lg.nodes[static_cast<size_t>(k.nodes[i])].out_buffer)];
+        FG_CHECK(bi.layout.is_contiguous(), "batched GEMM results must be contiguous");
+        bufs[static_cast<size_t>(bi.id)] = out[static_cast<int64_t>(i)].view(bi.layout.sizes);
+      }
+      continue;
+    }
     std::vector<at::Tensor> args;
     for (const auto& [b, l] : sn.args) args.push_back(view_of(bufs[static_cast<size_t>(b)], l));
     if (sn.kind == SNKind::Collective && sn.op.op == Op::AllReduce) {

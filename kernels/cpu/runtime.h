@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,10 @@ class AtenExecutor : public Executor {
   int world_size() const override { return world_; }
   int rank() const override { return rank_; }
 
+  // Graph inputs (by name) that hold the same value on every rank: the
+  // proof TP rewrites need (CompileOptions::replicated_inputs).
+  void set_replicated_inputs(std::set<std::string> names) { replicated_ = std::move(names); }
+
   // Per forward: clear before a forward, read after it.
   void begin_forward();
   const std::vector<LaunchRecord>& launches() const { return launches_; }
@@ -94,6 +99,7 @@ class AtenExecutor : public Executor {
   int rank_, world_;
   FusionPolicy fusion_;
   EagerContext ctx_;
+  std::set<std::string> replicated_;
   std::vector<LaunchRecord> launches_;
   std::vector<const CompiledGraphRt*> graphs_run_;
   std::map<std::string, std::unique_ptr<CompiledGraphRt>> cache_;

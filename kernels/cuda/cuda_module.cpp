@@ -17,12 +17,15 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
+#include "kernels/cpu/aten_ops.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
+#include "kernels/cuda/cublaslt.h"
 #include "kernels/cuda/nvrtc.h"
 
 namespace fg {
@@ -176,6 +179,91 @@ std::string cuda_device_name() {
   cudaGetDevice(&dev);
   cudaGetDeviceProperties(&p, dev);
   return p.name;
+}
+
+
+// -- linear layers through cuBLASLt -------------------------------------------
+
+namespace {
+
+LtType lt_type(at::ScalarType t, bool* ok) {
+  *ok = true;
+  if (t == at::kBFloat16) return LtType::BF16;
+  if (t == at::kHalf) return LtType::F16;
+  if (t == at::kFloat) return LtType::F32;
+  *ok = false;
+  return LtType::F32;
+}
+
+// Weights of batched siblings, stacked once per set of weight tensors and
+// their versions (an in-place update bumps the version and restacks). An
+// entry holds its weights, so their memory cannot be reused by other tensors
+// while the entry lives.
+at::Tensor stacked_weights(const std::vector<at::Tensor>& ws) {
+  struct Entry {
+    std::vector<at::Tensor> weights;
+    at::Tensor stacked;
+  };
+  static auto* cache = new std::map<std::vector<int64_t>, Entry>();  // kept until exit
+  std::vector<int64_t> key;
+  for (const auto& w : ws) {
+    key.push_back(reinterpret_cast<int64_t>(w.data_ptr()));
+    key.push_back(static_cast<int64_t>(w._version()));
+    key.push_back(w.get_device());
+  }
+  auto it = cache->find(key);
+  if (it != cache->end()) return it->second.stacked;
+  if (cache->size() >= 64) cache->clear();
+  Entry& e = (*cache)[key];
+  e.weights = ws;
+  e.stacked = at::stack(ws).contiguous();
+  return e.stacked;
+}
+
+at::Tensor& lt_workspace() {
+  static auto* spaces = new std::map<int, at::Tensor>();  // per device, kept until exit
+  int dev = c10::cuda::current_device();
+  at::Tensor& t = (*spaces)[dev];
+  if (!t.defined())
+    t = at::empty({static_cast<int64_t>(kLtWorkspaceBytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, dev));
+  return t;
+}
+
+}  // namespace
+
+at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
+                       const at::Tensor& addend, float beta) {
+  const int64_t K = a.size(-1), N = ws[0].size(0), B = static_cast<int64_t>(ws.size());
+  bool ok = false;
+  LtType t = lt_type(a.scalar_type(), &ok);
+  for (const auto& w : ws) ok = ok && w.scalar_type() == a.scalar_type() && w.sizes() == ws[0].sizes();
+  if (!ok) {
+    // other types (the fp64 reference) through ATen
+    std::vector<at::Tensor> outs;
+    for (const auto& w : ws) {
+      at::Tensor y = bias.defined() ? at::linear(a, w, bias) : at::linear(a, w);
+      if (addend.defined() && beta != 0.0f) y = y + addend * beta;
+      outs.push_back(y.reshape({-1, N}));
+    }
+    return at::stack(outs);
+  }
+  at::Tensor a2 = a.reshape({-1, K}).contiguous();
+  const int64_t M = a2.size(0);
+  at::Tensor w = B > 1 ? stacked_weights(ws) : ws[0].contiguous();
+  at::Tensor out = at::empty({B, M, N}, a.options());
+  at::Tensor c = addend.defined() ? addend.reshape({M, N}).contiguous() : at::Tensor();
+  at::Tensor bz = bias.defined() ? bias.contiguous() : at::Tensor();
+  LtGemm g;
+  g.m = M; g.n = N; g.k = K; g.batch = B; g.type = t;
+  g.bias = bz.defined();
+  g.addend = c.defined();
+  at::Tensor& space = lt_workspace();
+  std::string err = lt_gemm(g, a2.data_ptr(), w.data_ptr(), g.bias ? bz.data_ptr() : nullptr,
+                            g.addend ? c.data_ptr() : nullptr, beta, out.data_ptr(), space.data_ptr(),
+                            static_cast<size_t>(space.numel()), at::cuda::getCurrentCUDAStream());
+  if (!err.empty()) internal_error("cuBLASLt GEMM [" + std::to_string(M) + "x" + std::to_string(K) + "] x [" +
+                                   std::to_string(N) + "x" + std::to_string(K) + "]^T: " + err);
+  return out;
 }
 
 }  // namespace fg

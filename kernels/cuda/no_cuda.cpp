@@ -1,11 +1,15 @@
 // Stand-ins for the cuda runtime when LibTorch has no CUDA: the cpu backend
 // works and --backend cuda says why it cannot.
 #include "fusion/errors.h"
+#include "kernels/cpu/aten_ops.h"
 #include "kernels/cpu/runtime.h"
 
 namespace fg {
 
 bool cuda_backend_built() { return false; }
+at::Tensor cuda_linear(const at::Tensor&, const std::vector<at::Tensor>&, const at::Tensor&, const at::Tensor&, float) {
+  user_error("this fusegate was built without the cuda runtime: use --backend cpu");
+}
 int cuda_select_device(int) { user_error("this fusegate was built without the cuda runtime: use --backend cpu"); }
 std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram&) {
   user_error("this fusegate was built without the cuda runtime: use --backend cpu");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "fusion/ir/text.h"
+#include "kernels/cpu/aten_ops.h"
 #include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
 
@@ -224,6 +225,46 @@ TEST(Codegen, ChunkedAccessesMatchEager) { expect_same(kChunkCase, kChunkRtol, k
 // back to scalar accesses at run time and give the same values.
 TEST(Codegen, ChunkedAccessesOnUnalignedInputsMatchEager) {
   expect_same(kChunkCase, kChunkRtol, kChunkAtol, FusionPolicy::Default, 1);
+}
+
+// Sibling GEMMs in max-autotune: one template on cpu; one batched cuBLASLt
+// GEMM over stacked weights on cuda. Same values as ATen either way.
+TEST(Codegen, MaxAutotuneSiblingGemmsMatchEager) {
+  Result c = expect_same(R"(
+graph g(%x: f32[48,64], %wg: f32[96,64], %wu: f32[96,64]) {
+  %3 = linear(%x, %wg) : f32[48,96]
+  %4 = linear(%x, %wu) : f32[48,96]
+  %5 = silu(%3) : f32[48,96]
+  %6 = mul(%5, %4) : f32[48,96]
+  return %6, %4
+}
+)", 1e-3, 2e-3, FusionPolicy::MaxAutotune);  // f32 sums of 64 products, in another order
+  if (test_backend() == "cuda") {
+    ASSERT_EQ(c.launches.size(), 2u);
+    EXPECT_EQ(c.launches[0].name, "extern_mm_x2");
+  } else {
+    EXPECT_EQ(count_kind(c, "tem"), 1);
+  }
+}
+
+// linear_add_rank0 adds its addend on rank 0 only: summed over ranks, the
+// addend counts once.
+TEST(Eager, LinearAddRank0AddsOnRankZeroOnly) {
+  Graph g = parse_graph(R"(
+graph g(%a: f32[4,8], %w: f32[6,8], %r: f32[4,6]) {
+  %3 = linear_add_rank0(%a, %w, %r) : f32[4,6]
+  return %3
+}
+)", "case.fg");
+  at::manual_seed(3);
+  at::Tensor a = at::randn({4, 8}), w = at::randn({6, 8}), r = at::randn({4, 6});
+  at::Tensor plain = at::linear(a, w);
+  for (int rank : {0, 1}) {
+    EagerContext ctx;
+    ctx.rank = rank;
+    at::Tensor y = aten_op(g.node(3), {a, w, r}, ctx);
+    EXPECT_TRUE(at::allclose(y, rank == 0 ? plain + r : plain, 1e-5, 1e-5)) << "rank " << rank;
+  }
 }
 
 TEST(Codegen, CompiledLaunchesFewerKernelsThanEager) {

@@ -1,0 +1,103 @@
+#include "fusion/passes/tp_rewrite.h"
+
+#include <map>
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& replicated_inputs) {
+  std::vector<bool> rep(g.nodes.size(), false);
+  for (const Node& n : g.nodes) {
+    bool all = true;
+    for (int i : n.inputs) all = all && rep[static_cast<size_t>(i)];
+    switch (fusion_kind(n.op)) {
+      case FusionKind::Input:
+        rep[static_cast<size_t>(n.id)] = n.op == Op::Full || replicated_inputs.count(n.name) > 0;
+        break;
+      case FusionKind::Collective:
+        // every rank receives the same bits (NCCL and Gloo both reduce and
+        // then distribute one result); a reduce-scatter leaves each rank its
+        // own slice
+        rep[static_cast<size_t>(n.id)] = n.op == Op::AllReduce || n.op == Op::AllGather;
+        break;
+      case FusionKind::Pointwise: case FusionKind::Reduction: case FusionKind::View:
+        rep[static_cast<size_t>(n.id)] = all;
+        break;
+      default:
+        // library kernels may pick algorithms per device; host ops and
+        // mutations are not values of the graph
+        rep[static_cast<size_t>(n.id)] = false;
+    }
+  }
+  return rep;
+}
+
+Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& replicated_inputs,
+                                 std::vector<LedgerEntry>* ledger) {
+  const std::vector<bool> rep = replicated_nodes(g, replicated_inputs);
+  const auto users = g.users();
+  std::vector<int> uses(g.nodes.size(), 0);
+  for (size_t i = 0; i < users.size(); ++i) uses[i] = static_cast<int>(users[i].size());
+  for (int o : g.outputs) ++uses[static_cast<size_t>(o)];
+
+  // gemm id -> addend id, and the add each rewrite removes -> its all-reduce
+  std::map<int, int> addend_of;
+  std::map<int, int> replaced_by;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::Add) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Node& s = g.node(n.inputs[static_cast<size_t>(side)]);
+      const Node& r = g.node(n.inputs[static_cast<size_t>(1 - side)]);
+      if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum") continue;
+      const Node& gm = g.node(s.inputs[0]);
+      if (gm.op != Op::Linear || gm.inputs.size() != 2 || uses[static_cast<size_t>(gm.id)] != 1 ||
+          uses[static_cast<size_t>(s.id)] != 1 || r.type != n.type || gm.type != n.type || addend_of.count(gm.id))
+        continue;
+      LedgerEntry e;
+      e.first = g.ref(gm.id) + "(linear)";
+      e.second = g.ref(n.id) + "(add)";
+      if (!rep[static_cast<size_t>(r.id)]) {
+        e.reason = Reject::TpAddendNotReplicated;
+      } else if (r.id > gm.id) {
+        e.reason = Reject::TpAddendAfterGemm;
+      } else {
+        e.fused = true;
+        e.reason = Reject::TpResidualHoisted;
+        addend_of[gm.id] = r.id;
+        replaced_by[n.id] = s.id;
+      }
+      ledger->push_back(e);
+      break;
+    }
+  }
+  if (addend_of.empty()) return g;
+
+  Graph out;
+  out.name = g.name;
+  std::vector<int> map(g.nodes.size(), -1);
+  for (const Node& n : g.nodes) {
+    auto rb = replaced_by.find(n.id);
+    if (rb != replaced_by.end()) {
+      map[static_cast<size_t>(n.id)] = map[static_cast<size_t>(rb->second)];
+      continue;
+    }
+    std::vector<int> in;
+    for (int i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    int id;
+    if (n.op == Op::Input) {
+      id = out.add_input(n.name, n.type, n.loc);
+    } else if (addend_of.count(n.id)) {
+      in.push_back(map[static_cast<size_t>(addend_of[n.id])]);
+      id = out.add(Op::LinearAddRank0, in, {}, nullptr, n.name, n.loc);
+    } else {
+      id = out.add(n.op, in, n.attrs, &n.type, n.name, n.loc);
+    }
+    out.nodes[static_cast<size_t>(id)].origin = n.origin;
+    map[static_cast<size_t>(n.id)] = id;
+  }
+  for (int o : g.outputs) out.outputs.push_back(map[static_cast<size_t>(o)]);
+  return out;
+}
+
+}  // namespace fg

@@ -1,0 +1,44 @@
+// tp_rewrite: moves a replicated residual add in front of the all-reduce
+// that precedes it, onto rank 0's row-parallel GEMM:
+//
+//   %g = linear(%a, %w)            %g' = linear_add_rank0(%a, %w, %r)
+//   %s = all_reduce(%g)      ->    %s' = all_reduce(%g')
+//   %y = add(%r, %s)               (uses of %y read %s')
+//
+// sum over ranks of (a_k w_k^T + [k == 0] r) = r + sum of a_k w_k^T, so the
+// result is the same sum, provided %r holds the same value on every rank.
+// The pass proves that before it rewrites: %r must be replicated by
+// construction (a replicated graph input, a full, the result of an
+// all-reduce or all-gather, or views / pointwise ops / reductions of such
+// values); results of library GEMMs, attention or anything reading a
+// sharded input are not. Rounding differs from the unfused order: rank 0
+// rounds a_0 w_0^T + r once to the storage type before the sum instead of
+// rounding the sum before the add.
+//
+// The add then costs no kernel: the GEMM adds its C operand (cuBLASLt,
+// beta = 1 on rank 0, 0 elsewhere). Every rank compiles the same graph; only
+// beta depends on the rank.
+//
+// Before: a verified, decomposed graph. After: a verified graph; node ids
+// change, outputs are kept in order. Each candidate (a sum all-reduce of a
+// single-use bias-free linear, read only by an add of a same-typed value) is
+// reported as a ledger entry: fused (tp_residual_hoisted) or rejected with
+// the reason.
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fusion/ir/graph.h"
+#include "fusion/passes/schedule.h"
+
+namespace fg {
+
+// Which nodes hold the same value on every rank, given the names of the
+// graph inputs that do.
+std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& replicated_inputs);
+
+Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& replicated_inputs,
+                                 std::vector<LedgerEntry>* ledger);
+
+}  // namespace fg

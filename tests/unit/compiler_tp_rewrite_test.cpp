@@ -1,0 +1,85 @@
+// The TP rewrite's proof: which values are the same on every rank, and that
+// a residual add moves in front of its all-reduce only with that proof.
+#include <gtest/gtest.h>
+
+#include "fusion/compile.h"
+#include "fusion/ir/text.h"
+#include "fusion/passes/tp_rewrite.h"
+
+namespace fg {
+namespace {
+
+const char* kBlock = R"(
+graph g(%x: bf16[8,64], %w: bf16[64,64], %wo: bf16[64,64]) {
+  %3 = linear(%x, %w) : bf16[8,64]
+  %4 = relu(%3) : bf16[8,64]
+  %5 = linear(%4, %wo) : bf16[8,64]
+  %6 = all_reduce(%5) {reduce_op = "sum"} : bf16[8,64]
+  %7 = add(%x, %6) : bf16[8,64]
+  %8 = exp(%7) : bf16[8,64]
+  %9 = reduce_scatter(%8) {dim = 0, world = 2} : bf16[4,64]
+  return %8, %9
+}
+)";
+
+TEST(TpRewrite, ReplicatedValuesFollowInputsCollectivesAndPointwiseOps) {
+  Graph g = parse_graph(kBlock, "t.fg");
+  std::vector<bool> rep = replicated_nodes(g, {"x"});
+  EXPECT_TRUE(rep[0]);   // x
+  EXPECT_FALSE(rep[1]);  // w: sharded
+  EXPECT_FALSE(rep[3]);  // a GEMM's result
+  EXPECT_FALSE(rep[4]);  // relu of it
+  EXPECT_TRUE(rep[6]);   // all_reduce
+  EXPECT_TRUE(rep[7]);   // x + all_reduce
+  EXPECT_TRUE(rep[8]);   // exp of that
+  EXPECT_FALSE(rep[9]);  // each rank's slice
+  std::vector<bool> none = replicated_nodes(g, {});
+  EXPECT_FALSE(none[0]);
+  EXPECT_FALSE(none[7]);
+}
+
+TEST(TpRewrite, HoistsOnlyWithAReplicatedAddend) {
+  Graph g = parse_graph(kBlock, "t.fg");
+  std::vector<LedgerEntry> ledger;
+  Graph h = hoist_replicated_residuals(g, {"x"}, &ledger);
+  verify(h);
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_TRUE(ledger[0].fused);
+  EXPECT_EQ(ledger[0].reason, Reject::TpResidualHoisted);
+  int gemm = -1, adds = 0;
+  for (const Node& n : h.nodes) {
+    if (n.op == Op::LinearAddRank0) gemm = n.id;
+    adds += n.op == Op::Add;
+  }
+  ASSERT_GE(gemm, 0) << print_graph(h);
+  EXPECT_EQ(h.node(gemm).inputs[2], 0);  // x is the addend
+  EXPECT_EQ(adds, 0) << print_graph(h);
+  // exp reads the all-reduce now
+  EXPECT_EQ(h.node(h.outputs[0]).op, Op::Exp);
+  EXPECT_EQ(h.node(h.node(h.outputs[0]).inputs[0]).op, Op::AllReduce);
+
+  // x sharded: no proof, no rewrite
+  ledger.clear();
+  Graph k = hoist_replicated_residuals(g, {}, &ledger);
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_FALSE(ledger[0].fused);
+  EXPECT_EQ(ledger[0].reason, Reject::TpAddendNotReplicated);
+  EXPECT_EQ(print_graph(k), print_graph(g));
+}
+
+TEST(TpRewrite, RunsOnlyForCudaMaxAutotune) {
+  for (const char* backend : {"cpu", "cuda"})
+    for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::MaxAutotune}) {
+      CompileOptions o;
+      o.backend = backend;
+      o.fusion = p;
+      o.replicated_inputs = {"x"};
+      CompiledProgram c = compile(parse_graph(kBlock, "t.fg"), o);
+      bool hoisted = false;
+      for (const Node& n : c.decomposed.nodes) hoisted = hoisted || n.op == Op::LinearAddRank0;
+      EXPECT_EQ(hoisted, std::string(backend) == "cuda" && p == FusionPolicy::MaxAutotune) << backend;
+    }
+}
+
+}  // namespace
+}  // namespace fg
