@@ -8,6 +8,7 @@
 #include "fusion/ir/text.h"
 #include "fusion/logs.h"
 #include "fusion/passes/decompose.h"
+#include "fusion/passes/gemm_epilogue.h"
 #include "fusion/passes/tp_rewrite.h"
 
 namespace fg {
@@ -21,10 +22,13 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   c.decomposed = decompose(g);
   verify(c.decomposed);
 
-  // max-autotune on cuda: GEMMs are cuBLASLt calls whose C operand can carry
-  // a replicated residual in front of the all-reduce
+  // max-autotune on cuda: GEMMs are cuBLASLt calls, whose epilogue can apply
+  // a GELU and whose C operand can carry a replicated residual in front of
+  // the all-reduce
   std::vector<LedgerEntry> rewrites;
   if (opts.backend == "cuda" && opts.fusion == FusionPolicy::MaxAutotune) {
+    c.decomposed = fuse_gemm_epilogues(c.decomposed, &rewrites);
+    verify(c.decomposed);
     c.decomposed = hoist_replicated_residuals(c.decomposed, opts.replicated_inputs, &rewrites);
     verify(c.decomposed);
   }

@@ -488,7 +488,9 @@ class Lowerer {
   }
 
   Value lower_extern(const Node& n) {
-    if (opts_.gemm_templates && n.op == Op::Linear) return lower_gemm_template(n);
+    // a linear that carries its own epilogue stays the library call that applies it
+    if (opts_.gemm_templates && n.op == Op::Linear && attr_str_or(n.attrs, "epilogue", "").empty())
+      return lower_gemm_template(n);
     SchedNode sn;
     sn.kind = SNKind::Extern;
     sn.op = n;

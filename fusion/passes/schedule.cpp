@@ -112,6 +112,7 @@ const char* reject_code(Reject r) {
     case Reject::TemplateUnrelated: return "template_unrelated";
     case Reject::BatchedSiblings: return "batched_siblings";
     case Reject::TpResidualHoisted: return "tp_residual_hoisted";
+    case Reject::GemmEpilogue: return "gemm_epilogue";
     case Reject::TpAddendNotReplicated: return "tp_addend_not_replicated";
     case Reject::TpAddendAfterGemm: return "tp_addend_after_gemm";
   }
@@ -146,6 +147,8 @@ const char* reject_reason(Reject r) {
       return "GEMMs sharing an input run as one batched GEMM over their stacked weights (max-autotune, cuda)";
     case Reject::TpResidualHoisted:
       return "residual add moved in front of the all-reduce, onto rank 0's GEMM (the addend is replicated)";
+    case Reject::GemmEpilogue:
+      return "GELU (tanh) applied by the GEMM's cuBLASLt epilogue to its f32 result";
     case Reject::TpAddendNotReplicated:
       return "residual add stays after the all-reduce: its addend is not provably the same on every rank";
     case Reject::TpAddendAfterGemm:
@@ -731,6 +734,7 @@ class Scheduler {
   bool batchable(const SchedNode& a, const SchedNode& b) const {
     auto w = [&](const SchedNode& n) { return g_.buffers[static_cast<size_t>(n.args[1].first)]; };
     return a.op.op == Op::Linear && b.op.op == Op::Linear && a.args.size() == 2 && b.args.size() == 2 &&
+           a.op.attrs.empty() && b.op.attrs.empty() &&
            a.op.type == b.op.type && w(a).dtype == w(b).dtype && w(a).layout.sizes == w(b).layout.sizes &&
            w(a).layout.is_contiguous() && w(b).layout.is_contiguous();
   }

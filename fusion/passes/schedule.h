@@ -23,7 +23,7 @@ enum class Reject {
   MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, PeakMemory, SiblingGemmPolicy,
   TemplateSiblings, TemplatePrologue, TemplateEpilogue, TemplateUnrelated,
   // why a decision went as it did where it was not a rejection
-  BatchedSiblings, TpResidualHoisted,
+  BatchedSiblings, TpResidualHoisted, GemmEpilogue,
   // rejections of TP rewrites (passes/tp_rewrite)
   TpAddendNotReplicated, TpAddendAfterGemm,
 };

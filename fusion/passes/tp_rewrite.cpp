@@ -51,7 +51,8 @@ Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& re
       const Node& r = g.node(n.inputs[static_cast<size_t>(1 - side)]);
       if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum") continue;
       const Node& gm = g.node(s.inputs[0]);
-      if (gm.op != Op::Linear || gm.inputs.size() != 2 || uses[static_cast<size_t>(gm.id)] != 1 ||
+      if (gm.op != Op::Linear || gm.inputs.size() != 2 || !attr_str_or(gm.attrs, "epilogue", "").empty() ||
+          uses[static_cast<size_t>(gm.id)] != 1 ||
           uses[static_cast<size_t>(s.id)] != 1 || r.type != n.type || gm.type != n.type || addend_of.count(gm.id))
         continue;
       LedgerEntry e;

@@ -131,10 +131,17 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     }
     case Op::LayerNorm:
       return K(at::layer_norm(arg(0), {in[0].size(-1)}, in[1], in[2], attr_float_or(a, "eps", 1e-5)));
-    case Op::Linear:
+    case Op::Linear: {
+      // {epilogue = "gelu_tanh"}: the GELU folded into the GEMM (passes/gemm_epilogue)
+      const std::string epi = attr_str_or(a, "epilogue", "");
+      if (!epi.empty() && epi != "gelu_tanh") user_error("linear: unknown epilogue '" + epi + "' (known: gelu_tanh)");
+      const bool gelu = epi == "gelu_tanh";
       if (in[0].is_cuda())
-        return K(cuda_linear(in[0], {in[1]}, in.size() == 3 ? in[2] : at::Tensor(), at::Tensor(), 0.0f)[0].view(n.type.shape));
-      return in.size() == 3 ? K(at::linear(in[0], in[1], in[2])) : K(at::linear(in[0], in[1]));
+        return K(cuda_linear(in[0], {in[1]}, in.size() == 3 ? in[2] : at::Tensor(), at::Tensor(), 0.0f, gelu)[0]
+                     .view(n.type.shape));
+      at::Tensor y = in.size() == 3 ? K(at::linear(in[0], in[1], in[2])) : K(at::linear(in[0], in[1]));
+      return gelu ? K(at::gelu(y, "tanh")) : y;
+    }
     case Op::LinearAddRank0: {
       if (in[0].is_cuda())
         return K(cuda_linear(in[0], {in[1]}, at::Tensor(), in[2], ctx.rank == 0 ? 1.0f : 0.0f)[0].view(n.type.shape));

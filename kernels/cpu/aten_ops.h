@@ -23,12 +23,12 @@ struct EagerContext {
 };
 
 // Linear layers on CUDA tensors: [B, M, N] with out[b] = a W[b]^T (+ bias)
-// (+ beta * addend), a [..., K] read as [M, K]; one cuBLASLt call (weights
+// (then GELU-tanh) (+ beta * addend), a [..., K] read as [M, K]; one cuBLASLt call (weights
 // of several entries are stacked once and cached per weight version). An
 // undefined bias/addend is absent. Types other than bf16/f16/f32 go through
 // ATen. Defined by the cuda runtime; without it, an error.
 at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
-                       const at::Tensor& addend, float beta);
+                       const at::Tensor& addend, float beta, bool gelu_tanh = false);
 
 // Runs `n` on `in`; returns its value.
 at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContext& ctx);

@@ -40,9 +40,9 @@ struct Plan {
   }
 };
 
-// device, m, n, k, batch, type, bias, addend, and the alignments of W, A, C, D
-using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int, bool, bool, uint32_t, uint32_t, uint32_t,
-                           uint32_t>;
+// device, m, n, k, batch, type, bias, gelu, addend, and the alignments of W, A, C, D
+using PlanKey = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int, bool, bool, bool, uint32_t, uint32_t,
+                           uint32_t, uint32_t>;
 
 // The largest power of two (up to 256) that divides the address: the
 // algorithm search is told it, as its default assumes 256-byte alignment.
@@ -81,11 +81,12 @@ std::string make_plan(cublasLtHandle_t h, const LtGemm& g, const uint32_t align[
   cublasOperation_t tw = CUBLAS_OP_T, ta = CUBLAS_OP_N;
   LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &tw, sizeof(tw)));
   LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &ta, sizeof(ta)));
-  if (g.bias) {
-    cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_BIAS;
+  if (g.bias || g.gelu_tanh) {
+    cublasLtEpilogue_t e = g.gelu_tanh ? (g.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                       : CUBLASLT_EPILOGUE_BIAS;
     LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)));
-    LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)));
   }
+  if (g.bias) LT_TRY(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &t, sizeof(t)));
   std::string err;
   if (!(err = make_layout(&p->w, t, g.k, g.n, g.k, g.batch, g.n * g.k)).empty()) return err;
   if (!(err = make_layout(&p->a, t, g.k, g.m, g.k, g.batch, 0)).empty()) return err;
@@ -133,7 +134,7 @@ std::string lt_gemm(const LtGemm& g, const void* a, const void* w, const void* b
       h = hit->second;
     }
     const uint32_t align[4] = {alignment(w), alignment(a), alignment(g.addend ? c : d), alignment(d)};
-    PlanKey key{dev, g.m, g.n, g.k, g.batch, static_cast<int>(g.type), g.bias, g.addend,
+    PlanKey key{dev, g.m, g.n, g.k, g.batch, static_cast<int>(g.type), g.bias, g.gelu_tanh, g.addend,
                 align[0], align[1], align[2], align[3]};
     auto it = s.plans.find(key);
     if (it == s.plans.end()) {

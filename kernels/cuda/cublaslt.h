@@ -2,7 +2,7 @@
 // backend runs for linear layers. Needs only the CUDA toolkit to build (CI
 // compiles it); running it needs a GPU.
 //
-// Row-major D[b] = A · W[b]^T (+ bias) (+ beta · C) for b < batch, with
+// Row-major D[b] = A · W[b]^T (+ bias) (then GELU) (+ beta · C) for b < batch, with
 // A [m, k], W[b] [n, k], D[b] and C [m, n]; bf16, f16 or f32 storage and f32
 // accumulation. W and D advance by n*k and m*n elements per batch entry; A
 // and C are shared. One cuBLASLt call, one kernel (cuBLASLt may pick an
@@ -23,6 +23,7 @@ struct LtGemm {
   int64_t batch = 1;
   LtType type = LtType::BF16;
   bool bias = false;    // a [n] vector added to every row (cuBLASLt's bias epilogue)
+  bool gelu_tanh = false;  // GELU (tanh approximation) on the f32 result, after the bias
   bool addend = false;  // beta · C added (C [m, n], read as D's type)
 };
 

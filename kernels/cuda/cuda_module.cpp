@@ -232,7 +232,7 @@ at::Tensor& lt_workspace() {
 }  // namespace
 
 at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
-                       const at::Tensor& addend, float beta) {
+                       const at::Tensor& addend, float beta, bool gelu_tanh) {
   const int64_t K = a.size(-1), N = ws[0].size(0), B = static_cast<int64_t>(ws.size());
   bool ok = false;
   LtType t = lt_type(a.scalar_type(), &ok);
@@ -242,6 +242,7 @@ at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, c
     std::vector<at::Tensor> outs;
     for (const auto& w : ws) {
       at::Tensor y = bias.defined() ? at::linear(a, w, bias) : at::linear(a, w);
+      if (gelu_tanh) y = at::gelu(y, "tanh");
       if (addend.defined() && beta != 0.0f) y = y + addend * beta;
       outs.push_back(y.reshape({-1, N}));
     }
@@ -256,6 +257,7 @@ at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, c
   LtGemm g;
   g.m = M; g.n = N; g.k = K; g.batch = B; g.type = t;
   g.bias = bz.defined();
+  g.gelu_tanh = gelu_tanh;
   g.addend = c.defined();
   at::Tensor& space = lt_workspace();
   std::string err = lt_gemm(g, a2.data_ptr(), w.data_ptr(), g.bias ? bz.data_ptr() : nullptr,

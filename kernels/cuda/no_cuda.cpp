@@ -7,7 +7,8 @@
 namespace fg {
 
 bool cuda_backend_built() { return false; }
-at::Tensor cuda_linear(const at::Tensor&, const std::vector<at::Tensor>&, const at::Tensor&, const at::Tensor&, float) {
+at::Tensor cuda_linear(const at::Tensor&, const std::vector<at::Tensor>&, const at::Tensor&, const at::Tensor&, float,
+                       bool) {
   user_error("this fusegate was built without the cuda runtime: use --backend cpu");
 }
 int cuda_select_device(int) { user_error("this fusegate was built without the cuda runtime: use --backend cpu"); }

@@ -267,6 +267,27 @@ graph g(%a: f32[4,8], %w: f32[6,8], %r: f32[4,6]) {
   }
 }
 
+// {epilogue = "gelu_tanh"} on a linear is GELU-tanh of its result (on cuda,
+// cuBLASLt's epilogue, before the one rounding).
+TEST(Codegen, LinearWithGeluEpilogueMatchesGeluOfLinear) {
+  expect_same(R"(
+graph g(%x: f32[32,64], %w: f32[48,64], %b: f32[48]) {
+  %3 = linear(%x, %w, %b) {epilogue = "gelu_tanh"} : f32[32,48]
+  %4 = linear(%x, %w) {epilogue = "gelu_tanh"} : f32[32,48]
+  return %3, %4
+}
+)", 1e-4, 1e-4);
+  Graph g = parse_graph(R"(
+graph g(%x: f32[4,8], %w: f32[6,8]) {
+  %2 = linear(%x, %w) {epilogue = "gelu_tanh"} : f32[4,6]
+  return %2
+}
+)", "case.fg");
+  at::Tensor x = at::randn({4, 8}), w = at::randn({6, 8});
+  EagerContext ctx;
+  EXPECT_TRUE(at::allclose(aten_op(g.node(2), {x, w}, ctx), at::gelu(at::linear(x, w), "tanh"), 1e-5, 1e-5));
+}
+
 TEST(Codegen, CompiledLaunchesFewerKernelsThanEager) {
   std::string text = R"(
 graph g(%x: f32[64,32], %y: f32[64,32]) {
