@@ -182,7 +182,7 @@ template <> struct FgChunk<float> {
 };
 __device__ __forceinline__ bool fg_aligned16(const void* p) { return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0; }
 __device__ __forceinline__ FgChunk<uint16_t> fg_load_chunk(const uint16_t* p) {
-  FgChunk<uint16_t> c;
+  FgChunk<uint16_t> c{};
   if (fg_aligned16(p)) {
     c.w = *reinterpret_cast<const uint4*>(p);
   } else {

@@ -731,12 +731,24 @@ class Scheduler {
       }
   }
 
+  // b (the later one) runs at a's place: everything it waits for must run
+  // before a. The weights are stacked once and reused while they are the
+  // same tensors at the same version, so they must be graph inputs that no
+  // node of this graph writes.
   bool batchable(const SchedNode& a, const SchedNode& b) const {
     auto w = [&](const SchedNode& n) { return g_.buffers[static_cast<size_t>(n.args[1].first)]; };
+    auto frozen = [&](const SchedNode& n) {
+      if (w(n).input_index < 0) return false;
+      for (const auto& m : g_.nodes)
+        if (m.writes.count(n.args[1].first)) return false;
+      return true;
+    };
+    for (int d : b.deps)
+      if (d >= a.id) return false;
     return a.op.op == Op::Linear && b.op.op == Op::Linear && a.args.size() == 2 && b.args.size() == 2 &&
            a.op.attrs.empty() && b.op.attrs.empty() &&
            a.op.type == b.op.type && w(a).dtype == w(b).dtype && w(a).layout.sizes == w(b).layout.sizes &&
-           w(a).layout.is_contiguous() && w(b).layout.is_contiguous();
+           w(a).layout.is_contiguous() && w(b).layout.is_contiguous() && frozen(a) && frozen(b);
   }
 
   void record_policy_none() {

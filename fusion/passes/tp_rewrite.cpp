@@ -8,12 +8,18 @@ namespace fg {
 
 std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& replicated_inputs) {
   std::vector<bool> rep(g.nodes.size(), false);
+  // an input the graph writes (copy_) may hold either value depending on
+  // where it is read, and the value written may be sharded: not replicated
+  std::set<int> written;
+  for (const Node& n : g.nodes)
+    if (n.op == Op::CopyInto) written.insert(n.inputs[0]);
   for (const Node& n : g.nodes) {
     bool all = true;
     for (int i : n.inputs) all = all && rep[static_cast<size_t>(i)];
     switch (fusion_kind(n.op)) {
       case FusionKind::Input:
-        rep[static_cast<size_t>(n.id)] = n.op == Op::Full || replicated_inputs.count(n.name) > 0;
+        rep[static_cast<size_t>(n.id)] =
+            n.op == Op::Full || (replicated_inputs.count(n.name) > 0 && !written.count(n.id));
         break;
       case FusionKind::Collective:
         // every rank receives the same bits (NCCL and Gloo both reduce and

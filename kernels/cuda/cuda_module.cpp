@@ -213,7 +213,7 @@ at::Tensor stacked_weights(const std::vector<at::Tensor>& ws) {
   }
   auto it = cache->find(key);
   if (it != cache->end()) return it->second.stacked;
-  if (cache->size() >= 64) cache->clear();
+  if (cache->size() >= 4096) cache->clear();  // a model's batched groups fit many times over
   Entry& e = (*cache)[key];
   e.weights = ws;
   e.stacked = at::stack(ws).contiguous();

@@ -67,6 +67,26 @@ TEST(TpRewrite, HoistsOnlyWithAReplicatedAddend) {
   EXPECT_EQ(print_graph(k), print_graph(g));
 }
 
+// An input the graph writes is not replicated: the add would read it after
+// the write, the GEMM before it, and the written value may be sharded.
+TEST(TpRewrite, AnInputTheGraphWritesIsNoProof) {
+  Graph g = parse_graph(R"(
+graph g(%x: bf16[8,64], %w: bf16[64,64], %z: bf16[8,64]) {
+  %3 = linear(%x, %w) : bf16[8,64]
+  %4 = all_reduce(%3) {reduce_op = "sum"} : bf16[8,64]
+  %5 = copy_(%x, %z) : bf16[8,64]
+  %6 = add(%x, %4) : bf16[8,64]
+  return %6
+}
+)", "t.fg");
+  EXPECT_FALSE(replicated_nodes(g, {"x", "z"})[0]);
+  std::vector<LedgerEntry> ledger;
+  Graph h = hoist_replicated_residuals(g, {"x", "z"}, &ledger);
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger[0].reason, Reject::TpAddendNotReplicated);
+  EXPECT_EQ(print_graph(h), print_graph(g));
+}
+
 TEST(TpRewrite, RunsOnlyForCudaMaxAutotune) {
   for (const char* backend : {"cpu", "cuda"})
     for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::MaxAutotune}) {
