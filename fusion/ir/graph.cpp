@@ -39,6 +39,25 @@ int Graph::add_input(const std::string& nm, const TensorType& type, SourceLoc lo
   return add(Op::Input, {}, {}, &type, nm, std::move(loc));
 }
 
+Graph rebuild(const Graph& g, const EmitFn& emit) {
+  Graph out;
+  out.name = g.name;
+  std::vector<int> map(g.nodes.size(), -1);
+  for (const Node& n : g.nodes) {
+    std::vector<int> in;
+    for (int i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
+    map[static_cast<size_t>(n.id)] = emit(n, in, map, out);
+  }
+  for (int o : g.outputs) out.outputs.push_back(map[static_cast<size_t>(o)]);
+  return out;
+}
+
+int copy_node(Graph& out, const Node& n, const std::vector<int>& in) {
+  int id = n.op == Op::Input ? out.add_input(n.name, n.type, n.loc) : out.add(n.op, in, n.attrs, &n.type, n.name, n.loc);
+  out.nodes[static_cast<size_t>(id)].origin = n.origin;
+  return id;
+}
+
 std::vector<int> Graph::input_ids() const {
   std::vector<int> r;
   for (const auto& n : nodes)

@@ -2,6 +2,7 @@
 // refers to its inputs by id (its index in `nodes`). Inputs are `input`
 // nodes; outputs are listed in `outputs`.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,15 @@ struct Graph {
   // The name a node prints as: "%x" or "%12".
   std::string ref(int id) const;
 };
+
+// Builds a graph from `g` node by node, in order, as passes do: `emit` gets
+// each node, the ids its inputs have in the new graph, the new ids of the
+// nodes before it (`map`), and the new graph; it returns the node's id there
+// (an existing id where the node folds into another). Outputs follow.
+using EmitFn = std::function<int(const Node& n, const std::vector<int>& in, const std::vector<int>& map, Graph& out)>;
+Graph rebuild(const Graph& g, const EmitFn& emit);
+// `n` as it is, with inputs `in` (name, attributes, location and origin kept).
+int copy_node(Graph& out, const Node& n, const std::vector<int>& in);
 
 // Checks ids, topological order, arities, attributes and inferred types, and
 // that outputs exist. Throws InternalError (a pass broke the IR) or, with

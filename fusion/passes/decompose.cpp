@@ -107,18 +107,10 @@ class Decomposer {
 }  // namespace
 
 Graph decompose(const Graph& g) {
-  Graph out;
-  out.name = g.name;
-  std::vector<int> map(g.nodes.size(), -1);
-  Decomposer d(g, out);
-  for (const Node& n : g.nodes) {
+  return rebuild(g, [&g](const Node& n, const std::vector<int>& in, const std::vector<int>&, Graph& out) {
     FG_CHECK(fusion_kind(n.op) != FusionKind::Host, "host op reached the compiler");
-    std::vector<int> a;
-    for (int i : n.inputs) a.push_back(map[static_cast<size_t>(i)]);
-    map[static_cast<size_t>(n.id)] = d.run(n, a);
-  }
-  for (int o : g.outputs) out.outputs.push_back(map[static_cast<size_t>(o)]);
-  return out;
+    return Decomposer(g, out).run(n, in);
+  });
 }
 
 }  // namespace fg

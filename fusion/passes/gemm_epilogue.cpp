@@ -25,28 +25,19 @@ Graph fuse_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger) {
   }
   if (gelu_of.empty()) return g;
 
-  Graph out;
-  out.name = g.name;
-  std::vector<int> map(g.nodes.size(), -1);
   std::map<int, int> folded;  // gelu -> its linear
   for (const auto& [l, ge] : gelu_of) folded[ge] = l;
-  for (const Node& n : g.nodes) {
+  return rebuild(g, [&](const Node& n, const std::vector<int>& in, const std::vector<int>& map, Graph& out) {
     auto f = folded.find(n.id);
-    if (f != folded.end()) {
-      map[static_cast<size_t>(n.id)] = map[static_cast<size_t>(f->second)];
-      continue;
+    if (f != folded.end()) return map[static_cast<size_t>(f->second)];  // the GELU is the GEMM now
+    int id = copy_node(out, n, in);
+    if (gelu_of.count(n.id)) {
+      Node& m = out.nodes[static_cast<size_t>(id)];
+      m.attrs["epilogue"] = std::string("gelu_tanh");
+      m.origin = "_addmm_activation";  // as ATen names a GEMM with an activation epilogue
     }
-    std::vector<int> in;
-    for (int i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    Attrs attrs = n.attrs;
-    if (gelu_of.count(n.id)) attrs["epilogue"] = std::string("gelu_tanh");
-    int id = n.op == Op::Input ? out.add_input(n.name, n.type, n.loc) : out.add(n.op, in, attrs, &n.type, n.name, n.loc);
-    // named as ATen names a GEMM with an activation epilogue
-    out.nodes[static_cast<size_t>(id)].origin = gelu_of.count(n.id) ? "_addmm_activation" : n.origin;
-    map[static_cast<size_t>(n.id)] = id;
-  }
-  for (int o : g.outputs) out.outputs.push_back(map[static_cast<size_t>(o)]);
-  return out;
+    return id;
+  });
 }
 
 }  // namespace fg

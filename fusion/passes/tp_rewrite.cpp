@@ -80,31 +80,17 @@ Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& re
   }
   if (addend_of.empty()) return g;
 
-  Graph out;
-  out.name = g.name;
-  std::vector<int> map(g.nodes.size(), -1);
-  for (const Node& n : g.nodes) {
+  return rebuild(g, [&](const Node& n, const std::vector<int>& in, const std::vector<int>& map, Graph& out) {
     auto rb = replaced_by.find(n.id);
-    if (rb != replaced_by.end()) {
-      map[static_cast<size_t>(n.id)] = map[static_cast<size_t>(rb->second)];
-      continue;
-    }
-    std::vector<int> in;
-    for (int i : n.inputs) in.push_back(map[static_cast<size_t>(i)]);
-    int id;
-    if (n.op == Op::Input) {
-      id = out.add_input(n.name, n.type, n.loc);
-    } else if (addend_of.count(n.id)) {
-      in.push_back(map[static_cast<size_t>(addend_of[n.id])]);
-      id = out.add(Op::LinearAddRank0, in, {}, nullptr, n.name, n.loc);
-    } else {
-      id = out.add(n.op, in, n.attrs, &n.type, n.name, n.loc);
-    }
+    if (rb != replaced_by.end()) return map[static_cast<size_t>(rb->second)];  // the add is the all-reduce now
+    auto ad = addend_of.find(n.id);
+    if (ad == addend_of.end()) return copy_node(out, n, in);
+    std::vector<int> args = in;
+    args.push_back(map[static_cast<size_t>(ad->second)]);
+    int id = out.add(Op::LinearAddRank0, args, {}, nullptr, n.name, n.loc);
     out.nodes[static_cast<size_t>(id)].origin = n.origin;
-    map[static_cast<size_t>(n.id)] = id;
-  }
-  for (int o : g.outputs) out.outputs.push_back(map[static_cast<size_t>(o)]);
-  return out;
+    return id;
+  });
 }
 
 }  // namespace fg
