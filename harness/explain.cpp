@@ -158,10 +158,7 @@ int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const 
   if (world < 1 || world > r.max_world)
     user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
   if (backend != "cpu" && backend != "cuda") user_error("unknown backend '" + backend + "': use cpu or cuda");
-  std::set<std::string> replicated;
-  for (const auto& spec : r.inputs(world))
-    if (spec.shard_dim < 0) replicated.insert(spec.name);
-  DryExecutor ex(0, world, p, backend, replicated);
+  DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)));
   Session s(m, &ex, r.file);
   Inputs in;
   for (const auto& spec : r.inputs(world)) {

@@ -123,12 +123,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   progress(out_path, "warm-up forward");
   AtenExecutor ex(&coll, rank, spec.world, policy, false, spec.backend);
   std::map<std::string, at::Tensor> inputs;
-  std::set<std::string> replicated;
-  for (const auto& s : r->inputs(spec.world)) {
-    inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
-    if (s.shard_dim < 0) replicated.insert(s.name);
-  }
-  ex.set_replicated_inputs(replicated);
+  const std::vector<InputSpec> specs = r->inputs(spec.world);
+  for (const auto& s : specs) inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
+  ex.set_replicated_inputs(replicated_inputs(specs));
   forward(*r, mode, ex, inputs, false);
   coll.reset_sequence();
   progress(out_path, "measured forward");

@@ -41,6 +41,13 @@ std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
   return out;
 }
 
+std::set<std::string> replicated_inputs(const std::vector<InputSpec>& specs) {
+  std::set<std::string> r;
+  for (const auto& s : specs)
+    if (s.shard_dim < 0) r.insert(s.name);
+  return r;
+}
+
 Repro fg_repro(const std::string& path) {
   std::vector<Graph> gs = parse_graph_file(path);
   if (gs.size() != 1) user_error(path + ": a .fg repro holds exactly one graph, found " + std::to_string(gs.size()));

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct BlockDims {
 };
 BlockDims cpu_block();     // hidden 256, 8 heads x 32, MLP 1024, batch 2 x seq 64
 BlockDims anchor_block();  // hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512 (GPU)
+
+// Names of the inputs every rank holds whole (shard_dim < 0): what TP
+// rewrites may rely on being the same on every rank.
+std::set<std::string> replicated_inputs(const std::vector<InputSpec>& specs);
 
 // Built-in repros, then every .fg file found in `fg_dirs`.
 std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs);

@@ -161,7 +161,7 @@ class Emitter {
     std::string h = head;
     for (size_t nl = h.find('\n'); nl != std::string::npos; nl = h.find('\n')) {
       line(h.substr(0, nl));
-      h = h.substr(h.find_first_not_of(' ', nl + 1));
+      h = h.substr(nl + 1);
     }
     line(h + " {");
     ++indent;
@@ -184,7 +184,7 @@ class Emitter {
   std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
   std::set<std::string> row_chunked;                    // cached as chunks (in storage type), not as values
   size_t current_phase = 0;
-  // Chunk accesses of the current chunk (see CStylePrinter::vector_lanes).
+  // Chunk accesses of the current chunk (see CStylePrinter::chunked).
   std::map<std::string, std::string> vec_load;                   // load key -> chunk variable
   std::map<int, std::pair<std::string, std::string>> vec_store;  // node -> chunk variable, pointer to its start
 
@@ -331,10 +331,10 @@ class Emitter {
           // in chunks, a row read at contiguous aligned places stays in its
           // chunks (bf16: two elements a register)
           IndexP base;
-          if (p_.vector_lanes(1, R) > 0 && wide(load_type[k]) && chunk_access(load_index[k], "r", R, &base)) {
+          if (p_.chunked(1, R) && wide(load_type[k]) && chunk_access(load_index[k], "r", R, &base)) {
             row_chunked.insert(k);
             line(p_.chunk_decl(p_.storage_type(load_type[k]),
-                               name + "[" + std::to_string(regs / p_.vector_lanes(1, R)) + "]"));
+                               name + "[" + std::to_string(regs / CStylePrinter::kChunkLanes) + "]"));
           } else {
             line(p_.compute_type(load_type[k]) + " " + name + "[" + std::to_string(regs) + "];");
           }
@@ -363,7 +363,7 @@ class Emitter {
         line(at + " " + acc[n] + " = " + init + ";");
       }
       current_phase = pi;
-      const bool chunks = p_.vector_lanes(1, R) > 0;
+      const bool chunks = p_.chunked(1, R);
       if (chunks) {
         open(p_.chunk_loop(1, R));
         line(p_.chunk_prologue(1, R));
@@ -436,7 +436,7 @@ class Emitter {
   // of 8 elements (16 bytes for 2-byte types) for every q and every value
   // of the other variables. `base` gets the chunk start, in q.
   static bool chunk_access(const IndexP& index, const std::string& var, int64_t range, IndexP* base) {
-    constexpr int64_t kLanes = 8;
+    constexpr int64_t kLanes = CStylePrinter::kChunkLanes;
     if (range % kLanes != 0) return false;
     IndexP at = ix_subst(index, {{var, ix_add(ix_mul(ix_var("q", range / kLanes), kLanes), ix_var("v", kLanes))}});
     bool unit = false;
@@ -565,7 +565,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   k.ops = kernel_ops(g_, gr.nodes);
   k.nodes = gr.nodes;
   k.name = kernel_name(backend(), k.kind, k.ops, index);
-  if (!has_red && vector_lanes(X, 1) > 0) {
+  if (!has_red && chunked(X, 1)) {
     // pointwise in chunks of 8 consecutive x
     em.open(chunk_loop(X, 1));
     em.chunk_begin(gr.nodes, body, "x", X);

@@ -38,11 +38,13 @@ class CStylePrinter {
   // Elements of a row each thread keeps in registers across the loops over
   // r (0: none; loops then stride over r and reload).
   virtual int64_t row_registers(int64_t rnumel) const { return 0; }
-  // Lanes of a chunk: where a dialect gives each thread chunks of 8
+  // Elements of a chunk: where a dialect gives each thread chunks of
   // consecutive elements (of r in a row kernel, of x in a pointwise one),
   // loads and stores that are contiguous and 16-byte aligned over a chunk
-  // move as one wide access. 0: no chunks.
-  virtual int vector_lanes(int64_t numel, int64_t rnumel) const { return 0; }
+  // move as one wide access.
+  static constexpr int64_t kChunkLanes = 8;
+  // Whether a kernel over (numel, rnumel) runs in chunks.
+  virtual bool chunked(int64_t numel, int64_t rnumel) const { return false; }
   // The loop over this thread's chunks, and the lines that open it (they
   // define q, the chunk's index, and skip chunks past the end).
   virtual std::string chunk_loop(int64_t numel, int64_t rnumel) const { return ""; }

@@ -12,7 +12,7 @@ std::string CudaPrinter::outer_loop(int64_t numel, bool reduction) const {
 }
 
 namespace {
-constexpr int64_t kLanes = 8;           // elements of a chunk
+constexpr int64_t kLanes = CStylePrinter::kChunkLanes;
 // Elements of a row a thread aims to hold. On an H200, RMSNorm over 8192 x
 // 4096 bf16 reached 79% of the copy bandwidth at 16 (256 threads a row),
 // 74% at 32, and 40% at 128 (a warp a row: more rows in flight, but no
@@ -29,21 +29,26 @@ int cuda_row_threads(int64_t rnumel) {
   return static_cast<int>(t);
 }
 
-int64_t CudaPrinter::row_registers(int64_t rnumel) const {
+namespace {
+// Elements of a row each thread keeps in registers (0: the row strides).
+int64_t row_elems(int64_t rnumel) {
   int64_t t = cuda_row_threads(rnumel);
   int64_t e = (rnumel + t - 1) / t;
   if (rnumel % kLanes == 0) e = (rnumel + t * kLanes - 1) / (t * kLanes) * kLanes;  // whole chunks
   return e <= kMaxRowRegisters ? e : 0;
 }
+}  // namespace
 
-int CudaPrinter::vector_lanes(int64_t numel, int64_t rnumel) const {
-  if (rnumel > 1) return rnumel % kLanes == 0 && row_registers(rnumel) > 0 ? static_cast<int>(kLanes) : 0;
-  return numel % kLanes == 0 ? static_cast<int>(kLanes) : 0;
+int64_t CudaPrinter::row_registers(int64_t rnumel) const { return row_elems(rnumel); }
+
+bool cuda_chunked(int64_t numel, int64_t rnumel) {
+  if (rnumel > 1) return rnumel % kLanes == 0 && row_elems(rnumel) > 0;
+  return numel % kLanes == 0;
 }
 
 std::string CudaPrinter::chunk_loop(int64_t numel, int64_t rnumel) const {
   if (rnumel > 1)
-    return "#pragma unroll\n    for (int c = 0; c < " + std::to_string(row_registers(rnumel) / kLanes) + "; ++c)";
+    return "#pragma unroll\nfor (int c = 0; c < " + std::to_string(row_registers(rnumel) / kLanes) + "; ++c)";
   return "for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < " + std::to_string(numel / kLanes) +
          "; q += (int64_t)gridDim.x * blockDim.x)";
 }
@@ -54,7 +59,7 @@ std::string CudaPrinter::chunk_prologue(int64_t numel, int64_t rnumel) const {
 }
 
 std::string CudaPrinter::lane_loop() const {
-  return "#pragma unroll\n    for (int v = 0; v < " + std::to_string(kLanes) + "; ++v)";
+  return "#pragma unroll\nfor (int v = 0; v < " + std::to_string(kLanes) + "; ++v)";
 }
 
 std::string CudaPrinter::lane_prologue(int64_t numel, int64_t rnumel) const {
@@ -80,11 +85,11 @@ std::string CudaPrinter::chunk_store(DType t, const std::string& name, const std
 
 // Rows that fit in registers run an unrolled loop of a known trip count, so
 // the per-thread arrays stay in registers; longer rows stride. (Rows whose
-// length is a multiple of 8 run in chunks instead: vector_lanes.)
+// length is a multiple of 8 run in chunks instead: cuda_chunked.)
 std::string CudaPrinter::inner_loop(int64_t rnumel) const {
   int64_t e = row_registers(rnumel);
   if (e == 0) return "for (int64_t r = threadIdx.x; r < " + std::to_string(rnumel) + "; r += blockDim.x)";
-  return "#pragma unroll\n    for (int j = 0; j < " + std::to_string(e) + "; ++j)";
+  return "#pragma unroll\nfor (int j = 0; j < " + std::to_string(e) + "; ++j)";
 }
 
 std::string CudaPrinter::inner_loop_prologue(int64_t rnumel) const {
@@ -245,7 +250,7 @@ LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count) {
     l.threads = cuda_row_threads(rnumel);
     l.blocks = std::min<int64_t>(numel, static_cast<int64_t>(sm_count) * (2048 / l.threads) * 4);
   } else {
-    int64_t items = numel % kLanes == 0 ? numel / kLanes : numel;  // chunks (vector_lanes) or elements
+    int64_t items = cuda_chunked(numel, 1) ? numel / kLanes : numel;  // chunks or elements
     l.threads = kPointwiseThreads;
     l.blocks = std::min<int64_t>((items + kPointwiseThreads - 1) / kPointwiseThreads, static_cast<int64_t>(sm_count) * 16);
   }

@@ -22,6 +22,10 @@
 
 namespace fg {
 
+// Whether a kernel over (numel, rnumel) runs in chunks of
+// CStylePrinter::kChunkLanes (the printer and the launcher both use it).
+bool cuda_chunked(int64_t numel, int64_t rnumel);
+
 class CudaPrinter : public CStylePrinter {
  public:
   using CStylePrinter::CStylePrinter;
@@ -34,7 +38,7 @@ class CudaPrinter : public CStylePrinter {
   bool supports_templates() const override { return false; }
   int64_t row_registers(int64_t rnumel) const override;
   std::string inner_loop_prologue(int64_t rnumel) const override;
-  int vector_lanes(int64_t numel, int64_t rnumel) const override;
+  bool chunked(int64_t numel, int64_t rnumel) const override { return cuda_chunked(numel, rnumel); }
   std::string chunk_loop(int64_t numel, int64_t rnumel) const override;
   std::string chunk_prologue(int64_t numel, int64_t rnumel) const override;
   std::string lane_loop() const override;

@@ -660,23 +660,24 @@ class Scheduler {
       a.has_epilogue = a.has_epilogue || b.has_epilogue || epilogue;
       a.tmpl = true;
       a.reduction = false;
-      a.nodes.insert(a.nodes.end(), b.nodes.begin(), b.nodes.end());
-      std::sort(a.nodes.begin(), a.nodes.end());
       a.numel = numel;
       a.rnumel = 1;
-      a.min_pos = std::min(a.min_pos, b.min_pos);
-      a.max_pos = std::max(a.max_pos, b.max_pos);
-      b.alive = false;
-      forward_[gb] = ga;
-      for (int n : b.nodes) group_of_[static_cast<size_t>(n)] = ga;
+      absorb(ga, gb);
       return;
     }
     FG_CHECK(combined_space(a, b, &numel, &rnumel, &why), "merging groups that cannot share a kernel");
-    a.nodes.insert(a.nodes.end(), b.nodes.begin(), b.nodes.end());
-    std::sort(a.nodes.begin(), a.nodes.end());
     a.reduction = a.reduction || b.reduction;
     a.numel = numel;
     a.rnumel = rnumel;
+    absorb(ga, gb);
+  }
+
+  // Group gb's nodes join group ga; gb is gone (forwarded to ga).
+  void absorb(int ga, int gb) {
+    Group& a = groups_[static_cast<size_t>(ga)];
+    Group& b = groups_[static_cast<size_t>(gb)];
+    a.nodes.insert(a.nodes.end(), b.nodes.begin(), b.nodes.end());
+    std::sort(a.nodes.begin(), a.nodes.end());
     a.min_pos = std::min(a.min_pos, b.min_pos);
     a.max_pos = std::max(a.max_pos, b.max_pos);
     b.alive = false;
@@ -719,15 +720,7 @@ class Scheduler {
         }
         if (!batchable(g_.nodes[static_cast<size_t>(a)], g_.nodes[static_cast<size_t>(b)])) continue;
         record(ga, gb, {0, 0, 0, a - b}, true, Reject::BatchedSiblings, 0);
-        Group& x = groups_[static_cast<size_t>(ga)];
-        Group& y = groups_[static_cast<size_t>(gb)];
-        x.nodes.insert(x.nodes.end(), y.nodes.begin(), y.nodes.end());
-        std::sort(x.nodes.begin(), x.nodes.end());
-        x.min_pos = std::min(x.min_pos, y.min_pos);
-        x.max_pos = std::max(x.max_pos, y.max_pos);
-        y.alive = false;
-        forward_[gb] = ga;
-        for (int n : y.nodes) group_of_[static_cast<size_t>(n)] = ga;
+        absorb(ga, gb);
       }
   }
 

@@ -59,6 +59,24 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
 
 }  // namespace
 
+at::Tensor linear_batch(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
+                        const at::Tensor& addend, float beta, bool gelu_tanh) {
+  const at::ScalarType t = a.scalar_type();
+  bool lt = a.is_cuda() && (t == at::kBFloat16 || t == at::kHalf || t == at::kFloat) &&
+            (!bias.defined() || bias.scalar_type() == t) && (!addend.defined() || addend.scalar_type() == t);
+  for (const auto& w : ws) lt = lt && w.scalar_type() == t && w.sizes() == ws[0].sizes();
+  if (lt) return cuda_linear(a, ws, bias, addend, beta, gelu_tanh);
+  const int64_t N = ws[0].size(0);
+  std::vector<at::Tensor> outs;
+  for (const auto& w : ws) {
+    at::Tensor y = bias.defined() ? at::linear(a, w, bias) : at::linear(a, w);
+    if (gelu_tanh) y = at::gelu(y, "tanh");
+    if (addend.defined() && beta != 0.0f) y = y + addend * beta;
+    outs.push_back(y.reshape({-1, N}));
+  }
+  return outs.size() == 1 ? outs[0].unsqueeze(0) : at::stack(outs);
+}
+
 at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContext& ctx) {
   Counter K{ctx};
   auto dt = [&](DType t) { return to_aten(ctx.upcast_fp64 && is_floating(t) ? DType::F64 : t); };
@@ -131,23 +149,13 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     }
     case Op::LayerNorm:
       return K(at::layer_norm(arg(0), {in[0].size(-1)}, in[1], in[2], attr_float_or(a, "eps", 1e-5)));
-    case Op::Linear: {
+    case Op::Linear:
       // {epilogue = "gelu_tanh"}: the GELU folded into the GEMM (passes/gemm_epilogue)
-      const std::string epi = attr_str_or(a, "epilogue", "");
-      if (!epi.empty() && epi != "gelu_tanh") user_error("linear: unknown epilogue '" + epi + "' (known: gelu_tanh)");
-      const bool gelu = epi == "gelu_tanh";
-      if (in[0].is_cuda())
-        return K(cuda_linear(in[0], {in[1]}, in.size() == 3 ? in[2] : at::Tensor(), at::Tensor(), 0.0f, gelu)[0]
-                     .view(n.type.shape));
-      at::Tensor y = in.size() == 3 ? K(at::linear(in[0], in[1], in[2])) : K(at::linear(in[0], in[1]));
-      return gelu ? K(at::gelu(y, "tanh")) : y;
-    }
-    case Op::LinearAddRank0: {
-      if (in[0].is_cuda())
-        return K(cuda_linear(in[0], {in[1]}, at::Tensor(), in[2], ctx.rank == 0 ? 1.0f : 0.0f)[0].view(n.type.shape));
-      at::Tensor y = K(at::linear(in[0], in[1]));
-      return ctx.rank == 0 ? K(y + in[2]) : y;
-    }
+      return K(linear_batch(in[0], {in[1]}, in.size() == 3 ? in[2] : at::Tensor(), at::Tensor(), 0.0f,
+                            attr_str_or(a, "epilogue", "") == "gelu_tanh")[0]
+                   .view(n.type.shape));
+    case Op::LinearAddRank0:
+      return K(linear_batch(in[0], {in[1]}, at::Tensor(), in[2], ctx.rank == 0 ? 1.0f : 0.0f)[0].view(n.type.shape));
     case Op::Matmul: return K(at::matmul(arg(0), arg(1)));
     case Op::Sdpa: return attention(in[0], in[1], in[2], attr_int_or(a, "causal", 1) != 0, K);
     case Op::Embedding: return K(at::embedding(in[0], in[1]));

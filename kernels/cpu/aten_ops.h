@@ -22,13 +22,17 @@ struct EagerContext {
   int launches = 0;          // ATen kernels launched by the calls so far (views count 0)
 };
 
-// Linear layers on CUDA tensors: [B, M, N] with out[b] = a W[b]^T (+ bias)
-// (then GELU-tanh) (+ beta * addend), a [..., K] read as [M, K]; one cuBLASLt call (weights
-// of several entries are stacked once and cached per weight version). An
-// undefined bias/addend is absent. Types other than bf16/f16/f32 go through
-// ATen. Defined by the cuda runtime; without it, an error.
+// Linear layers: [B, M, N] with out[b] = a W[b]^T (+ bias) (then GELU-tanh)
+// (+ beta * addend), for weights W[b] of one shape, a [..., K] read as
+// [M, K]. bf16/f16/f32 CUDA tensors go through one cuBLASLt call (weights of
+// several entries stacked once and cached per weight version); the rest
+// through ATen. An undefined bias/addend is absent.
+at::Tensor linear_batch(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
+                        const at::Tensor& addend, float beta, bool gelu_tanh = false);
+// linear_batch's cuBLASLt path, for inputs of one of those types. Defined by
+// the cuda runtime; without it, an error.
 at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
-                       const at::Tensor& addend, float beta, bool gelu_tanh = false);
+                       const at::Tensor& addend, float beta, bool gelu_tanh);
 
 // Runs `n` on `in`; returns its value.
 at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContext& ctx);

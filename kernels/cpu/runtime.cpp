@@ -205,14 +205,7 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
         ws.push_back(view_of(bufs[static_cast<size_t>(w.first)], w.second));
       }
       at::Tensor a = view_of(bufs[static_cast<size_t>(sn.args[0].first)], sn.args[0].second);
-      at::Tensor out;
-      if (a.is_cuda()) {
-        out = cuda_linear(a, ws, at::Tensor(), at::Tensor(), 0.0f);
-      } else {
-        std::vector<at::Tensor> each;
-        for (const auto& w : ws) each.push_back(at::linear(a, w).reshape({-1, w.size(0)}));
-        out = at::stack(each);
-      }
+      at::Tensor out = linear_batch(a, ws, at::Tensor(), at::Tensor(), 0.0f);
       for (size_t i = 0; i < k.nodes.size(); ++i) {
         const BufferInfo& bi = lg.buffers[static_cast<size_t>(lg.nodes[static_cast<size_t>(k.nodes[i])].out_buffer)];
         FG_CHECK(bi.layout.is_contiguous(), "batched GEMM results must be contiguous");

@@ -186,12 +186,10 @@ std::string cuda_device_name() {
 
 namespace {
 
-LtType lt_type(at::ScalarType t, bool* ok) {
-  *ok = true;
+LtType lt_type(at::ScalarType t) {
   if (t == at::kBFloat16) return LtType::BF16;
   if (t == at::kHalf) return LtType::F16;
-  if (t == at::kFloat) return LtType::F32;
-  *ok = false;
+  FG_CHECK(t == at::kFloat, "cuBLASLt GEMMs take bf16, f16 or f32 (linear_batch routes the rest to ATen)");
   return LtType::F32;
 }
 
@@ -234,20 +232,7 @@ at::Tensor& lt_workspace() {
 at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
                        const at::Tensor& addend, float beta, bool gelu_tanh) {
   const int64_t K = a.size(-1), N = ws[0].size(0), B = static_cast<int64_t>(ws.size());
-  bool ok = false;
-  LtType t = lt_type(a.scalar_type(), &ok);
-  for (const auto& w : ws) ok = ok && w.scalar_type() == a.scalar_type() && w.sizes() == ws[0].sizes();
-  if (!ok) {
-    // other types (the fp64 reference) through ATen
-    std::vector<at::Tensor> outs;
-    for (const auto& w : ws) {
-      at::Tensor y = bias.defined() ? at::linear(a, w, bias) : at::linear(a, w);
-      if (gelu_tanh) y = at::gelu(y, "tanh");
-      if (addend.defined() && beta != 0.0f) y = y + addend * beta;
-      outs.push_back(y.reshape({-1, N}));
-    }
-    return at::stack(outs);
-  }
+  const LtType t = lt_type(a.scalar_type());
   at::Tensor a2 = a.reshape({-1, K}).contiguous();
   const int64_t M = a2.size(0);
   at::Tensor w = B > 1 ? stacked_weights(ws) : ws[0].contiguous();

@@ -233,6 +233,16 @@ TEST(IrTextErrors, UndefinedOutput) {
   EXPECT_EQ(msg, "m.fg:2:14: error: use of undefined value %nope");
 }
 
+TEST(IrTextErrors, UnknownGemmEpilogue) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[2,4], %w: f32[3,4]) {\n  %2 = linear(%x, %w) {epilogue = \"relu\"} : f32[2,3]\n"
+                "  return %2\n}\n",
+                "m.fg");
+  });
+  EXPECT_NE(msg.find("m.fg:2:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown epilogue 'relu' (known: gelu_tanh)"), std::string::npos) << msg;
+}
+
 TEST(IrTextErrors, BadDtype) {
   std::string msg = user_error_of([] { parse_graph("graph g(%x: f33[4]) {\n  return %x\n}\n", "m.fg"); });
   EXPECT_EQ(msg, "m.fg:1:13: error: unknown dtype 'f33'");
