@@ -5,6 +5,9 @@
 #   bash bench/gpu.sh [check|bless|bench|kernels|all]     (default: all)
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
+# check also proves that the gate sees what really runs: with
+# FUSEGATE_FAULT=attention_fallback (attention as ~15 ATen kernels behind one
+# extern launch) `fusegate check --backend cuda` must fail.
 # It needs `.devdeps/include/xxhash.h` (the GPU image has libxxhash but not
 # its header): bench/prepare_device.sh copies it from this machine.
 set -uo pipefail
@@ -15,13 +18,14 @@ OUTDIR="${OUT:-$PWD/build-gpu/out}"
 mkdir -p "$OUTDIR"
 TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 ngpu=$(python3 -c 'import torch;print(torch.cuda.device_count())')
-echo "gpus: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+echo "gpus: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%F)"
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
   -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
 grep fusegate "$OUTDIR/cmake.log"
 ninja -C build-gpu fusegate test_cuda_codegen test_runtime >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
 FG=./build-gpu/harness/fusegate
-worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"; [ "$ngpu" -ge 4 ] && worlds="$worlds --world-size 4"
+worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"
+bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
 rc=0
 t0=$(date +%s); phase() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 phase built
@@ -30,6 +34,7 @@ if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what
   FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime >"$OUTDIR/test_runtime_cuda.txt" 2>&1
   r=$?; [ $r -ne 0 ] && rc=$r
   echo "test_runtime on cuda: $(grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/test_runtime_cuda.txt" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$OUTDIR/test_runtime_cuda.txt" | head -5
 fi
 if [ "$what" = kernels ]; then
   python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --kernels-only 2>"$OUTDIR/bench.err" | tail -8 || tail -20 "$OUTDIR/bench.err"
@@ -46,12 +51,23 @@ if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
     | tee "$OUTDIR/check.txt" | tail -15
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
   $FG check --backend cuda --fusion max-autotune --mode C $worlds --records "$OUTDIR/records" 2>>"$OUTDIR/check.err" \
-    | tail -3
+    | tee -a "$OUTDIR/check.txt" | tail -3
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+  # the gate must see an extern that launches many kernels behind one launch
+  FUSEGATE_FAULT=attention_fallback $FG check tp_block_llama_h2048 --backend cuda --mode C --world-size 1 \
+    >"$OUTDIR/fault.txt" 2>&1
+  r=$?
+  if [ $r -eq 1 ]; then
+    echo "forced attention fallback: check exit 1 (caught): $(grep -m1 -o 'device_kernel_count [0-9]* -> [0-9]*' "$OUTDIR/fault.txt")"
+  else
+    echo "forced attention fallback: check exit $r: NOT caught"; tail -5 "$OUTDIR/fault.txt"; rc=1
+  fi
   phase checked
   python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt"
   rm -rf "$OUTDIR/records"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
-  python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" 2>"$OUTDIR/bench.err" | tail -30 || tail -20 "$OUTDIR/bench.err"
+  PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --world-size "$bench_world" \
+    2>"$OUTDIR/bench.err" | tail -45 || tail -20 "$OUTDIR/bench.err"
 fi
 exit $rc

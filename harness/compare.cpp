@@ -137,6 +137,10 @@ void compare_counts(Ctx& c, const json& run, const json& gold) {
       {"graph_break_count", "graph breaks", "capture got worse"},
       {"recompile_count", "recompiles", "a guard fails on a later call"},
       {"kernel_count", "kernels", "fusion got worse"},
+      {"device_kernel_count", "device kernels",
+       "more kernels really run on the device, whatever fusegate launched"},
+      {"aten_op_count", "ATen operator calls in externs",
+       "externs are carried out with more ATen calls"},
   };
   for (const Figure& f : figures) {
     const json* a = field(gold, f.key);
@@ -154,6 +158,73 @@ void compare_counts(Ctx& c, const json& run, const json& gold) {
             head + " (fewer " + f.noun + " than the golden" + moved + ")" + c.bless_hint());
     else if (!kinds.empty())
       c.add(VerdictKind::Pass, "kernel kinds moved at equal kernel_count: " + kinds);
+  }
+}
+
+// -- what really ran -----------------------------------------------------------
+
+// A figure of what really ran (device kernels, dispatched ATen calls) that
+// the golden has and the run lacks, or the other way round, is never a
+// silent pass: the golden predates the figure, or the run could not count.
+void check_real_figures(Ctx& c, const json& run, const json& gold) {
+  for (const char* key : {"device_kernel_count", "aten_op_count"}) {
+    const json* a = field(gold, key);
+    const json* b = field(run, key);
+    if (a && !b) {
+      std::string why = text_of(run, "device_kernels_not_counted");
+      c.add(VerdictKind::CannotTest, std::string("the golden has ") + key + " but the run did not count it" +
+                                         (why.empty() ? "" : ": " + why));
+    } else if (b && !a) {
+      c.add(VerdictKind::Fail, std::string("the golden has no ") + key +
+                                   " (blessed before fusegate counted what really runs): it cannot vouch for this "
+                                   "run; re-bless it" + c.bless_hint());
+    }
+  }
+}
+
+// Launch by launch (matched by name, occurrences in order): the device
+// kernels and ATen calls each one ran, where they differ from the golden.
+// A launch that runs more device kernels, or dispatches another set of ATen
+// operators, fails even when the totals balance out.
+void compare_real_work(Ctx& c, const json& run, const json& gold) {
+  std::map<std::string, std::vector<const json*>> golden;
+  for (const json& k : array_of(gold, "kernels")) golden[text_of(k, "name")].push_back(&k);
+  std::map<std::string, size_t> seen;
+  for (const json& k : array_of(run, "kernels")) {
+    std::string name = text_of(k, "name");
+    size_t n = seen[name]++;
+    auto it = golden.find(name);
+    if (it == golden.end() || n >= it->second.size()) continue;  // a changed launch list shows elsewhere
+    const json& g = *it->second[n];
+    const json* gd = field(g, "device_kernels");
+    const json* rd = field(k, "device_kernels");
+    if (gd && rd && gd->is_array() && rd->is_array() && gd->size() != rd->size()) {
+      std::vector<std::string> names;
+      for (const json& x : *rd) names.push_back(text_of(&x));
+      std::string msg = "launch " + name + " ran " + std::to_string(rd->size()) + " device kernels (the golden " +
+                        std::to_string(gd->size()) + "): " + join_capped(names);
+      c.add(rd->size() > gd->size() ? VerdictKind::Fail : VerdictKind::Improved,
+            msg + (rd->size() > gd->size() ? "" : c.bless_hint()));
+    }
+    const json* ga = field(g, "aten_ops");
+    const json* ra = field(k, "aten_ops");
+    json empty = json::object();
+    const json& A = ga && ga->is_object() ? *ga : empty;
+    const json& B = ra && ra->is_object() ? *ra : empty;
+    if (A == B || (!ga && !ra)) continue;
+    std::vector<std::string> diff;
+    json keys = json::object();
+    for (auto x = A.begin(); x != A.end(); ++x) keys[x.key()] = true;
+    for (auto x = B.begin(); x != B.end(); ++x) keys[x.key()] = true;
+    for (auto x = keys.begin(); x != keys.end(); ++x) {
+      const json* u = field(A, x.key().c_str());
+      const json* v = field(B, x.key().c_str());
+      long long p = u && u->is_number_integer() ? u->get<long long>() : 0;
+      long long q = v && v->is_number_integer() ? v->get<long long>() : 0;
+      if (p != q) diff.push_back(x.key() + " " + std::to_string(p) + " -> " + std::to_string(q));
+    }
+    c.add(VerdictKind::Fail, "extern " + name + " dispatches other ATen operators than the golden (" +
+                                 join_capped(diff) + "): LibTorch carries it out differently" + c.bless_hint());
   }
 }
 
@@ -422,6 +493,8 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
         continue;
       }
       compare_counts(c, *r, *g->second);
+      check_real_figures(c, *r, *g->second);
+      compare_real_work(c, *r, *g->second);
       compare_breaks(c, *r, *g->second);
       compare_kernel_names(c, *r, *g->second);
       compare_ledger(c, *r, *g->second);

@@ -19,6 +19,7 @@
 
 #include "fusion/capture/session.h"
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "fusion/passes/schedule.h"
 #include "harness/run.h"
 #include "kernels/cpu/runtime.h"
@@ -73,6 +74,13 @@ void validate_spec(const RunSpec& spec) {
     user_error("world size " + std::to_string(spec.world) + " is out of range for " + r->name + " (1.." +
                std::to_string(r->max_world) + ")");
   if (spec.timeout_s < 1) user_error("--timeout must be at least 1 second");
+  if (!spec.profile.empty()) {
+    if (spec.backend != "cuda") user_error("--profile times device kernels: it needs --backend cuda");
+    std::filesystem::path dir = std::filesystem::absolute(spec.profile).parent_path();
+    if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
+      user_error("--profile " + spec.profile + ": folder " + dir.string() + " does not exist or is not writable");
+  }
+  fault_active("");  // an unknown FUSEGATE_FAULT item is bad input, before any rank starts
 }
 
 RunOutcome launch(const RunSpec& spec) {
@@ -97,6 +105,10 @@ RunOutcome launch(const RunSpec& spec) {
                                      dir + "/rank" + std::to_string(rank) + ".json", "--timeout",
                                      std::to_string(spec.timeout_s), "--iters", std::to_string(spec.iters)};
     if (spec.cuda_graphs) args.push_back("--cuda-graphs");
+    if (!spec.profile.empty()) {
+      args.push_back("--profile");
+      args.push_back(std::filesystem::absolute(spec.profile).string());
+    }
     for (const auto& d : spec.fg_dirs) { args.push_back("--repro-dir"); args.push_back(d); }
     pid_t pid = fork();
     if (pid == 0) {

@@ -51,6 +51,9 @@ int run_main(int argc, char** argv) {
   run->add_option("--out", out_file, "write the record here instead of stdout");
   run->add_option("--iters", spec.iters, "timed forwards after warm-up")->capture_default_str();
   run->add_flag("--cuda-graphs", spec.cuda_graphs, "time CUDA-graph replays of a one-graph forward (cuda)");
+  run->add_option("--profile", spec.profile,
+                  "cuda: write each device kernel's time, GB/s or TFLOP/s against the device's ceilings, and the "
+                  "idle gaps, for one more step run as the timed ones (JSON)");
   add_common(run);
 
   CheckOptions copts;
@@ -95,6 +98,7 @@ int run_main(int argc, char** argv) {
   worker->add_option("--out", wout);
   worker->add_option("--iters", spec.iters);
   worker->add_flag("--cuda-graphs", spec.cuda_graphs);
+  worker->add_option("--profile", spec.profile);
   add_common(worker);
 
   try {

@@ -19,6 +19,7 @@ struct RunSpec {
   int timeout_s = 120;
   int iters = 3;             // timed forwards (after warm-up and the counted one)
   bool cuda_graphs = false;  // time CUDA-graph replays of a one-graph forward
+  std::string profile;       // cuda: write the per-kernel profile (rank 0) here
 };
 
 struct RunOutcome {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "harness/digest.h"
 #include "harness/golden.h"
 #include "harness/run.h"
@@ -88,17 +89,73 @@ std::string hash_text(const std::string& s) {
 void maybe_fault(int rank, const std::string& out_path) {
   // FUSEGATE_FAULT=crash:R or hang:R makes rank R fail on purpose, to test
   // that the launcher stops the run and names the rank
-  const char* f = std::getenv("FUSEGATE_FAULT");
-  if (!f) return;
-  std::string s = f;
-  auto colon = s.find(':');
-  if (colon == std::string::npos || std::atoi(s.c_str() + colon + 1) != rank) return;
-  std::string what = s.substr(0, colon);
-  if (what == "crash") std::abort();
-  if (what == "hang") {
+  const std::string me = std::to_string(rank);
+  if (fault_argument("crash") == me) std::abort();
+  if (fault_argument("hang") == me) {
     progress(out_path, "hanging on purpose (FUSEGATE_FAULT)");
     for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
   }
+}
+
+// The per-kernel profile (--profile): the device kernels of one step run as
+// the timed ones were, matched in order with the counted forward's launches,
+// each against the device's measured copy bandwidth or GEMM peak, and the
+// idle gaps between them.
+nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std::vector<DeviceKernel>& ran,
+                            const std::string& how) {
+  double copy_gbps = 0, gemm_tflops = 0;
+  cuda_peaks(&copy_gbps, &gemm_tflops);
+  struct Slot {
+    const LaunchRecord* launch;
+    std::string kernel;
+    bool first;  // the first device kernel of its launch carries the launch's figures
+  };
+  std::vector<Slot> expected;
+  for (const auto& l : launches)
+    for (size_t i = 0; i < l.device_kernels.size(); ++i) expected.push_back({&l, l.device_kernels[i], i == 0});
+  nlohmann::json p = {{"device", cuda_device_name()}, {"copy_gbps", copy_gbps}, {"gemm_tflops", gemm_tflops},
+                      {"how", how}};
+  if (expected.size() != ran.size())
+    p["note"] = "the profiled step ran " + std::to_string(ran.size()) + " device kernels, the counted forward " +
+                std::to_string(expected.size()) + ": launches are matched in order as far as they go";
+  // a launch's time is the sum of its device kernels' times
+  std::map<const LaunchRecord*, double> launch_ms;
+  for (size_t i = 0; i < ran.size() && i < expected.size(); ++i)
+    launch_ms[expected[i].launch] += static_cast<double>(ran[i].end_ns - ran[i].start_ns) * 1e-6;
+  nlohmann::json rows = nlohmann::json::array();
+  uint64_t reach = ran.empty() ? 0 : ran.front().start_ns;
+  double busy = 0;
+  for (size_t i = 0; i < ran.size(); ++i) {
+    const DeviceKernel& k = ran[i];
+    double ms = static_cast<double>(k.end_ns - k.start_ns) * 1e-6;
+    double gap = k.start_ns > reach ? static_cast<double>(k.start_ns - reach) * 1e-6 : 0.0;
+    uint64_t covered_from = std::max(k.start_ns, reach);
+    if (k.end_ns > covered_from) busy += static_cast<double>(k.end_ns - covered_from) * 1e-6;
+    reach = std::max(reach, k.end_ns);
+    nlohmann::json row = {{"device_kernel", k.name}, {"ms", ms}, {"gap_ms", gap}, {"stream", k.stream}};
+    if (i < expected.size()) {
+      const Slot& s = expected[i];
+      row["launch"] = s.launch->name;
+      row["kind"] = s.launch->kind;
+      double bytes = s.first ? s.launch->bytes : 0, flops = s.first ? s.launch->flops : 0;
+      row["bytes"] = bytes;
+      row["flops"] = flops;
+      double t = s.first ? launch_ms[s.launch] : 0;
+      double gbps = t > 0 ? bytes / (t * 1e-3) / 1e9 : 0, tflops = t > 0 ? flops / (t * 1e-3) / 1e12 : 0;
+      row["gbps"] = gbps;
+      row["tflops"] = tflops;
+      bool compute = gemm_tflops > 0 && copy_gbps > 0 && flops / (gemm_tflops * 1e12) > bytes / (copy_gbps * 1e9);
+      row["bound"] = compute ? "compute" : "memory";
+      row["of_peak"] = compute ? tflops / gemm_tflops : (copy_gbps > 0 ? gbps / copy_gbps : 0);
+    }
+    rows.push_back(row);
+  }
+  double span = ran.empty() ? 0 : static_cast<double>(reach - ran.front().start_ns) * 1e-6;
+  p["kernels"] = rows;
+  p["span_ms"] = span;
+  p["busy_ms"] = busy;
+  p["idle_ms"] = span - busy;
+  return p;
 }
 
 }  // namespace
@@ -129,9 +186,17 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   forward(*r, mode, ex, inputs, false);
   coll.reset_sequence();
   progress(out_path, "measured forward");
-  // one forward through capture: what it launches, graphs and breaks
+  // one forward through capture: what it launches, graphs and breaks, and
+  // what each launch really runs (device kernels on cuda, dispatched ATen
+  // operators on cpu)
+  std::string probe_why;
+  std::unique_ptr<LaunchProbe> probe = cuda ? make_device_kernel_probe(&probe_why) : make_aten_op_probe();
+  ex.set_probe(probe.get());
   ForwardResult res = forward(*r, mode, ex, inputs, false);
+  ex.set_probe(nullptr);
+  probe.reset();
   std::vector<LaunchRecord> launches = ex.launches();
+  std::vector<LaunchRecord> outside = ex.outside_launches();
   std::vector<const CompiledGraphRt*> graphs_run = ex.graphs_run();
   std::string collectives = coll.sequence();
 
@@ -154,10 +219,21 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   std::string timing_note = one ? "compiled graph replayed behind its guards" : "capture each forward";
   for (int i = 0; i < std::min(10, spec.iters); ++i) body();  // warm clocks and caches before timing
   ex.synchronize();
+  std::vector<DeviceKernel> profiled;
   if (cuda) {
     std::string note;
-    times = cuda_time(std::max(1, spec.iters), body, spec.cuda_graphs && one, &note);
+    times = cuda_time(std::max(1, spec.iters), body, spec.cuda_graphs && one, &note,
+                      spec.profile.empty() ? nullptr : &profiled);
     if (spec.cuda_graphs) timing_note += "; " + note;
+    if (!spec.profile.empty() && rank == 0) {
+      progress(out_path, "profile");
+      nlohmann::json p = profile_json(launches, profiled, timing_note);
+      p["repro"] = spec.repro;
+      p["mode"] = spec.mode;
+      p["fusion"] = spec.fusion;
+      p["world_size"] = spec.world;
+      write_atomic(spec.profile, p.dump(2) + "\n");
+    }
   } else {
     for (int i = 0; i < std::max(1, spec.iters); ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -182,6 +258,33 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     j["kernels"].push_back({{"name", l.name}, {"kind", l.kind}, {"ops", l.ops}, {"graph", l.graph}});
   }
   j["kernel_count_by_kind"] = by_kind;
+  // what really ran: the figure that sees an extern launching 15 kernels
+  if (cuda) {
+    if (probe_why.empty()) {
+      int dev = 0;
+      for (size_t i = 0; i < launches.size(); ++i) {
+        dev += static_cast<int>(launches[i].device_kernels.size());
+        j["kernels"][i]["device_kernels"] = launches[i].device_kernels;
+      }
+      nlohmann::json extra = nlohmann::json::array();
+      for (const auto& l : outside)
+        for (const auto& k : l.device_kernels) extra.push_back(l.name + ": " + k);
+      if (!extra.empty()) j["device_kernels_outside_launches"] = extra;
+      j["device_kernel_count"] = dev + static_cast<int>(extra.size());
+    } else {
+      j["device_kernels_not_counted"] = probe_why;
+    }
+  } else {
+    int calls = 0;
+    // externs and collectives: a generated kernel dispatches no ATen
+    // operator (its output's allocation is fusegate's, not the kernel's)
+    for (size_t i = 0; i < launches.size(); ++i) {
+      if (launches[i].aten_ops.empty() || (launches[i].kind != "extern" && launches[i].kind != "collective")) continue;
+      j["kernels"][i]["aten_ops"] = launches[i].aten_ops;
+      for (const auto& [name, n] : launches[i].aten_ops) calls += n;
+    }
+    j["aten_op_count"] = calls;
+  }
   j["ledger"] = nlohmann::json::array();
   std::string decisions;
   int gi = 0;

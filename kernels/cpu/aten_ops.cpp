@@ -1,11 +1,29 @@
 #include "kernels/cpu/aten_ops.h"
 
+#include <torch/version.h>
+
 #include <cmath>
+#include <limits>
 
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "kernels/collectives/collectives.h"
 
+// Which attention runs depends on the LibTorch version: without the version
+// macros the fused path would be compiled out silently (it once was).
+#if !defined(TORCH_VERSION_MAJOR)
+#error "torch/version.h did not define TORCH_VERSION_MAJOR: cannot tell whether LibTorch has fused attention"
+#endif
+
 namespace fg {
+
+const char* attention_kernel() {
+#if TORCH_VERSION_MAJOR >= 2
+  return fault_active("attention_fallback") ? "composite" : "fused";
+#else
+  return "composite";
+#endif
+}
 
 at::ScalarType to_aten(DType t) {
   switch (t) {
@@ -40,21 +58,26 @@ struct Counter {
   at::Tensor operator()(at::Tensor t) { ++ctx.launches; return t; }
 };
 
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, Counter& K) {
-#if defined(TORCH_VERSION_MAJOR) && TORCH_VERSION_MAJOR >= 2
-  return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
-#else
-  // LibTorch 1.x has no fused attention: scores, causal mask, softmax and the
-  // weighted sum, computed in f32 and rounded once as a fused kernel would
+// Attention, composed of ATen ops: scores, causal mask, softmax and the
+// weighted sum, computed in f32 and rounded once. LibTorch 1.x has nothing
+// better; on 2.x it runs only when FUSEGATE_FAULT=attention_fallback asks,
+// so that the device-kernel count can be shown to catch it.
+at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
   at::Tensor qf = q.to(at::kFloat), kf = k.to(at::kFloat), vf = v.to(at::kFloat);
   double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  at::Tensor s = K(at::matmul(qf, kf.transpose(-2, -1))) * scale;
+  at::Tensor s = at::matmul(qf, kf.transpose(-2, -1)) * scale;
   if (causal) {
     at::Tensor mask = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).triu(1);
     s = s.masked_fill(mask, -std::numeric_limits<float>::infinity());
   }
   return at::matmul(at::softmax(s, -1), vf).to(q.scalar_type());
+}
+
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, Counter& K) {
+#if TORCH_VERSION_MAJOR >= 2
+  if (!fault_active("attention_fallback")) return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
 #endif
+  return K(composite_attention(q, k, v, causal));
 }
 
 }  // namespace
@@ -95,9 +118,9 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     return K(f(in[0], in[1]));
   };
   switch (n.op) {
-    case Op::Full:
-      return at::full(n.type.shape, attr_float(a, "value", n.op),
-                      at::TensorOptions().dtype(dt(n.type.dtype)).device(ctx.device));
+    case Op::Full:  // a fill kernel, as torch.full launches
+      return K(at::full(n.type.shape, attr_float(a, "value", n.op),
+                        at::TensorOptions().dtype(dt(n.type.dtype)).device(ctx.device)));
     case Op::Add: return binary([](const auto& x, const auto& y) { return at::add(x, y); });
     case Op::Sub: return binary([](const auto& x, const auto& y) { return at::sub(x, y); });
     case Op::Mul: return binary([](const auto& x, const auto& y) { return at::mul(x, y); });

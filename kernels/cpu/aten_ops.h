@@ -34,6 +34,11 @@ at::Tensor linear_batch(const at::Tensor& a, const std::vector<at::Tensor>& ws, 
 at::Tensor cuda_linear(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
                        const at::Tensor& addend, float beta, bool gelu_tanh);
 
+// Which attention this LibTorch runs: "fused" (LibTorch >= 2, its
+// scaled_dot_product_attention) or "composite" (matmul, mask, softmax,
+// matmul: LibTorch 1.x, or FUSEGATE_FAULT=attention_fallback).
+const char* attention_kernel();
+
 // Runs `n` on `in`; returns its value.
 at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContext& ctx);
 

@@ -6,6 +6,7 @@
 #include "fusion/errors.h"
 #include "fusion/logs.h"
 #include "kernels/collectives/collectives.h"
+#include "kernels/cpu/aten_trace.h"
 #include "kernels/cpu/jit.h"
 
 namespace fg {
@@ -60,6 +61,7 @@ AtenExecutor::~AtenExecutor() = default;
 
 namespace {
 std::string guard_of(const std::vector<at::Tensor>& ins, std::vector<Layout>* layouts);
+void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double* flops);
 }  // namespace
 
 // What a compiled graph is specialised for: input types and layouts, the
@@ -74,6 +76,7 @@ void AtenExecutor::synchronize() const {
 
 void AtenExecutor::begin_forward() {
   launches_.clear();
+  outside_.clear();
   graphs_run_.clear();
 }
 
@@ -81,11 +84,26 @@ ConcreteP AtenExecutor::eager(const Node& n, const std::vector<ConcreteP>& in) {
   std::vector<at::Tensor> ts;
   for (const auto& c : in) ts.push_back(unwrap(c));
   int before = ctx_.launches;
+  size_t first = launches_.size();
+  if (probe_) probe_->open();
   at::Tensor r = aten_op(n, ts, ctx_);
-  for (int i = before; i < ctx_.launches; ++i) {
-    bool coll = fusion_kind(n.op) == FusionKind::Collective;
-    launches_.push_back({std::string(coll ? "collective_" : "aten_") + op_info(n.op).aten, coll ? "collective" : "extern",
-                         {op_info(n.op).aten}, -1});
+  bool coll = fusion_kind(n.op) == FusionKind::Collective;
+  LaunchRecord proto;
+  proto.name = std::string(coll ? "collective_" : "aten_") + op_info(n.op).aten;
+  proto.kind = coll ? "collective" : "extern";
+  proto.ops = {op_info(n.op).aten};
+  for (int i = before; i < ctx_.launches; ++i) launches_.push_back(proto);
+  if (probe_) {
+    // one op that counts several launches (an RMSNorm in eager mode): what it
+    // ran belongs to all of them together, so the first holds it
+    if (launches_.size() > first) {
+      probe_->close(launches_[first]);
+      for (size_t i = first + 1; i < launches_.size(); ++i) launches_[i].probed = true;
+    } else {
+      LaunchRecord none = proto;
+      probe_->close(none);
+      if (!none.device_kernels.empty()) outside_.push_back(std::move(none));
+    }
   }
   return wrap_aten(r);
 }
@@ -120,7 +138,73 @@ at::Tensor view_of(const at::Tensor& buf, const Layout& l) {
   return buf.as_strided(l.sizes, l.strides, buf.storage_offset() + l.offset);
 }
 
+double numel_of(const Shape& s) {
+  double n = 1;
+  for (int64_t d : s) n *= static_cast<double>(d);
+  return n;
+}
+
+// The least a launch must move (each buffer it touches read or written once)
+// and compute (GEMMs and attention; pointwise arithmetic is not counted).
+// The per-kernel profile sets these against the device's ceilings.
+void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double* flops) {
+  auto buf_bytes = [&](int b) {
+    const BufferInfo& bi = lg.buffers[static_cast<size_t>(b)];
+    return numel_of(bi.layout.sizes) * dtype_size(bi.dtype);
+  };
+  auto view_bytes = [&](const std::pair<int, Layout>& a) {
+    return numel_of(a.second.sizes) * dtype_size(lg.buffers[static_cast<size_t>(a.first)].dtype);
+  };
+  *bytes = 0;
+  *flops = 0;
+  if (k.generated()) {
+    std::set<int> seen(k.args.begin(), k.args.end());
+    for (int b : seen) *bytes += buf_bytes(b);
+    return;
+  }
+  for (int n : k.nodes) {
+    const SchedNode& sn = lg.nodes[static_cast<size_t>(n)];
+    for (const auto& a : sn.args) *bytes += view_bytes(a);
+    if (sn.out_buffer >= 0) *bytes += buf_bytes(sn.out_buffer);
+    const Op op = sn.op.op;
+    if ((op == Op::Linear || op == Op::LinearAddRank0) && sn.args.size() >= 2) {
+      const Shape& w = sn.args[1].second.sizes;  // [N, K]
+      double mk = numel_of(sn.args[0].second.sizes);
+      if (w.size() == 2) *flops += 2.0 * mk * static_cast<double>(w[0]);
+    } else if (op == Op::Matmul && sn.args.size() == 2) {
+      const Shape& a = sn.args[0].second.sizes;
+      const Shape& b = sn.args[1].second.sizes;
+      if (!b.empty()) *flops += 2.0 * numel_of(a) * static_cast<double>(b.back());
+    } else if (op == Op::Sdpa && sn.args.size() >= 2) {
+      const Shape& q = sn.args[0].second.sizes;  // [B, H, Sq, D]
+      const Shape& kk = sn.args[1].second.sizes;
+      if (q.size() >= 2 && kk.size() >= 2) {
+        double f = 4.0 * numel_of(q) * static_cast<double>(kk[kk.size() - 2]);
+        if (attr_int_or(sn.op.attrs, "causal", 1) != 0) f *= 0.5;
+        *flops += f;
+      }
+    }
+  }
+}
+
+// ATen operators per launch, through RecordFunction observers.
+class AtenOpProbe : public LaunchProbe {
+ public:
+  void open() override { trace_ = std::make_unique<AtenOpTrace>(); }
+  void close(LaunchRecord& r) override {
+    r.probed = true;
+    if (trace_)
+      for (const auto& [name, n] : trace_->ops()) r.aten_ops[name] += n;
+    trace_.reset();
+  }
+
+ private:
+  std::unique_ptr<AtenOpTrace> trace_;
+};
+
 }  // namespace
+
+std::unique_ptr<LaunchProbe> make_aten_op_probe() { return std::make_unique<AtenOpProbe>(); }
 
 std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector<ConcreteP>& inputs, int index) {
   std::vector<at::Tensor> ins;
@@ -184,9 +268,8 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
         at::empty_strided(bi.layout.sizes, bi.layout.strides, at::TensorOptions().dtype(to_aten(bi.dtype)).device(device_));
   };
   const auto& kernels = rt.prog.program.kernels;
-  for (size_t ki = 0; ki < kernels.size(); ++ki) {
+  auto run_one = [&](size_t ki) {
     const Kernel& k = kernels[ki];
-    launches_.push_back({k.name, k.kind, k.ops, index});
     if (k.generated()) {
       std::vector<void*> ptrs;
       for (int b : k.args) {
@@ -194,7 +277,7 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
         ptrs.push_back(bufs[static_cast<size_t>(b)].data_ptr());
       }
       rt.module->launch(ki, ptrs);
-      continue;
+      return;
     }
     const SchedNode& sn = lg.nodes[static_cast<size_t>(k.nodes[0])];
     if (k.nodes.size() > 1) {
@@ -211,14 +294,14 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
         FG_CHECK(bi.layout.is_contiguous(), "batched GEMM results must be contiguous");
         bufs[static_cast<size_t>(bi.id)] = out[static_cast<int64_t>(i)].view(bi.layout.sizes);
       }
-      continue;
+      return;
     }
     std::vector<at::Tensor> args;
     for (const auto& [b, l] : sn.args) args.push_back(view_of(bufs[static_cast<size_t>(b)], l));
     if (sn.kind == SNKind::Collective && sn.op.op == Op::AllReduce) {
       at::Tensor& t = bufs[static_cast<size_t>(sn.out_buffer)];
       coll_->all_reduce_(t);
-      continue;
+      return;
     }
     EagerContext ctx = ctx_;
     ctx.launches = 0;
@@ -231,6 +314,19 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
     } else {
       bufs[static_cast<size_t>(sn.out_buffer)] = r;
     }
+  };
+  for (size_t ki = 0; ki < kernels.size(); ++ki) {
+    const Kernel& k = kernels[ki];
+    LaunchRecord rec;
+    rec.name = k.name;
+    rec.kind = k.kind;
+    rec.ops = k.ops;
+    rec.graph = index;
+    launch_cost(lg, k, &rec.bytes, &rec.flops);
+    launches_.push_back(std::move(rec));
+    if (probe_) probe_->open();
+    run_one(ki);
+    if (probe_) probe_->close(launches_.back());
   }
   std::vector<at::Tensor> outs;
   for (const auto& [b, l] : lg.outputs) outs.push_back(view_of(bufs[static_cast<size_t>(b)], l));

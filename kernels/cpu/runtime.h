@@ -17,6 +17,7 @@
 #include "fusion/capture/session.h"
 #include "fusion/compile.h"
 #include "kernels/cpu/aten_ops.h"
+#include "kernels/cuda/kernel_trace.h"
 
 namespace fg {
 
@@ -40,7 +41,13 @@ std::string cuda_device_name();
 // Times `body` `iters` times with device events (cuda) and returns each
 // iteration's milliseconds; `graph` captures one call of body into a CUDA
 // graph first and times its replays.
-std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note);
+// `profile` (may be null) gets the device kernels of one more step, run as
+// the timed ones were (a replay of the captured graph, or body).
+std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
+                              std::vector<DeviceKernel>* profile = nullptr);
+// The device's measured ceilings: a 1 GiB device-to-device copy (GB/s,
+// bytes read + written) and an 8192^3 bf16 GEMM (TFLOP/s); medians.
+void cuda_peaks(double* copy_gbps, double* gemm_tflops);
 
 struct AtenValue : Concrete {
   explicit AtenValue(at::Tensor t) : tensor(std::move(t)) {}
@@ -53,7 +60,30 @@ struct LaunchRecord {
   std::string name, kind;
   std::vector<std::string> ops;
   int graph = -1;  // -1: eager
+  // What the launch really ran, filled by a LaunchProbe (the counted forward
+  // only): ATen operators dispatched (cpu) or device kernels (cuda).
+  bool probed = false;
+  std::map<std::string, int> aten_ops;
+  std::vector<std::string> device_kernels;
+  // The least it must move and compute: each buffer it reads or writes once
+  // (GEMMs: 2MNK flops). Compiled graphs only; 0 where not estimated.
+  double bytes = 0, flops = 0;
 };
+
+// Watches what each launch of a forward really runs. open() comes before a
+// launch, close() after it fills the record; a launch that ran nothing
+// counted (a view) still gets its close(), with `counted` false, so that
+// work it did is not lost (outside_launches()).
+class LaunchProbe {
+ public:
+  virtual ~LaunchProbe() = default;
+  virtual void open() = 0;
+  virtual void close(LaunchRecord& r) = 0;
+};
+// Device kernels (cuda, CUPTI) per launch; "" or why it cannot count.
+std::unique_ptr<LaunchProbe> make_device_kernel_probe(std::string* why);
+// ATen operators per launch (any backend).
+std::unique_ptr<LaunchProbe> make_aten_op_probe();
 
 struct CompiledGraphRt;
 
@@ -78,6 +108,11 @@ class AtenExecutor : public Executor {
 
   // Per forward: clear before a forward, read after it.
   void begin_forward();
+  // Observes every launch from now on (null: none). Not owned.
+  void set_probe(LaunchProbe* p) { probe_ = p; }
+  // Launch records that ran nothing fusegate counts but did work (a device
+  // kernel where a view was expected): kept so that no work goes unseen.
+  const std::vector<LaunchRecord>& outside_launches() const { return outside_; }
   const std::vector<LaunchRecord>& launches() const { return launches_; }
   const std::vector<const CompiledGraphRt*>& graphs_run() const { return graphs_run_; }
   int recompile_count() const { return recompiles_; }
@@ -100,7 +135,8 @@ class AtenExecutor : public Executor {
   FusionPolicy fusion_;
   EagerContext ctx_;
   std::set<std::string> replicated_;
-  std::vector<LaunchRecord> launches_;
+  std::vector<LaunchRecord> launches_, outside_;
+  LaunchProbe* probe_ = nullptr;
   std::vector<const CompiledGraphRt*> graphs_run_;
   std::map<std::string, std::unique_ptr<CompiledGraphRt>> cache_;
   std::map<int, std::string> site_guard_;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
 #include "kernels/cuda/cublaslt.h"
+#include "kernels/cuda/kernel_trace.h"
 #include "kernels/cuda/nvrtc.h"
 
 namespace fg {
@@ -130,7 +132,8 @@ std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram& p) { return 
 
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 
-std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note) {
+std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
+                              std::vector<DeviceKernel>* profile) {
   std::vector<double> ms;
   auto time_each = [&](const std::function<void()>& step) {
     std::vector<at::cuda::CUDAEvent> start(static_cast<size_t>(iters)), stop(static_cast<size_t>(iters));
@@ -147,8 +150,20 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     for (int i = 0; i < iters; ++i)
       ms.push_back(start[static_cast<size_t>(i)].elapsed_time(stop[static_cast<size_t>(i)]));
   };
+  // one more step, traced, after the timed ones: what ran and when
+  auto trace = [&](const std::function<void()>& step) {
+    if (!profile) return;
+    c10::cuda::device_synchronize();
+    std::string why = device_trace_start();
+    if (!why.empty()) internal_error("--profile: cannot trace device kernels: " + why);
+    device_trace_collect();  // drop anything from before
+    step();
+    *profile = device_trace_collect();
+    device_trace_stop();
+  };
   if (!graph) {
     time_each(body);
+    trace(body);
     return ms;
   }
   // capture on a side stream, as CUDA graphs require; one call first so that
@@ -166,11 +181,72 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     if (note) *note = std::string("CUDA graph capture failed: ") + e.what();
     c10::cuda::device_synchronize();
     time_each(body);
+    trace(body);
     return ms;
   }
   if (note) *note = "CUDA graph replay";
   time_each([&] { g.replay(); });
+  trace([&] { g.replay(); });
   return ms;
+}
+
+void cuda_peaks(double* copy_gbps, double* gemm_tflops) {
+  auto median_ms = [](int n, const std::function<void()>& f) {
+    for (int i = 0; i < 3; ++i) f();
+    std::vector<double> t;
+    for (int i = 0; i < n; ++i) {
+      at::cuda::CUDAEvent a(cudaEventDefault), b(cudaEventDefault);
+      a.record();
+      f();
+      b.record();
+      b.synchronize();
+      t.push_back(a.elapsed_time(b));
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  const int64_t n = int64_t{1} << 30;
+  auto opts = at::TensorOptions().device(at::kCUDA, c10::cuda::current_device());
+  {
+    at::Tensor src = at::randint(0, 255, {n}, opts.dtype(at::kByte)), dst = at::empty_like(src);
+    double ms = median_ms(20, [&] { dst.copy_(src); });
+    *copy_gbps = 2.0 * static_cast<double>(n) / (ms * 1e-3) / 1e9;
+  }
+  {
+    const int64_t m = 8192;
+    at::Tensor a = at::randn({m, m}, opts.dtype(at::kBFloat16)), b = at::randn({m, m}, opts.dtype(at::kBFloat16));
+    at::Tensor c = at::empty({m, m}, opts.dtype(at::kBFloat16));
+    double ms = median_ms(10, [&] { at::mm_out(c, a, b); });
+    *gemm_tflops = 2.0 * static_cast<double>(m) * m * m / (ms * 1e-3) / 1e12;
+  }
+}
+
+// -- device kernels per launch (CUPTI) ----------------------------------------
+
+namespace {
+
+// Waits for the device after each launch and takes the kernels that ran
+// since the last: slow, and only for the counted forward, never the timed.
+class DeviceKernelProbe : public LaunchProbe {
+ public:
+  void open() override { device_trace_collect(); }
+  void close(LaunchRecord& r) override {
+    r.probed = true;
+    for (const DeviceKernel& k : device_trace_collect()) r.device_kernels.push_back(k.name);
+  }
+  ~DeviceKernelProbe() override { device_trace_stop(); }
+};
+
+}  // namespace
+
+std::unique_ptr<LaunchProbe> make_device_kernel_probe(std::string* why) {
+  c10::cuda::device_synchronize();
+  std::string err = device_trace_start();
+  if (!err.empty()) {
+    if (why) *why = err;
+    return nullptr;
+  }
+  return std::make_unique<DeviceKernelProbe>();
 }
 
 std::string cuda_device_name() {

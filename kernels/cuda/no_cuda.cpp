@@ -17,8 +17,13 @@ std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram&) {
 }
 void cuda_synchronize() {}
 std::string cuda_device_name() { return ""; }
-std::vector<double> cuda_time(int, const std::function<void()>&, bool, std::string*) {
+std::vector<double> cuda_time(int, const std::function<void()>&, bool, std::string*, std::vector<DeviceKernel>*) {
   user_error("this fusegate was built without the cuda runtime: use --backend cpu");
+}
+void cuda_peaks(double*, double*) { user_error("this fusegate was built without the cuda runtime: use --backend cpu"); }
+std::unique_ptr<LaunchProbe> make_device_kernel_probe(std::string* why) {
+  if (why) *why = "this fusegate was built without the cuda runtime";
+  return nullptr;
 }
 
 }  // namespace fg

@@ -126,6 +126,51 @@ PY
     done
     grep -q "subgraph cluster_k" "$T/dot/graph0.after.dot" || fail "after-fusion DOT has no kernel clusters"
     expect_out "1 graph\\(s\\), 0 graph break\\(s\\)" ;;
+  extern_dispatch_changed)
+    # an extern carried out differently (another ATen operator underneath) at
+    # an equal launch count: the gate must say which and fail
+    python3 - "$G" <<'PY'
+import json, sys
+p = sys.argv[1]; r = json.load(open(p))
+for k in r["ranks"]:
+    e = next(e for e in k["kernels"] if e["kind"] == "extern" and e.get("aten_ops"))
+    op = sorted(e["aten_ops"])[0]
+    e["aten_ops"]["aten::renamed_in_golden"] = e["aten_ops"].pop(op)
+open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    check; expect_rc $? 1
+    expect_out "extern extern_[a-z_]+ dispatches other ATen operators than the golden"
+    expect_out "aten::renamed_in_golden [0-9]+ -> 0" ;;
+  golden_without_real_figures)
+    # a golden blessed before fusegate counted what really runs cannot vouch
+    # for a run: no silent pass
+    python3 - "$G" <<'PY'
+import json, sys
+p = sys.argv[1]; r = json.load(open(p))
+for k in r["ranks"]: del k["aten_op_count"]
+open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    check; expect_rc $? 1; expect_out "the golden has no aten_op_count" ;;
+  real_work_recorded)
+    # every extern of the record lists the ATen operators it dispatched, and
+    # aten_op_count is their sum
+    "$FG" run tp_block_llama --mode C --world-size 1 --out "$T/c.json" >"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/c.json" >>"$T/out" 2>&1 <<'PY' || fail "record check failed"
+import json, sys
+r = json.load(open(sys.argv[1]))["ranks"][0]
+ext = [k for k in r["kernels"] if k["kind"] == "extern"]
+assert ext and all(k.get("aten_ops") for k in ext), ext
+assert r["aten_op_count"] == sum(sum(k.get("aten_ops", {}).values()) for k in r["kernels"]) > 0
+att = next(k for k in ext if "attention" in k["name"])
+print("aten ops ok:", r["aten_op_count"], "calls;", "attention:", " ".join(sorted(att["aten_ops"]))[:200])
+PY
+    expect_out "aten ops ok" ;;
+  unknown_fault)
+    FUSEGATE_FAULT=atention_fallback "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 2; expect_out "unknown fault 'atention_fallback'"; expect_out "attention_fallback" ;;
+  profile_needs_cuda)
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --profile "$T/p.json" >"$T/out" 2>&1
+    expect_rc $? 2; expect_out "--profile .*needs --backend cuda" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"

@@ -126,6 +126,86 @@ TEST(CompareWithGolden, FewerKernelsAreImprovedWithBlessCommand) {
   EXPECT_NE(f.find(std::string("bless with: ") + kBless), std::string::npos) << f;
 }
 
+// A cuda rank record: the attention extern ran one device kernel.
+json cuda_rank(int attention_kernels) {
+  json r = rank_record(0);
+  json names = json::array();
+  for (int i = 0; i < attention_kernels; ++i) names.push_back("k" + std::to_string(i));
+  r["kernels"] = json::array({{{"name", "cuda_per_fused__to_copy_add_0"}, {"kind", "per"}, {"device_kernels", {"fg"}}},
+                              {{"name", "extern_scaled_dot_product_attention"},
+                               {"kind", "extern"},
+                               {"device_kernels", names}}});
+  r["device_kernel_count"] = 1 + attention_kernels;
+  return r;
+}
+
+json one_rank(const json& rank) {
+  json rec = make_record(1);
+  rec["ranks"] = json::array({rank});
+  return rec;
+}
+
+TEST(CompareWithGolden, AnExternLaunchingMoreDeviceKernelsFailsNamingIt) {
+  // the launch count is equal; only the device kernels that really ran grew
+  Verdict v = check(one_rank(cuda_rank(15)), one_rank(cuda_rank(1)));
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  std::string s = all(v);
+  EXPECT_NE(s.find("device_kernel_count 2 -> 16 (more device kernels than the golden"), std::string::npos) << s;
+  EXPECT_NE(s.find("launch extern_scaled_dot_product_attention ran 15 device kernels (the golden 1)"),
+            std::string::npos)
+      << s;
+}
+
+TEST(CompareWithGolden, FewerDeviceKernelsAreImproved) {
+  Verdict v = check(one_rank(cuda_rank(1)), one_rank(cuda_rank(3)));
+  EXPECT_EQ(v.kind, VerdictKind::Improved) << all(v);
+}
+
+TEST(CompareWithGolden, GoldenWithoutDeviceKernelCountCannotVouchForTheRun) {
+  json gold = one_rank(cuda_rank(1));
+  gold["ranks"][0].erase("device_kernel_count");
+  Verdict v = check(one_rank(cuda_rank(1)), gold);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::Fail).find("the golden has no device_kernel_count"), std::string::npos) << all(v);
+}
+
+TEST(CompareWithGolden, RunThatCouldNotCountDeviceKernelsCannotBeTested) {
+  json run = one_rank(cuda_rank(1));
+  run["ranks"][0].erase("device_kernel_count");
+  run["ranks"][0]["device_kernels_not_counted"] = "CUPTI_ERROR_NOT_INITIALIZED";
+  Verdict v = check(run, one_rank(cuda_rank(1)));
+  EXPECT_EQ(v.kind, VerdictKind::CannotTest) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::CannotTest).find("CUPTI_ERROR_NOT_INITIALIZED"), std::string::npos) << all(v);
+}
+
+TEST(CompareWithGolden, ExternDispatchingOtherAtenOpsFailsAtEqualCount) {
+  json gold = make_record(1);
+  gold["ranks"] = json::array({rank_record(0)});
+  gold["ranks"][0]["kernels"].push_back(
+      {{"name", "extern_scaled_dot_product_attention"}, {"kind", "extern"},
+       {"aten_ops", {{"aten::bmm", 2}, {"aten::softmax", 1}}}});
+  gold["ranks"][0]["aten_op_count"] = 3;
+  json run = gold;
+  run["ranks"][0]["kernels"][2]["aten_ops"] = {{"aten::scaled_dot_product_attention", 1},
+                                               {"aten::_scaled_dot_product_flash_attention_for_cpu", 2}};
+  Verdict v = check(run, gold);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  std::string f = finding(v, VerdictKind::Fail);
+  EXPECT_NE(f.find("extern extern_scaled_dot_product_attention dispatches other ATen operators"), std::string::npos)
+      << all(v);
+  EXPECT_NE(f.find("aten::bmm 2 -> 0"), std::string::npos) << f;
+}
+
+TEST(CompareWithGolden, MoreAtenCallsInExternsFail) {
+  json gold = make_record();
+  for (auto& r : gold["ranks"]) r["aten_op_count"] = 40;
+  json run = gold;
+  run["ranks"][1]["aten_op_count"] = 55;
+  Verdict v = check(run, gold);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::Fail).find("rank 1: aten_op_count 40 -> 55"), std::string::npos) << all(v);
+}
+
 TEST(CompareWithGolden, MoreGraphsFail) {
   json run = make_record();
   run["ranks"][0]["graph_count"] = 2;

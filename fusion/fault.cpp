@@ -1,0 +1,55 @@
+#include "fusion/fault.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+namespace {
+
+struct Item {
+  std::string name, arg;
+};
+
+// Read on every call (tests set the variable per process); it is tiny.
+std::vector<Item> items() {
+  static const char* const with_arg[] = {"crash", "hang"};
+  static const char* const plain[] = {"attention_fallback"};
+  std::vector<Item> out;
+  const char* env = std::getenv("FUSEGATE_FAULT");
+  if (!env || !*env) return out;
+  std::stringstream ss(env);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto colon = item.find(':');
+    Item it{item.substr(0, colon), colon == std::string::npos ? "" : item.substr(colon + 1)};
+    bool known = false;
+    for (const char* n : with_arg) known = known || (it.name == n && colon != std::string::npos && !it.arg.empty());
+    for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
+    if (!known)
+      user_error("FUSEGATE_FAULT: unknown fault '" + item +
+                 "'; known faults: crash:RANK, hang:RANK, attention_fallback (comma-separated)");
+    out.push_back(it);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool fault_active(const std::string& name) {
+  for (const Item& it : items())
+    if (it.name == name && it.arg.empty()) return true;
+  return false;
+}
+
+std::string fault_argument(const std::string& name) {
+  for (const Item& it : items())
+    if (it.name == name) return it.arg;
+  return "";
+}
+
+}  // namespace fg

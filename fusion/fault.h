@@ -1,0 +1,20 @@
+// FUSEGATE_FAULT: the one switch for test-only faults. Its value is a
+// comma-separated list; each item is one of the names below. An unknown item
+// is bad input (user_error listing the known ones), so a typo cannot turn a
+// fault test into a silent pass.
+//   crash:R             rank R aborts after joining the process group
+//   hang:R              rank R stops answering (sleeps forever)
+//   attention_fallback  attention runs the composite (matmul, mask, softmax,
+//                       matmul) instead of LibTorch's fused kernel, so the
+//                       device-kernel count must catch it
+#pragma once
+#include <string>
+
+namespace fg {
+
+// True when FUSEGATE_FAULT holds `name` (a fault without an argument).
+bool fault_active(const std::string& name);
+// The argument of `name:ARG` in FUSEGATE_FAULT, or "" when absent.
+std::string fault_argument(const std::string& name);
+
+}  // namespace fg

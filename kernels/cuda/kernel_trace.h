@@ -1,0 +1,32 @@
+// The device kernels that really run, seen by CUPTI's activity API: every
+// kernel the GPU executes in this process (generated, cuBLASLt, ATen, NCCL,
+// graph replays included), with its name and device timestamps. fusegate's
+// own launch count sees one launch per extern call, whatever the library
+// launches underneath; this is the count that can tell. Memsets and copies
+// are not kernels and are not recorded. Needs only the CUDA toolkit (no
+// LibTorch), so CI builds it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fg {
+
+struct DeviceKernel {
+  std::string name;  // demangled, without template arguments or parameters
+  uint64_t start_ns = 0, end_ns = 0;
+  uint32_t stream = 0;
+};
+
+// Starts recording kernel activity (idempotent). Returns "" or why it cannot.
+std::string device_trace_start();
+// Waits for the device, flushes CUPTI's buffers and returns the kernels that
+// finished since the last call, in start order.
+std::vector<DeviceKernel> device_trace_collect();
+// Stops recording (what is still buffered is dropped).
+void device_trace_stop();
+
+// "void ns::kern<T, 4>(float*, int)" -> "ns::kern"; a C name stays as it is.
+std::string short_kernel_name(const std::string& demangled);
+
+}  // namespace fg
