@@ -26,7 +26,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // a GELU and whose C operand can carry a replicated residual in front of
   // the all-reduce
   std::vector<LedgerEntry> rewrites;
-  if (opts.backend == "cuda" && opts.fusion == FusionPolicy::MaxAutotune) {
+  if (opts.backend == Backend::Cuda && opts.fusion == FusionPolicy::MaxAutotune) {
     c.decomposed = fuse_gemm_epilogues(c.decomposed, &rewrites);
     verify(c.decomposed);
     c.decomposed = hoist_replicated_residuals(c.decomposed, opts.replicated_inputs, &rewrites);
@@ -37,15 +37,13 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // GEMM templates are generated for the cpu backend; on cuda, GEMMs stay
   // library calls (cuBLASLt, with its epilogues)
   c.lowered = lower(c.decomposed, LowerOptions{opts.input_layouts,
-                                               opts.fusion == FusionPolicy::MaxAutotune && opts.backend == "cpu"});
+                                               opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu});
 
   c.schedule = schedule(c.lowered, opts.fusion);
   c.schedule.ledger.insert(c.schedule.ledger.begin(), rewrites.begin(), rewrites.end());
   if (log_enabled("fusion")) log_write("fusion", print_ledger(c.schedule));
 
-  if (opts.backend == "cpu") c.program = generate_cpp(c.lowered, c.schedule);
-  else if (opts.backend == "cuda") c.program = generate_cuda(c.lowered, c.schedule);
-  else user_error("unknown backend '" + opts.backend + "': use cpu or cuda");
+  c.program = opts.backend == Backend::Cuda ? generate_cuda(c.lowered, c.schedule) : generate_cpp(c.lowered, c.schedule);
   if (log_enabled("output_code")) log_write("output_code", c.program.module_source);
   return c;
 }

@@ -6,6 +6,7 @@
 
 #include "fusion/codegen/kernel.h"
 #include "fusion/ir/graph.h"
+#include "fusion/options.h"
 #include "fusion/passes/lower.h"
 #include "fusion/passes/schedule.h"
 
@@ -13,7 +14,7 @@ namespace fg {
 
 struct CompileOptions {
   FusionPolicy fusion = FusionPolicy::Default;
-  std::string backend = "cpu";
+  Backend backend = Backend::Cpu;
   std::vector<Layout> input_layouts;  // run-time layouts of the graph inputs
   // Graph inputs that hold the same value on every rank (the rest may be
   // sharded); TP rewrites use it as their proof (passes/tp_rewrite.h).

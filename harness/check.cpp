@@ -25,16 +25,17 @@ std::vector<Job> expand(const Selection& sel) {
   std::vector<std::string> names = sel.repros;
   if (names.empty())
     for (const auto& r : repros) names.push_back(r.name);
-  std::vector<std::string> modes = sel.modes.empty() ? std::vector<std::string>{"A", "B", "C"} : sel.modes;
+  std::vector<Mode> modes =
+      sel.modes.empty() ? std::vector<Mode>{Mode::Eager, Mode::CompiledDisabled, Mode::Compiled} : sel.modes;
   std::vector<int> worlds = sel.worlds.empty() ? std::vector<int>{1, 2, 4} : sel.worlds;
   std::vector<Job> jobs;
   for (const auto& n : names) {
     const Repro* r = find_repro(repros, n);
     if (!r) user_error("unknown repro '" + n + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
     // a GPU-sized block runs only where asked for by name, or on its backend
-    if (!r->only_backend.empty() && r->only_backend != sel.backend) {
+    if (r->only_backend && *r->only_backend != sel.backend) {
       if (!sel.repros.empty())
-        user_error(n + " runs only with --backend " + r->only_backend + " (it is sized for a GPU)");
+        user_error(n + " runs only with --backend " + backend_name(*r->only_backend) + " (it is sized for a GPU)");
       continue;
     }
     for (const auto& m : modes)
@@ -49,11 +50,17 @@ std::vector<Job> expand(const Selection& sel) {
         j.spec.fg_dirs = sel.fg_dirs;
         j.spec.timeout_s = sel.timeout_s;
         validate_spec(j.spec);
-        j.id = n + "/" + m + "/w" + std::to_string(w) + "/" + sel.backend + (sel.fusion == "default" ? "" : "/" + sel.fusion);
+        j.id = n + "/" + mode_letter(m) + "/w" + std::to_string(w) + "/" + backend_name(sel.backend) +
+               (sel.fusion == FusionPolicy::Default ? "" : std::string("/") + policy_name(sel.fusion));
         jobs.push_back(j);
       }
   }
   return jobs;
+}
+
+std::string golden_of_job(const Selection& sel, const Job& j) {
+  return golden_path(sel.golden_dir, backend_name(sel.backend), j.spec.repro, mode_letter(j.spec.mode), j.spec.world,
+                     policy_name(sel.fusion));
 }
 
 // What a golden keeps: the record without timings, which vary run to run.
@@ -70,9 +77,10 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
   std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
   for (const Job& j : jobs) {
     std::cerr << "fusegate: running " << j.id << "\n";
-    std::string path = golden_path(sel.golden_dir, sel.backend, j.spec.repro, j.spec.mode, j.spec.world, sel.fusion);
+    std::string path = golden_of_job(sel, j);
     std::optional<nlohmann::json> golden = load_golden(path);  // a corrupted golden is bad input: exit 2
-    std::string bless = bless_command(j.spec.repro, j.spec.mode, j.spec.world, sel.backend, sel.fusion);
+    std::string bless = bless_command(j.spec.repro, mode_letter(j.spec.mode), j.spec.world, backend_name(sel.backend),
+                                      policy_name(sel.fusion));
     RunOutcome run = launch(j.spec);
     if (run.exit_code != 0) {
       Verdict v;
@@ -83,11 +91,12 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
       continue;
     }
     if (!opts.records_dir.empty())
-      write_atomic(opts.records_dir + "/" + j.spec.repro + "_" + j.spec.mode + "_w" + std::to_string(j.spec.world) + "_" +
-                       sel.backend + "_" + sel.fusion + ".json",
+      write_atomic(opts.records_dir + "/" + j.spec.repro + "_" + mode_letter(j.spec.mode) + "_w" +
+                       std::to_string(j.spec.world) + "_" + backend_name(sel.backend) + "_" + policy_name(sel.fusion) +
+                       ".json",
                    dump_record(run.record));
     Verdict v = compare_with_golden(run.record, golden ? &*golden : nullptr, path, j.id, bless);
-    std::string key = j.spec.repro + "/" + j.spec.mode;
+    std::string key = j.spec.repro + "/" + mode_letter(j.spec.mode);
     if (j.spec.world == 1) {
       world1[key] = run.record;
     } else if (world1.count(key)) {
@@ -113,7 +122,7 @@ int cmd_bless(const Selection& sel, const std::string& why) {
       std::cerr << "fusegate bless: " << j.id << ": " << run.message << "\nnothing was written for it\n";
       return run.exit_code;
     }
-    std::string path = golden_path(sel.golden_dir, sel.backend, j.spec.repro, j.spec.mode, j.spec.world, sel.fusion);
+    std::string path = golden_of_job(sel, j);
     std::string old_text;
     if (std::filesystem::exists(path)) {
       std::ifstream f(path);

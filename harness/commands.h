@@ -9,10 +9,10 @@ namespace fg {
 
 struct Selection {
   std::vector<std::string> repros;  // empty: all
-  std::vector<std::string> modes;   // empty: A, B, C
+  std::vector<Mode> modes;          // empty: A, B, C
   std::vector<int> worlds;          // empty: 1, 2, 4
-  std::string backend = "cpu";
-  std::string fusion = "default";
+  Backend backend = Backend::Cpu;
+  FusionPolicy fusion = FusionPolicy::Default;
   std::vector<std::string> fg_dirs;
   std::string golden_dir;
   int timeout_s = 120;
@@ -25,11 +25,10 @@ struct CheckOptions {
 
 int cmd_check(const Selection& sel, const CheckOptions& opts);
 int cmd_bless(const Selection& sel, const std::string& why);
-int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg,
-                const std::string& backend = "cpu");
+int cmd_explain(const std::string& graph_file, FusionPolicy fusion, const std::string& dot_dir, bool svg,
+                Backend backend = Backend::Cpu);
 struct Repro;
-int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const std::string& fusion,
-                      const std::string& dot_dir, bool svg,
-                      const std::string& backend = "cpu");
+int cmd_explain_repro(const Repro& r, Mode mode, int world, FusionPolicy fusion, const std::string& dot_dir, bool svg,
+                      Backend backend = Backend::Cpu);
 
 }  // namespace fg

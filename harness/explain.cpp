@@ -58,8 +58,8 @@ struct TypeOnly : Concrete {
 
 class DryExecutor : public Executor {
  public:
-  DryExecutor(int rank, int world, FusionPolicy p, std::string backend, std::set<std::string> replicated)
-      : rank_(rank), world_(world), policy_(p), backend_(std::move(backend)), replicated_(std::move(replicated)) {}
+  DryExecutor(int rank, int world, FusionPolicy p, Backend backend, std::set<std::string> replicated)
+      : rank_(rank), world_(world), policy_(p), backend_(backend), replicated_(std::move(replicated)) {}
   ConcreteP eager(const Node& n, const std::vector<ConcreteP>&) override {
     TensorType t = n.type;
     for (auto& d : t.shape) d = d < 0 ? 0 : d;
@@ -85,7 +85,7 @@ class DryExecutor : public Executor {
  private:
   int rank_, world_;
   FusionPolicy policy_;
-  std::string backend_;
+  Backend backend_;
   std::set<std::string> replicated_;
 };
 
@@ -122,17 +122,10 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
   }
 }
 
-FusionPolicy policy_or_die(const std::string& fusion) {
-  FusionPolicy p;
-  if (!parse_policy(fusion, &p)) user_error("unknown fusion policy '" + fusion + "': use default, max-autotune or none");
-  return p;
-}
-
 }  // namespace
 
-int cmd_explain(const std::string& graph_file, const std::string& fusion, const std::string& dot_dir, bool svg,
-                const std::string& backend) {
-  FusionPolicy p = policy_or_die(fusion);
+int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string& dot_dir, bool svg,
+                Backend backend) {
   std::vector<Graph> graphs = parse_graph_file(graph_file);
   for (const Graph& g : graphs) {
     for (const auto& n : g.nodes)
@@ -145,19 +138,15 @@ int cmd_explain(const std::string& graph_file, const std::string& fusion, const 
     o.backend = backend;
     // a .fg repro gives every rank the same inputs (repros/registry.cpp)
     for (int id : g.input_ids()) o.replicated_inputs.insert(g.node(id).name);
-    explain_one(compile(g, o), fusion, dot_dir, svg);
+    explain_one(compile(g, o), policy_name(p), dot_dir, svg);
   }
   return 0;
 }
 
-int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const std::string& fusion,
-                      const std::string& dot_dir, bool svg, const std::string& backend) {
-  FusionPolicy p = policy_or_die(fusion);
-  Mode m;
-  if (!parse_mode(mode, &m)) user_error("unknown mode '" + mode + "': use A, B or C");
+int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const std::string& dot_dir, bool svg,
+                      Backend backend) {
   if (world < 1 || world > r.max_world)
     user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
-  if (backend != "cpu" && backend != "cuda") user_error("unknown backend '" + backend + "': use cpu or cuda");
   DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)));
   Session s(m, &ex, r.file);
   Inputs in;
@@ -167,11 +156,11 @@ int cmd_explain_repro(const Repro& r, const std::string& mode, int world, const 
     in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t), spec.name);
   }
   s.finish(r.forward(s, in));
-  std::cout << "=== repro " << r.name << ", mode " << mode << ", world size " << world << " (rank 0): "
+  std::cout << "=== repro " << r.name << ", mode " << mode_letter(m) << ", world size " << world << " (rank 0): "
             << s.graph_count() << " graph(s), " << s.breaks().size() << " graph break(s)\n";
   for (const auto& b : s.breaks()) std::cout << "  break: " << b.reason << " at " << b.loc.str() << "\n";
   std::cout << "\n";
-  for (const auto& c : ex.compiled) explain_one(c, fusion, dot_dir, svg);
+  for (const auto& c : ex.compiled) explain_one(c, policy_name(p), dot_dir, svg);
   return 0;
 }
 

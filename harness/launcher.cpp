@@ -62,12 +62,7 @@ void validate_spec(const RunSpec& spec) {
   auto repros = all_repros(spec.fg_dirs);
   const Repro* r = find_repro(repros, spec.repro);
   if (!r) user_error("unknown repro '" + spec.repro + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
-  Mode m;
-  if (!parse_mode(spec.mode, &m)) user_error("unknown mode '" + spec.mode + "': use A, B or C");
-  FusionPolicy p;
-  if (!parse_policy(spec.fusion, &p)) user_error("unknown fusion policy '" + spec.fusion + "': use default, max-autotune or none");
-  if (spec.backend != "cpu" && spec.backend != "cuda") user_error("unknown backend '" + spec.backend + "': use cpu or cuda");
-  if (spec.backend == "cuda" && !cuda_backend_built())
+  if (spec.backend == Backend::Cuda && !cuda_backend_built())
     user_error("--backend cuda: this fusegate was built against a LibTorch without CUDA; build it against a CUDA "
                "LibTorch (python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')");
   if (spec.world < 1 || spec.world < r->min_world || spec.world > r->max_world)
@@ -75,7 +70,7 @@ void validate_spec(const RunSpec& spec) {
                std::to_string(r->max_world) + ")");
   if (spec.timeout_s < 1) user_error("--timeout must be at least 1 second");
   if (!spec.profile.empty()) {
-    if (spec.backend != "cuda") user_error("--profile times device kernels: it needs --backend cuda");
+    if (spec.backend != Backend::Cuda) user_error("--profile times device kernels: it needs --backend cuda");
     std::filesystem::path dir = std::filesystem::absolute(spec.profile).parent_path();
     if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
       user_error("--profile " + spec.profile + ": folder " + dir.string() + " does not exist or is not writable");
@@ -99,8 +94,9 @@ RunOutcome launch(const RunSpec& spec) {
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < spec.world; ++rank) {
-    std::vector<std::string> args = {self, "_worker", spec.repro, "--mode", spec.mode, "--world-size",
-                                     std::to_string(spec.world), "--fusion", spec.fusion, "--backend", spec.backend,
+    std::vector<std::string> args = {self, "_worker", spec.repro, "--mode", mode_letter(spec.mode), "--world-size",
+                                     std::to_string(spec.world), "--fusion", policy_name(spec.fusion), "--backend",
+                                     backend_name(spec.backend),
                                      "--rank", std::to_string(rank), "--port", std::to_string(port), "--out",
                                      dir + "/rank" + std::to_string(rank) + ".json", "--timeout",
                                      std::to_string(spec.timeout_s), "--iters", std::to_string(spec.iters)};
@@ -198,8 +194,12 @@ RunOutcome launch(const RunSpec& spec) {
     std::string line;
     while (std::getline(log, line)) std::cerr << "[rank " << rank << "] " << line << "\n";
   }
-  out.record = {{"repro", spec.repro}, {"mode", spec.mode}, {"world_size", spec.world}, {"backend", spec.backend},
-                {"fusion", spec.fusion}, {"env", environment(spec.backend)}};
+  out.record = {{"repro", spec.repro},
+                {"mode", mode_letter(spec.mode)},
+                {"world_size", spec.world},
+                {"backend", backend_name(spec.backend)},
+                {"fusion", policy_name(spec.fusion)},
+                {"env", environment(spec.backend)}};
   out.record["ranks"] = nlohmann::json::array();
   for (int rank = 0; rank < spec.world; ++rank)
     out.record["ranks"].push_back(nlohmann::json::parse(read_text(dir + "/rank" + std::to_string(rank) + ".json")));

@@ -24,17 +24,21 @@ int run_main(int argc, char** argv) {
   sel.golden_dir = std::string(FUSEGATE_SOURCE_DIR) + "/golden";
   sel.fg_dirs = {std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg"};
   std::vector<std::string> extra_dirs;
+  // Options arrive as text and are parsed once, below, into their enums
+  // (fusion/options.h): bad values are bad input (exit 2) with one message.
+  std::string backend_text = "cpu", fusion_text = "default", mode_text = "C";
+  std::vector<std::string> mode_texts;
   auto add_common = [&](CLI::App* c) {
     c->add_option("--golden-dir", sel.golden_dir, "folder of golden files");
     c->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
     c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
-    c->add_option("--backend", sel.backend, "cpu or cuda")->capture_default_str();
+    c->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
   };
   auto add_filters = [&](CLI::App* c) {
     c->add_option("repros", sel.repros, "repros (default: all)");
-    c->add_option("--mode", sel.modes, "A, B or C (repeatable; default all)");
+    c->add_option("--mode", mode_texts, "A, B or C (repeatable; default all)");
     c->add_option("--world-size", sel.worlds, "world sizes (repeatable; default 1 2 4)");
-    c->add_option("--fusion", sel.fusion, "default, max-autotune or none")->capture_default_str();
+    c->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
     add_common(c);
   };
 
@@ -45,9 +49,9 @@ int run_main(int argc, char** argv) {
   std::string out_file;
   auto* run = app.add_subcommand("run", "run one repro and print its RunRecord");
   run->add_option("repro", spec.repro, "repro name")->required();
-  run->add_option("--mode", spec.mode, "A, B or C")->capture_default_str();
+  run->add_option("--mode", mode_text, "A, B or C")->capture_default_str();
   run->add_option("--world-size", spec.world, "ranks")->capture_default_str();
-  run->add_option("--fusion", spec.fusion, "default, max-autotune or none")->capture_default_str();
+  run->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   run->add_option("--out", out_file, "write the record here instead of stdout");
   run->add_option("--iters", spec.iters, "timed forwards after warm-up")->capture_default_str();
   run->add_flag("--cuda-graphs", spec.cuda_graphs, "time CUDA-graph replays of a one-graph forward (cuda)");
@@ -69,19 +73,18 @@ int run_main(int argc, char** argv) {
   add_filters(bless);
   bless->add_option("--why", why, "why the goldens change (printed)");
 
-  std::string graph_file, dot_dir, efusion = "default", erepro, emode = "C";
+  std::string graph_file, dot_dir, erepro;
   int eworld = 1;
   bool svg = false;
   auto* explain = app.add_subcommand("explain", "compile a repro or a .fg graph (no run) and show every step, "
                                                 "decision and kernel");
   auto* erepro_opt = explain->add_option("repro", erepro, "repro name");
   explain->add_option("--graph", graph_file, ".fg file")->excludes(erepro_opt);
-  explain->add_option("--mode", emode, "B or C (repro only)")->capture_default_str();
+  explain->add_option("--mode", mode_text, "B or C (repro only)")->capture_default_str();
   explain->add_option("--world-size", eworld, "world size (repro only)")->capture_default_str();
   explain->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
-  std::string ebackend = "cpu";
-  explain->add_option("--backend", ebackend, "cpu or cuda: the code printer and backend passes")->capture_default_str();
-  explain->add_option("--fusion", efusion, "default, max-autotune or none")->capture_default_str();
+  explain->add_option("--backend", backend_text, "cpu or cuda: the code printer and backend passes")->capture_default_str();
+  explain->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
   explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
 
@@ -90,9 +93,9 @@ int run_main(int argc, char** argv) {
   auto* worker = app.add_subcommand("_worker", "(internal) one rank of a run");
   worker->group("");
   worker->add_option("repro", spec.repro)->required();
-  worker->add_option("--mode", spec.mode);
+  worker->add_option("--mode", mode_text);
   worker->add_option("--world-size", spec.world);
-  worker->add_option("--fusion", spec.fusion);
+  worker->add_option("--fusion", fusion_text);
   worker->add_option("--rank", rank);
   worker->add_option("--port", port);
   worker->add_option("--out", wout);
@@ -111,7 +114,10 @@ int run_main(int argc, char** argv) {
   sel.fg_dirs = extra_dirs;
   spec.fg_dirs = sel.fg_dirs;
   spec.timeout_s = sel.timeout_s;
-  spec.backend = sel.backend;
+  sel.backend = spec.backend = parse_backend(backend_text);
+  sel.fusion = spec.fusion = parse_fusion(fusion_text);
+  spec.mode = parse_mode(mode_text);
+  for (const auto& m : mode_texts) sel.modes.push_back(parse_mode(m));
 
   if (*list) {
     for (const auto& r : all_repros(sel.fg_dirs)) std::cout << r.name << "\t" << r.description << "\n";
@@ -132,12 +138,12 @@ int run_main(int argc, char** argv) {
   if (*check) return cmd_check(sel, copts);
   if (*bless) return cmd_bless(sel, why);
   if (*explain) {
-    if (!graph_file.empty()) return cmd_explain(graph_file, efusion, dot_dir, svg, ebackend);
+    if (!graph_file.empty()) return cmd_explain(graph_file, sel.fusion, dot_dir, svg, sel.backend);
     if (erepro.empty()) user_error("explain needs a repro name or --graph FILE.fg");
     auto repros = all_repros(sel.fg_dirs);
     const Repro* r = find_repro(repros, erepro);
     if (!r) user_error("unknown repro '" + erepro + "'; known repros: " + repro_names(repros));
-    return cmd_explain_repro(*r, emode, eworld, efusion, dot_dir, svg, ebackend);
+    return cmd_explain_repro(*r, spec.mode, eworld, sel.fusion, dot_dir, svg, sel.backend);
   }
   return 2;
 }

@@ -7,14 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "fusion/options.h"
+
 namespace fg {
 
 struct RunSpec {
   std::string repro;
-  std::string mode = "C";        // A, B or C
+  Mode mode = Mode::Compiled;
   int world = 1;
-  std::string backend = "cpu";
-  std::string fusion = "default";
+  Backend backend = Backend::Cpu;
+  FusionPolicy fusion = FusionPolicy::Default;
   std::vector<std::string> fg_dirs;
   int timeout_s = 120;
   int iters = 3;             // timed forwards (after warm-up and the counted one)
@@ -35,7 +37,7 @@ RunOutcome launch(const RunSpec& spec);
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path);
 
 // backend, compiler, LibTorch, ISA, and a hash of them.
-nlohmann::json environment(const std::string& backend);
+nlohmann::json environment(Backend backend);
 
 // Checks repro name, mode and world size before anything starts; throws
 // UserError naming what is wrong and listing what is known.

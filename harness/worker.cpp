@@ -163,7 +163,7 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path) {
   at::set_num_threads(1);  // ranks share the cores; one thread keeps results deterministic
   progress(out_path, "joining the process group");
-  bool cuda = spec.backend == "cuda";
+  bool cuda = spec.backend == Backend::Cuda;
   if (cuda) cuda_select_device(rank);  // before NCCL: one GPU a rank
   Collectives coll("127.0.0.1", port, rank, spec.world, spec.timeout_s, cuda ? "nccl" : "gloo");
   progress(out_path, "joined");
@@ -172,10 +172,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   auto repros = all_repros(spec.fg_dirs);
   const Repro* r = find_repro(repros, spec.repro);
   if (!r) user_error("unknown repro " + spec.repro);
-  Mode mode;
-  parse_mode(spec.mode, &mode);
-  FusionPolicy policy;
-  if (!parse_policy(spec.fusion, &policy)) user_error("unknown fusion policy " + spec.fusion);
+  const Mode mode = spec.mode;
+  const FusionPolicy policy = spec.fusion;
 
   progress(out_path, "warm-up forward");
   AtenExecutor ex(&coll, rank, spec.world, policy, false, spec.backend);
@@ -229,8 +227,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       progress(out_path, "profile");
       nlohmann::json p = profile_json(launches, profiled, timing_note);
       p["repro"] = spec.repro;
-      p["mode"] = spec.mode;
-      p["fusion"] = spec.fusion;
+      p["mode"] = mode_letter(spec.mode);
+      p["fusion"] = policy_name(spec.fusion);
       p["world_size"] = spec.world;
       write_atomic(spec.profile, p.dump(2) + "\n");
     }
@@ -339,7 +337,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   return 0;
 }
 
-nlohmann::json environment(const std::string& backend) {
+nlohmann::json environment(Backend backend) {
   std::string isa = "x86_64";
 #if defined(__aarch64__)
   isa = "aarch64";
@@ -352,12 +350,12 @@ nlohmann::json environment(const std::string& backend) {
         if (line.find(std::string(" ") + f) != std::string::npos) isa += "+" + std::string(f);
       break;
     }
-  nlohmann::json e = {{"backend", backend},
+  nlohmann::json e = {{"backend", backend_name(backend)},
                       {"compiler", jit_compiler_version()},
                       {"libtorch", std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
                                        std::to_string(TORCH_VERSION_PATCH)},
                       {"isa", isa}};
-  if (backend == "cuda") e["gpu"] = cuda_device_name();
+  if (backend == Backend::Cuda) e["gpu"] = cuda_device_name();
   e["fingerprint"] = hash_text(e.dump());
   return e;
 }

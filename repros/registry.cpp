@@ -97,7 +97,7 @@ Repro residual_block(const BlockDims& d, const std::string& name, const std::str
   r.outputs = {"out"};
   r.max_world = static_cast<int>(d.heads);
   if (!d.suffix.empty()) {
-    r.only_backend = "cuda";
+    r.only_backend = Backend::Cuda;
     r.description += " (GPU anchor size: hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512)";
   }
   return r;

@@ -4,11 +4,13 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "fusion/capture/session.h"
+#include "fusion/options.h"
 
 namespace fg {
 
@@ -32,7 +34,7 @@ struct Repro {
   std::vector<std::string> outputs;  // names, in forward's order
   bool replicated_outputs = true;    // every rank ends with the same values
   int min_world = 1, max_world = 1 << 20;
-  std::string only_backend;          // non-empty: run only there (a GPU-sized block)
+  std::optional<Backend> only_backend;  // run only there (a GPU-sized block)
 };
 
 // The sizes of a transformer block (per model, before sharding).

@@ -15,13 +15,6 @@ const char* mode_letter(Mode m) {
   return "?";
 }
 
-bool parse_mode(const std::string& s, Mode* out) {
-  if (s == "A" || s == "eager") { *out = Mode::Eager; return true; }
-  if (s == "B" || s == "compiled-disabled") { *out = Mode::CompiledDisabled; return true; }
-  if (s == "C" || s == "compiled") { *out = Mode::Compiled; return true; }
-  return false;
-}
-
 int64_t Tensor::size(int64_t dim) const {
   return shape()[static_cast<size_t>(norm_dim(dim, shape().size(), Op::Reshape))];
 }

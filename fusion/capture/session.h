@@ -56,7 +56,6 @@ class Executor {
 
 enum class Mode { Eager, CompiledDisabled, Compiled };
 const char* mode_letter(Mode m);  // "A", "B", "C"
-bool parse_mode(const std::string& s, Mode* out);
 
 class Session;
 

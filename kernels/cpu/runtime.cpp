@@ -38,15 +38,14 @@ class HostModule : public KernelModule {
 std::unique_ptr<KernelModule> load_host_module(const KernelProgram& p) { return std::make_unique<HostModule>(p); }
 
 AtenExecutor::AtenExecutor(Collectives* coll, int rank, int world, FusionPolicy fusion, bool upcast_fp64,
-                           const std::string& backend)
+                           Backend backend)
     : coll_(coll),
       backend_(backend),
       device_(at::kCPU),
       rank_(rank),
       world_(world),
       fusion_(fusion) {
-  if (backend != "cpu" && backend != "cuda") user_error("unknown backend '" + backend + "': use cpu or cuda");
-  if (backend == "cuda") {
+  if (backend == Backend::Cuda) {
     if (!cuda_backend_built())
       user_error("this fusegate was built without the cuda runtime (its LibTorch has no CUDA): use --backend cpu");
     device_ = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(cuda_select_device(rank)));
@@ -71,7 +70,7 @@ std::string AtenExecutor::guard_key(const std::vector<at::Tensor>& ins, std::vec
 }
 
 void AtenExecutor::synchronize() const {
-  if (backend_ == "cuda") cuda_synchronize();
+  if (backend_ == Backend::Cuda) cuda_synchronize();
 }
 
 void AtenExecutor::begin_forward() {
@@ -235,7 +234,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     rt->guard = guard;
     bool any = false;
     for (const auto& k : rt->prog.program.kernels) any = any || k.generated();
-    if (any) rt->module = backend_ == "cuda" ? load_cuda_module(rt->prog.program) : load_host_module(rt->prog.program);
+    if (any) rt->module = backend_ == Backend::Cuda ? load_cuda_module(rt->prog.program) : load_host_module(rt->prog.program);
     compile_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     it = cache_.emplace(key, std::move(rt)).first;
   }

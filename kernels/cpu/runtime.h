@@ -89,9 +89,9 @@ struct CompiledGraphRt;
 
 class AtenExecutor : public Executor {
  public:
-  // backend "cpu" or "cuda" (tensors on cuda:<rank's device>)
+  // on the cuda backend, tensors live on cuda:<rank's device>
   AtenExecutor(Collectives* coll, int rank, int world, FusionPolicy fusion, bool upcast_fp64 = false,
-               const std::string& backend = "cpu");
+               Backend backend = Backend::Cpu);
   ~AtenExecutor() override;
 
   ConcreteP eager(const Node& n, const std::vector<ConcreteP>& in) override;
@@ -129,7 +129,7 @@ class AtenExecutor : public Executor {
   std::vector<at::Tensor> execute(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins, int index);
   static std::vector<ConcreteP> wrap_all(std::vector<at::Tensor> ts);
   Collectives* coll_;
-  std::string backend_;
+  Backend backend_;
   at::Device device_;
   int rank_, world_;
   FusionPolicy fusion_;

@@ -88,7 +88,7 @@ graph g(%x: bf16[8,64], %w: bf16[64,64], %z: bf16[8,64]) {
 }
 
 TEST(TpRewrite, RunsOnlyForCudaMaxAutotune) {
-  for (const char* backend : {"cpu", "cuda"})
+  for (Backend backend : {Backend::Cpu, Backend::Cuda})
     for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::MaxAutotune}) {
       CompileOptions o;
       o.backend = backend;
@@ -97,7 +97,7 @@ TEST(TpRewrite, RunsOnlyForCudaMaxAutotune) {
       CompiledProgram c = compile(parse_graph(kBlock, "t.fg"), o);
       bool hoisted = false;
       for (const Node& n : c.decomposed.nodes) hoisted = hoisted || n.op == Op::LinearAddRank0;
-      EXPECT_EQ(hoisted, std::string(backend) == "cuda" && p == FusionPolicy::MaxAutotune) << backend;
+      EXPECT_EQ(hoisted, backend == Backend::Cuda && p == FusionPolicy::MaxAutotune) << backend_name(backend);
     }
 }
 

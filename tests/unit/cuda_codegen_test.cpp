@@ -12,7 +12,7 @@ namespace {
 
 CompiledProgram compile_cuda(const std::string& text, FusionPolicy p = FusionPolicy::Default) {
   CompileOptions o;
-  o.backend = "cuda";
+  o.backend = Backend::Cuda;
   o.fusion = p;
   return compile(parse_graph(text, "case.fg"), o);
 }

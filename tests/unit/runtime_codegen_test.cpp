@@ -32,7 +32,7 @@ Result run(const std::string& text, Mode mode, const std::map<std::string, at::T
            FusionPolicy policy = FusionPolicy::Default, int64_t offset = 0, LaunchProbe* probe = nullptr) {
   Graph g = parse_graph(text, "case.fg");
   const std::string backend = test_backend();
-  AtenExecutor ex(nullptr, 0, 1, policy, false, backend);
+  AtenExecutor ex(nullptr, 0, 1, policy, false, parse_backend(backend));
   ex.set_probe(probe);
   Session s(mode, &ex);
   Inputs in;
