@@ -10,6 +10,7 @@
 #include "fusion/passes/decompose.h"
 #include "fusion/passes/gemm_epilogue.h"
 #include "fusion/passes/tp_rewrite.h"
+#include "fusion/passes/verify_lowered.h"
 
 namespace fg {
 
@@ -39,7 +40,13 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   c.lowered = lower(c.decomposed, LowerOptions{opts.input_layouts,
                                                opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu});
 
+  const bool checked = verify_passes_enabled();
+  if (checked) verify_lowered(c.lowered, "lower");
+
   c.schedule = schedule(c.lowered, opts.fusion);
+  // before the rewrite entries join the ledger: they name graph values, not
+  // scheduler nodes
+  if (checked) verify_schedule(c.lowered, c.schedule, "schedule");
   c.schedule.ledger.insert(c.schedule.ledger.begin(), rewrites.begin(), rewrites.end());
   if (log_enabled("fusion")) log_write("fusion", print_ledger(c.schedule));
 

@@ -9,3 +9,4 @@ config.suffixes = [".fg", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.substitutions.append(("%fusegate", lit_config.params["fusegate"]))
 config.substitutions.append(("FileCheck", lit_config.params["filecheck"]))
+config.environment['FUSEGATE_VERIFY'] = '1'  # the verifiers between passes run in every case
