@@ -323,20 +323,24 @@ def build(kind, args):
     raise ValueError(kind)
 
 
-def run_torch_config(kind, args, ref):
-    """Times one configuration; returns its figures, or {"error": line}."""
+def run_torch_config(kind, args, ref, traced):
+    """One configuration: timed (traced=False) or profiled (traced=True);
+    returns its figures, or {"error": line}. Every configuration is timed
+    before any is profiled: the profiler's CUPTI overhead can outlive it and
+    would slow the timings that follow."""
     fn = None
     try:
         torch._dynamo.reset()
         skips0 = cudagraph_skips()
         fn = build(kind, args)
         fn()  # compiles (or records), outside the warm-up count
+        if traced:
+            return {"trace": kernel_trace(fn)}
         ms = time_ms(fn)
         y = fn().float()
         err = ((y - ref).norm() / ref.norm()).item()
         del y
-        trace = kernel_trace(fn)
-        return {"ms": ms, "rel_err": err, "trace": trace, "cudagraph_skips": max(0, cudagraph_skips() - skips0)}
+        return {"ms": ms, "rel_err": err, "cudagraph_skips": max(0, cudagraph_skips() - skips0)}
     except Exception as e:
         traceback.print_exc()
         return {"error": exc_line(e)}
@@ -372,10 +376,15 @@ def torch_worker(rank, world, port, out):
     with torch.no_grad():
         ref = block(*[a.double() for a in args]).float()
         torch.cuda.empty_cache()
+        timed = {}
         for label, cls, kind in TORCH_CONFIGS:
             if rank == 0:
                 log(f"torch: {label}")
-            res = run_torch_config(kind, args, ref)
+            timed[label] = run_torch_config(kind, args, ref, traced=False)
+        for label, cls, kind in TORCH_CONFIGS:
+            res = timed[label]
+            if "error" not in res:
+                res.update(run_torch_config(kind, args, ref, traced=True))
             errors = [None] * world
             dist.all_gather_object(errors, res.get("error"))
             if rank != 0:
@@ -389,8 +398,10 @@ def torch_worker(rank, world, port, out):
                 ev, totals = timeline(res["trace"])
                 row.update(ms=res["ms"], rel_err=res["rel_err"], launches=len(ev), device_kernels=len(ev))
                 if res["cudagraph_skips"] and cls == GRAPHS:
+                    # it ran without CUDA graphs: its class is what ran
+                    row["class"] = HOST
                     row["note"] = (f"inductor skipped CUDA graphs for {res['cudagraph_skips']} graph(s); "
-                                   "timed as it ran")
+                                   "timed as it ran, with the host-launch class")
                 traces[label] = {"kernels": ev, **totals}
             rows.append(row)
             dump_json(pathlib.Path(out, "torch.json"), {"world_size": world, "rows": rows, "traces": traces},
@@ -529,6 +540,11 @@ def fusegate_rows(fg, world, records):
                 row.update(launches=k.get("kernel_count"), device_kernels=k.get("device_kernel_count"),
                            ms=float(k["times_ms"]["forward_median"]), rel_err=rel_err(rec),
                            how=k["times_ms"].get("how", "?"))
+                # the class is what ran: --cuda-graphs falls back to host
+                # launches when the forward is not one graph or capture fails
+                row["class"] = GRAPHS if "CUDA graph replay" in row["how"] else HOST
+                if row["class"] != cls:
+                    row["note"] = f"asked for {cls}, ran as {row['class']} ({row['how']})"
             except (KeyError, IndexError, TypeError, ValueError) as e:
                 row["ms"], err, rec = None, f"RunRecord without {e}", None
         if rec is None:
@@ -652,8 +668,12 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     env = os.environ
-    for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
-        assert env.get(k) in ("0", "1"), f"{k} must be set"
+    want = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    wrong = [f"{k}={env.get(k)}" for k, v in want.items() if env.get(k) != v]
+    if wrong:
+        print("gpu_bench: NVLink multicast must stay off: set " + " ".join(f"{k}={v}" for k, v in want.items()) +
+              " (found " + ", ".join(wrong) + ")", file=sys.stderr)
+        return 2
     world = a.world_size
     ngpu = torch.cuda.device_count()
     if world < 1 or HEADS % world:

@@ -14,8 +14,14 @@ struct Item {
   std::string name, arg;
 };
 
-// Read on every call (tests set the variable per process); it is tiny.
-std::vector<Item> items() {
+bool is_rank(const std::string& s) {
+  if (s.empty() || s.size() > 6) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+std::vector<Item> parse() {
   static const char* const with_arg[] = {"crash", "hang"};
   static const char* const plain[] = {"attention_fallback"};
   std::vector<Item> out;
@@ -28,7 +34,7 @@ std::vector<Item> items() {
     auto colon = item.find(':');
     Item it{item.substr(0, colon), colon == std::string::npos ? "" : item.substr(colon + 1)};
     bool known = false;
-    for (const char* n : with_arg) known = known || (it.name == n && colon != std::string::npos && !it.arg.empty());
+    for (const char* n : with_arg) known = known || (it.name == n && colon != std::string::npos && is_rank(it.arg));
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
@@ -36,6 +42,13 @@ std::vector<Item> items() {
     out.push_back(it);
   }
   return out;
+}
+
+// Parsed once per process (each test sets the variable for the processes it
+// starts); attention asks on every forward.
+const std::vector<Item>& items() {
+  static const std::vector<Item> parsed = parse();
+  return parsed;
 }
 
 }  // namespace

@@ -122,6 +122,14 @@ int cmd_bless(const Selection& sel, const std::string& why) {
       std::cerr << "fusegate bless: " << j.id << ": " << run.message << "\nnothing was written for it\n";
       return run.exit_code;
     }
+    for (const auto& rk : run.record["ranks"])
+      for (const char* key : {"device_kernels_not_counted", "aten_ops_not_counted"})
+        if (rk.contains(key)) {
+          std::cerr << "fusegate bless: " << j.id << ": rank " << rk.value("rank", -1)
+                    << " could not count what really runs (" << rk[key].get<std::string>()
+                    << "): a golden without that figure would vouch for nothing; nothing was written for it\n";
+          return 125;
+        }
     std::string path = golden_of_job(sel, j);
     std::string old_text;
     if (std::filesystem::exists(path)) {

@@ -97,6 +97,32 @@ void maybe_fault(int rank, const std::string& out_path) {
   }
 }
 
+// Copies what the probed forward saw into the counted forward's launches.
+// Returns "" or why the figures cannot be trusted: the probe lost records,
+// the two forwards launched differently, a launch went unobserved, or (cuda)
+// a generated kernel did not run as exactly one device kernel of its name.
+std::string merge_probed(std::vector<LaunchRecord>* launches, const std::vector<LaunchRecord>& probed, bool cuda,
+                         const std::string& incomplete) {
+  if (!incomplete.empty()) return incomplete;
+  if (probed.size() != launches->size())
+    return "the probed forward launched " + std::to_string(probed.size()) + " kernels, the counted one " +
+           std::to_string(launches->size());
+  for (size_t i = 0; i < probed.size(); ++i) {
+    const LaunchRecord& p = probed[i];
+    LaunchRecord& l = (*launches)[i];
+    if (p.name != l.name) return "launch " + std::to_string(i) + " is " + p.name + " in the probed forward, " + l.name;
+    if (!p.probed) return "launch " + p.name + " was not observed";
+    bool generated = p.kind == "poi" || p.kind == "red" || p.kind == "per" || p.kind == "tem";
+    if (cuda && generated && (p.device_kernels.size() != 1 || p.device_kernels[0] != p.name))
+      return "generated kernel " + p.name + " ran as " + std::to_string(p.device_kernels.size()) +
+             " device kernels, not as itself: the trace cannot be matched to launches";
+    l.probed = true;
+    l.aten_ops = p.aten_ops;
+    l.device_kernels = p.device_kernels;
+  }
+  return "";
+}
+
 // The per-kernel profile (--profile): the device kernels of one step run as
 // the timed ones were, matched in order with the counted forward's launches,
 // each against the device's measured copy bandwidth or GEMM peak, and the
@@ -115,12 +141,18 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
     for (size_t i = 0; i < l.device_kernels.size(); ++i) expected.push_back({&l, l.device_kernels[i], i == 0});
   nlohmann::json p = {{"device", cuda_device_name()}, {"copy_gbps", copy_gbps}, {"gemm_tflops", gemm_tflops},
                       {"how", how}};
-  if (expected.size() != ran.size())
-    p["note"] = "the profiled step ran " + std::to_string(ran.size()) + " device kernels, the counted forward " +
-                std::to_string(expected.size()) + ": launches are matched in order as far as they go";
+  // kernels are matched to launches in order while their names agree; from
+  // the first disagreement on, rows carry no launch (the note says where)
+  size_t matched = 0;
+  while (matched < ran.size() && matched < expected.size() && expected[matched].kernel == ran[matched].name) ++matched;
+  if (matched < ran.size() || matched < expected.size())
+    p["note"] = "the profiled step ran " + std::to_string(ran.size()) + " device kernels, the probed forward " +
+                std::to_string(expected.size()) + "; they agree on the first " + std::to_string(matched) +
+                (matched < ran.size() ? " (then " + ran[matched].name + ")" : "") +
+                ": later kernels are shown without their launch";
   // a launch's time is the sum of its device kernels' times
   std::map<const LaunchRecord*, double> launch_ms;
-  for (size_t i = 0; i < ran.size() && i < expected.size(); ++i)
+  for (size_t i = 0; i < matched; ++i)
     launch_ms[expected[i].launch] += static_cast<double>(ran[i].end_ns - ran[i].start_ns) * 1e-6;
   nlohmann::json rows = nlohmann::json::array();
   uint64_t reach = ran.empty() ? 0 : ran.front().start_ns;
@@ -133,20 +165,23 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
     if (k.end_ns > covered_from) busy += static_cast<double>(k.end_ns - covered_from) * 1e-6;
     reach = std::max(reach, k.end_ns);
     nlohmann::json row = {{"device_kernel", k.name}, {"ms", ms}, {"gap_ms", gap}, {"stream", k.stream}};
-    if (i < expected.size()) {
+    if (i < matched) {
       const Slot& s = expected[i];
       row["launch"] = s.launch->name;
       row["kind"] = s.launch->kind;
       double bytes = s.first ? s.launch->bytes : 0, flops = s.first ? s.launch->flops : 0;
-      row["bytes"] = bytes;
-      row["flops"] = flops;
       double t = s.first ? launch_ms[s.launch] : 0;
-      double gbps = t > 0 ? bytes / (t * 1e-3) / 1e9 : 0, tflops = t > 0 ? flops / (t * 1e-3) / 1e12 : 0;
-      row["gbps"] = gbps;
-      row["tflops"] = tflops;
-      bool compute = gemm_tflops > 0 && copy_gbps > 0 && flops / (gemm_tflops * 1e12) > bytes / (copy_gbps * 1e9);
-      row["bound"] = compute ? "compute" : "memory";
-      row["of_peak"] = compute ? tflops / gemm_tflops : (copy_gbps > 0 ? gbps / copy_gbps : 0);
+      // rates only where the launch's work was estimated (compiled graphs)
+      if ((bytes > 0 || flops > 0) && t > 0 && copy_gbps > 0 && gemm_tflops > 0) {
+        double gbps = bytes / (t * 1e-3) / 1e9, tflops = flops / (t * 1e-3) / 1e12;
+        bool compute = flops / (gemm_tflops * 1e12) > bytes / (copy_gbps * 1e9);
+        row["bytes"] = bytes;
+        row["flops"] = flops;
+        row["gbps"] = gbps;
+        row["tflops"] = tflops;
+        row["bound"] = compute ? "compute" : "memory";
+        row["of_peak"] = compute ? tflops / gemm_tflops : gbps / copy_gbps;
+      }
     }
     rows.push_back(row);
   }
@@ -184,17 +219,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   forward(*r, mode, ex, inputs, false);
   coll.reset_sequence();
   progress(out_path, "measured forward");
-  // one forward through capture: what it launches, graphs and breaks, and
-  // what each launch really runs (device kernels on cuda, dispatched ATen
-  // operators on cpu)
-  std::string probe_why;
-  std::unique_ptr<LaunchProbe> probe = cuda ? make_device_kernel_probe(&probe_why) : make_aten_op_probe();
-  ex.set_probe(probe.get());
+  // one forward through capture: what it launches, graphs and breaks
   ForwardResult res = forward(*r, mode, ex, inputs, false);
-  ex.set_probe(nullptr);
-  probe.reset();
   std::vector<LaunchRecord> launches = ex.launches();
-  std::vector<LaunchRecord> outside = ex.outside_launches();
   std::vector<const CompiledGraphRt*> graphs_run = ex.graphs_run();
   std::string collectives = coll.sequence();
 
@@ -223,21 +250,41 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     times = cuda_time(std::max(1, spec.iters), body, spec.cuda_graphs && one, &note,
                       spec.profile.empty() ? nullptr : &profiled);
     if (spec.cuda_graphs) timing_note += "; " + note;
-    if (!spec.profile.empty() && rank == 0) {
-      progress(out_path, "profile");
-      nlohmann::json p = profile_json(launches, profiled, timing_note);
-      p["repro"] = spec.repro;
-      p["mode"] = mode_letter(spec.mode);
-      p["fusion"] = policy_name(spec.fusion);
-      p["world_size"] = spec.world;
-      write_atomic(spec.profile, p.dump(2) + "\n");
-    }
   } else {
     for (int i = 0; i < std::max(1, spec.iters); ++i) {
       auto t0 = std::chrono::steady_clock::now();
       body();
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
+  }
+
+  // What each launch really runs (device kernels on cuda, dispatched ATen
+  // operators on cpu), from one more forward under the probe. It comes after
+  // the timed ones: CUPTI's overhead outlives its tracing and would slow them.
+  progress(out_path, "probed forward");
+  std::string probe_why;
+  std::vector<std::string> between;
+  {
+    std::unique_ptr<LaunchProbe> probe = cuda ? make_device_kernel_probe(&probe_why) : make_aten_op_probe();
+    if (probe) {
+      ex.set_probe(probe.get());
+      forward(*r, mode, ex, inputs, false);
+      ex.set_probe(nullptr);
+      probe_why = merge_probed(&launches, ex.launches(), cuda, probe->incomplete());
+      between = probe->between();
+      for (const auto& l : ex.outside_launches())
+        for (const auto& k : l.device_kernels) between.push_back(l.name + ": " + k);
+    }
+  }
+  if (cuda && !spec.profile.empty() && rank == 0) {
+    progress(out_path, "profile");
+    nlohmann::json p = profile_json(launches, profiled, timing_note);
+    p["repro"] = spec.repro;
+    p["mode"] = mode_letter(spec.mode);
+    p["fusion"] = policy_name(spec.fusion);
+    p["world_size"] = spec.world;
+    if (!probe_why.empty()) p["note"] = "device kernels not counted: " + probe_why;
+    write_atomic(spec.profile, p.dump(2) + "\n");
   }
 
 
@@ -264,14 +311,13 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
         dev += static_cast<int>(launches[i].device_kernels.size());
         j["kernels"][i]["device_kernels"] = launches[i].device_kernels;
       }
-      nlohmann::json extra = nlohmann::json::array();
-      for (const auto& l : outside)
-        for (const auto& k : l.device_kernels) extra.push_back(l.name + ": " + k);
-      if (!extra.empty()) j["device_kernels_outside_launches"] = extra;
-      j["device_kernel_count"] = dev + static_cast<int>(extra.size());
+      if (!between.empty()) j["device_kernels_outside_launches"] = between;
+      j["device_kernel_count"] = dev + static_cast<int>(between.size());
     } else {
       j["device_kernels_not_counted"] = probe_why;
     }
+  } else if (!probe_why.empty()) {
+    j["aten_ops_not_counted"] = probe_why;
   } else {
     int calls = 0;
     // externs and collectives: a generated kernel dispatches no ATen

@@ -115,6 +115,24 @@ void verify_schedule(const LoweredGraph& g, const Schedule& s, const char* after
           c.fail("group " + std::to_string(gi) + " is an extern or collective launch but holds generated node " +
                  c.node_name(n));
       }
+      // several library calls in one launch run as one batched GEMM: linear
+      // layers over one input view, nothing else
+      if (grp.nodes.size() > 1) {
+        const SchedNode& a = g.nodes[static_cast<size_t>(grp.nodes[0])];
+        for (int n : grp.nodes) {
+          const SchedNode& b = g.nodes[static_cast<size_t>(n)];
+          if (b.kind != SNKind::Extern || b.op.op != Op::Linear || b.args.empty() || a.args.empty() ||
+              b.args[0] != a.args[0])
+            c.fail("group " + std::to_string(gi) + " launches " + std::to_string(grp.nodes.size()) +
+                   " library calls as one batched GEMM, but " + c.node_name(n) +
+                   " is not a linear layer over the same input as " + c.node_name(grp.nodes[0]));
+        }
+      }
+    } else {
+      for (int n : grp.nodes)
+        if (!g.nodes[static_cast<size_t>(n)].fusable())
+          c.fail("generated kernel " + std::to_string(gi) + " holds " + c.node_name(n) +
+                 ", which is a library call or a collective");
     }
     for (int n : grp.nodes) {
       const SchedNode& sn = g.nodes[static_cast<size_t>(n)];
@@ -134,14 +152,16 @@ void verify_schedule(const LoweredGraph& g, const Schedule& s, const char* after
 
   // the ledger's fused pairs ended in one group (groups merge, never split)
   std::map<std::string, int> by_name;
-  for (int n = 0; n < n_nodes; ++n) by_name[g.nodes[static_cast<size_t>(n)].name] = group_of[static_cast<size_t>(n)];
+  for (int n = 0; n < n_nodes; ++n)
+    if (!by_name.emplace(g.nodes[static_cast<size_t>(n)].name, group_of[static_cast<size_t>(n)]).second)
+      c.fail("two scheduler nodes are named " + g.nodes[static_cast<size_t>(n)].name + ": the ledger would be ambiguous");
   auto group_named = [&](const std::string& side, int* out) {
     std::stringstream ss(side);
     std::string part;
     int grp = -2;
     while (std::getline(ss, part, '+')) {
       auto it = by_name.find(part);
-      if (it == by_name.end()) return false;  // a rewrite entry names graph values, not scheduler nodes
+      if (it == by_name.end()) c.fail("the ledger names " + part + ", which is no scheduler node");
       if (grp != -2 && grp != it->second) {
         *out = -1;
         return true;
@@ -154,7 +174,7 @@ void verify_schedule(const LoweredGraph& g, const Schedule& s, const char* after
   for (const LedgerEntry& e : s.ledger) {
     if (!e.fused) continue;
     int a = 0, b = 0;
-    if (!group_named(e.first, &a) || !group_named(e.second, &b)) continue;
+    if (!group_named(e.first, &a) || !group_named(e.second, &b)) c.fail("a fused ledger entry names no node");
     if (a < 0 || b < 0 || a != b)
       c.fail("the ledger says " + e.first + " and " + e.second + " fused (" + reject_code(e.reason) +
              "), but they run in different kernels");

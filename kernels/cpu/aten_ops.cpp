@@ -63,7 +63,9 @@ struct Counter {
 // better; on 2.x it runs only when FUSEGATE_FAULT=attention_fallback asks,
 // so that the device-kernel count can be shown to catch it.
 at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
-  at::Tensor qf = q.to(at::kFloat), kf = k.to(at::kFloat), vf = v.to(at::kFloat);
+  // f32 math, or f64 in the fp64 reference
+  const at::ScalarType acc = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  at::Tensor qf = q.to(acc), kf = k.to(acc), vf = v.to(acc);
   double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
   at::Tensor s = at::matmul(qf, kf.transpose(-2, -1)) * scale;
   if (causal) {

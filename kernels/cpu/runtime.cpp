@@ -189,7 +189,10 @@ void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double*
 // ATen operators per launch, through RecordFunction observers.
 class AtenOpProbe : public LaunchProbe {
  public:
-  void open() override { trace_ = std::make_unique<AtenOpTrace>(); }
+  void open() override {
+    trace_.reset();  // a window an exception left open
+    trace_ = std::make_unique<AtenOpTrace>();
+  }
   void close(LaunchRecord& r) override {
     r.probed = true;
     if (trace_)

@@ -71,14 +71,20 @@ struct LaunchRecord {
 };
 
 // Watches what each launch of a forward really runs. open() comes before a
-// launch, close() after it fills the record; a launch that ran nothing
-// counted (a view) still gets its close(), with `counted` false, so that
-// work it did is not lost (outside_launches()).
+// launch, close() after it fills the record. An eager op that counted no
+// launch (a view) still gets its open() and close(), on a scratch record
+// that the executor keeps when it ran device kernels (outside_launches()).
 class LaunchProbe {
  public:
   virtual ~LaunchProbe() = default;
   virtual void open() = 0;
   virtual void close(LaunchRecord& r) = 0;
+  // Device kernels that ran between launches (a host op's: item(), print),
+  // as "between launches: NAME".
+  virtual std::vector<std::string> between() const { return {}; }
+  // "" when every window was observed whole; else why the figures cannot be
+  // trusted (records dropped, a failed flush).
+  virtual std::string incomplete() const { return ""; }
 };
 // Device kernels (cuda, CUPTI) per launch; "" or why it cannot count.
 std::unique_ptr<LaunchProbe> make_device_kernel_probe(std::string* why);

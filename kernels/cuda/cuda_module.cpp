@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
@@ -155,11 +156,12 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     if (!profile) return;
     c10::cuda::device_synchronize();
     std::string why = device_trace_start();
-    if (!why.empty()) internal_error("--profile: cannot trace device kernels: " + why);
+    if (!why.empty()) throw std::runtime_error("--profile: cannot trace device kernels: " + why);
     device_trace_collect();  // drop anything from before
     step();
-    *profile = device_trace_collect();
+    *profile = device_trace_collect(&why);
     device_trace_stop();
+    if (!why.empty()) throw std::runtime_error("--profile: the device-kernel trace is incomplete: " + why);
   };
   if (!graph) {
     time_each(body);
@@ -229,12 +231,20 @@ namespace {
 // since the last: slow, and only for the counted forward, never the timed.
 class DeviceKernelProbe : public LaunchProbe {
  public:
-  void open() override { device_trace_collect(); }
+  void open() override {
+    for (const DeviceKernel& k : device_trace_collect(&why_)) between_.push_back("between launches: " + k.name);
+  }
   void close(LaunchRecord& r) override {
     r.probed = true;
-    for (const DeviceKernel& k : device_trace_collect()) r.device_kernels.push_back(k.name);
+    for (const DeviceKernel& k : device_trace_collect(&why_)) r.device_kernels.push_back(k.name);
   }
+  std::vector<std::string> between() const override { return between_; }
+  std::string incomplete() const override { return why_; }
   ~DeviceKernelProbe() override { device_trace_stop(); }
+
+ private:
+  std::vector<std::string> between_;
+  std::string why_;
 };
 
 }  // namespace
@@ -246,7 +256,9 @@ std::unique_ptr<LaunchProbe> make_device_kernel_probe(std::string* why) {
     if (why) *why = err;
     return nullptr;
   }
-  return std::make_unique<DeviceKernelProbe>();
+  auto p = std::make_unique<DeviceKernelProbe>();
+  device_trace_collect();  // what ran before the forward is not its work
+  return p;
 }
 
 std::string cuda_device_name() {

@@ -15,7 +15,10 @@ namespace {
 
 std::mutex mu;
 std::vector<DeviceKernel> delivered;  // guarded by mu
-bool recording = false;               // guarded by mu
+int users = 0;                        // guarded by mu: open traces (start/stop pairs)
+// The first thing that made the records incomplete, sticky until the last
+// user stops: a count that lost records must not read as fewer kernels.
+std::string broken;  // guarded by mu
 
 constexpr size_t kBufferBytes = 4u << 20;
 
@@ -23,6 +26,11 @@ std::string cupti_error(CUptiResult r) {
   const char* s = nullptr;
   cuptiGetResultString(r, &s);
   return s ? s : ("CUPTI error " + std::to_string(static_cast<int>(r)));
+}
+
+void mark_broken(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (broken.empty()) broken = why;
 }
 
 std::string demangle(const char* name) {
@@ -36,19 +44,29 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
   *size = *buffer ? kBufferBytes : 0;
   *max_records = 0;
+  if (!*buffer) mark_broken("no memory for a CUPTI activity buffer: records were dropped");
 }
 
-void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  std::vector<DeviceKernel> got;
-  CUpti_Activity* rec = nullptr;
-  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
-    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
-    const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-    got.push_back({short_kernel_name(demangle(k->name)), k->start, k->end, k->streamId});
+// Called by CUPTI, possibly on its own thread: nothing may escape into its
+// C frames.
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
+  try {
+    std::vector<DeviceKernel> got;
+    CUpti_Activity* rec = nullptr;
+    while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
+      got.push_back({short_kernel_name(demangle(k->name)), k->start, k->end, k->streamId});
+    }
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
+      mark_broken("CUPTI dropped " + std::to_string(dropped) + " activity records");
+    std::lock_guard<std::mutex> lock(mu);
+    if (users > 0) delivered.insert(delivered.end(), got.begin(), got.end());
+  } catch (...) {
+    mark_broken("reading CUPTI's activity records failed");
   }
   std::free(buffer);
-  std::lock_guard<std::mutex> lock(mu);
-  if (recording) delivered.insert(delivered.end(), got.begin(), got.end());
 }
 
 }  // namespace
@@ -79,40 +97,57 @@ std::string short_kernel_name(const std::string& d) {
 
 std::string device_trace_start() {
   std::lock_guard<std::mutex> lock(mu);
-  if (recording) return "";
+  if (users++ > 0) return "";
   static bool registered = false;
   if (!registered) {
     CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-    if (r != CUPTI_SUCCESS) return "cuptiActivityRegisterCallbacks: " + cupti_error(r);
+    if (r != CUPTI_SUCCESS) {
+      --users;
+      return "cuptiActivityRegisterCallbacks: " + cupti_error(r) +
+             " (is another CUPTI client, a profiler such as nsys or ncu, attached to this process?)";
+    }
     registered = true;
   }
   CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS) return "cuptiActivityEnable(CONCURRENT_KERNEL): " + cupti_error(r);
+  if (r != CUPTI_SUCCESS) {
+    --users;
+    return "cuptiActivityEnable(CONCURRENT_KERNEL): " + cupti_error(r) +
+           " (is another CUPTI client, a profiler such as nsys or ncu, attached to this process?)";
+  }
   delivered.clear();
-  recording = true;
+  broken.clear();
   return "";
 }
 
-std::vector<DeviceKernel> device_trace_collect() {
-  cudaDeviceSynchronize();
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+std::vector<DeviceKernel> device_trace_collect(std::string* why) {
+  cudaError_t sync = cudaDeviceSynchronize();
+  if (sync != cudaSuccess) mark_broken(std::string("cudaDeviceSynchronize: ") + cudaGetErrorString(sync));
+  CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (r != CUPTI_SUCCESS) mark_broken("cuptiActivityFlushAll: " + cupti_error(r));
   std::vector<DeviceKernel> out;
   {
     std::lock_guard<std::mutex> lock(mu);
     out.swap(delivered);
+    if (why && !broken.empty()) *why = broken;
   }
+  for (const DeviceKernel& k : out)
+    if (k.start_ns == 0 || k.end_ns < k.start_ns) mark_broken("CUPTI gave a kernel (" + k.name + ") no timestamps");
   std::stable_sort(out.begin(), out.end(),
                    [](const DeviceKernel& a, const DeviceKernel& b) { return a.start_ns < b.start_ns; });
   return out;
 }
 
 void device_trace_stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (users == 0 || --users > 0) return;
+  }
   cudaDeviceSynchronize();
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(mu);
-  recording = false;
   delivered.clear();
+  broken.clear();
 }
 
 }  // namespace fg

@@ -18,12 +18,16 @@ struct DeviceKernel {
   uint32_t stream = 0;
 };
 
-// Starts recording kernel activity (idempotent). Returns "" or why it cannot.
+// Starts recording kernel activity; returns "" or why it cannot. Starts
+// nest: recording goes on until as many stops have come.
 std::string device_trace_start();
 // Waits for the device, flushes CUPTI's buffers and returns the kernels that
-// finished since the last call, in start order.
-std::vector<DeviceKernel> device_trace_collect();
-// Stops recording (what is still buffered is dropped).
+// finished since the last call, in start order. `why` (may be null) gets
+// what made the records incomplete since the trace started (a dropped
+// record, a failed flush or sync, a kernel without timestamps), or stays
+// untouched when they are whole: a count from incomplete records is no count.
+std::vector<DeviceKernel> device_trace_collect(std::string* why = nullptr);
+// Ends one start (what is still buffered is dropped at the last).
 void device_trace_stop();
 
 // "void ns::kern<T, 4>(float*, int)" -> "ns::kern"; a C name stays as it is.

@@ -29,6 +29,7 @@ json rank_record(int r) {
       {"breaks", json::array()},
       {"recompile_count", 0},
       {"kernel_count", 12},
+      {"aten_op_count", 40},
       {"kernel_count_by_kind",
        {{"poi", 2}, {"red", 0}, {"per", 2}, {"tem", 0}, {"extern", 6}, {"collective", 2}}},
       {"kernels", json::array({{{"name", "cpu_per_fused__to_copy_add_0"}, {"kind", "per"}},
@@ -136,11 +137,14 @@ json cuda_rank(int attention_kernels) {
                                {"kind", "extern"},
                                {"device_kernels", names}}});
   r["device_kernel_count"] = 1 + attention_kernels;
+  r.erase("aten_op_count");
   return r;
 }
 
+// A cuda record of one rank.
 json one_rank(const json& rank) {
   json rec = make_record(1);
+  rec["backend"] = "cuda";
   rec["ranks"] = json::array({rank});
   return rec;
 }
@@ -196,9 +200,20 @@ TEST(CompareWithGolden, ExternDispatchingOtherAtenOpsFailsAtEqualCount) {
   EXPECT_NE(f.find("aten::bmm 2 -> 0"), std::string::npos) << f;
 }
 
+TEST(CompareWithGolden, CpuGoldenWithoutAtenOpCountFailsEvenIfTheRunLacksItToo) {
+  json gold = make_record();
+  json run = make_record();
+  for (auto* rec : {&gold, &run})
+    for (auto& r : (*rec)["ranks"]) r.erase("aten_op_count");
+  run["ranks"][0]["aten_ops_not_counted"] = "the probed forward launched 11 kernels, the counted one 12";
+  Verdict v = check(run, gold);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::Fail).find("the golden has no aten_op_count"), std::string::npos) << all(v);
+  EXPECT_NE(all(v).find("the probed forward launched 11 kernels"), std::string::npos) << all(v);
+}
+
 TEST(CompareWithGolden, MoreAtenCallsInExternsFail) {
   json gold = make_record();
-  for (auto& r : gold["ranks"]) r["aten_op_count"] = 40;
   json run = gold;
   run["ranks"][1]["aten_op_count"] = 55;
   Verdict v = check(run, gold);
