@@ -18,7 +18,7 @@
 // packed and conversions used cvt.rn.bf16(x2).f32 (the kernel had become
 // bound by instruction issue); the pointwise chain 68% -> 90%.
 #pragma once
-#include "fusion/codegen/cpp_printer.h"
+#include "fusion/codegen/cstyle_printer.h"
 
 namespace fg {
 
@@ -35,7 +35,6 @@ class CudaPrinter : public CStylePrinter {
   std::string row_store_guard() const override { return "if (threadIdx.x == 0)"; }
   std::string loop_barrier() const override { return "__syncthreads();"; }
   std::string arg_ref(size_t i) const override { return "args.p[" + std::to_string(i) + "]"; }
-  bool supports_templates() const override { return false; }
   int64_t row_registers(int64_t rnumel) const override;
   std::string inner_loop_prologue(int64_t rnumel) const override;
   bool chunked(int64_t numel, int64_t rnumel) const override { return cuda_chunked(numel, rnumel); }

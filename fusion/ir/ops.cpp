@@ -200,12 +200,10 @@ int64_t norm_dim(int64_t d, size_t rank, Op op) {
   return d < 0 ? d + r : d;
 }
 
-TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
-  const OpInfo& info = op_info(op);
-  if (static_cast<int>(in.size()) < info.min_inputs || static_cast<int>(in.size()) > info.max_inputs)
-    type_error(op, "takes " + std::to_string(info.min_inputs) +
-                       (info.max_inputs != info.min_inputs ? ".." + std::to_string(info.max_inputs) : "") +
-                       " inputs, got " + std::to_string(in.size()));
+namespace {
+
+// Pointwise: unary math on floats, broadcasting binaries and comparisons, where, cast and cat.
+TensorType infer_pointwise(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
   TensorType out;
   if (is_unary_pointwise(op)) {
     if (!is_floating(in[0].dtype)) type_error(op, "needs a floating input, got " + in[0].str());
@@ -218,7 +216,7 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
     return out;
   }
   switch (op) {
-    case Op::Input: case Op::Full:
+    case Op::Full:
       internal_error("input and full carry their declared type");
     case Op::Where: {
       if (in[0].dtype != DType::Bool) type_error(op, "condition must be bool, got " + in[0].str());
@@ -247,6 +245,16 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
       }
       return out;
     }
+    default:
+      break;
+  }
+  internal_error(std::string("no type rule for op ") + op_name(op));
+}
+
+// Reductions, and the composites decompose turns into them (softmax, norms).
+TensorType infer_reduction(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  TensorType out;
+  switch (op) {
     case Op::Sum: case Op::Mean: case Op::Amax: case Op::Var: {
       auto dims = reduce_dims(attrs, in[0].shape.size(), op);
       bool keep = attr_int_or(attrs, "keepdim", 0) != 0;
@@ -272,6 +280,16 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
           type_error(op, "weight/bias must be [" + std::to_string(in[0].shape.back()) + "], got " + in[i].str());
       return in[0];
     }
+    default:
+      break;
+  }
+  internal_error(std::string("no type rule for op ") + op_name(op));
+}
+
+// Library kernels: GEMMs, attention, embedding.
+TensorType infer_extern(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  TensorType out;
+  switch (op) {
     case Op::Linear: case Op::LinearAddRank0: {
       const auto& x = in[0].shape;
       const auto& w = in[1].shape;
@@ -316,6 +334,16 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
       out.dtype = in[0].dtype;
       return out;
     }
+    default:
+      break;
+  }
+  internal_error(std::string("no type rule for op ") + op_name(op));
+}
+
+// Views: the same elements under another shape.
+TensorType infer_view(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  TensorType out;
+  switch (op) {
     case Op::Reshape: {
       Shape s = attr_ints(attrs, "shape", op);
       int64_t known = 1;
@@ -385,6 +413,16 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
       }
       return TensorType{in[0].dtype, s};
     }
+    default:
+      break;
+  }
+  internal_error(std::string("no type rule for op ") + op_name(op));
+}
+
+// Collectives, copy_ into a graph input, and host ops (which break the graph).
+TensorType infer_collective_mutation_host(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  TensorType out;
+  switch (op) {
     case Op::AllReduce:
       return in[0];
     case Op::AllGather: case Op::ReduceScatter: {
@@ -415,6 +453,28 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
       return TensorType{DType::I64, {-1, static_cast<int64_t>(in[0].shape.size())}};
     default:
       break;
+  }
+  internal_error(std::string("no type rule for op ") + op_name(op));
+}
+
+}  // namespace
+
+TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  const OpInfo& info = op_info(op);
+  if (static_cast<int>(in.size()) < info.min_inputs || static_cast<int>(in.size()) > info.max_inputs)
+    type_error(op, "takes " + std::to_string(info.min_inputs) +
+                       (info.max_inputs != info.min_inputs ? ".." + std::to_string(info.max_inputs) : "") +
+                       " inputs, got " + std::to_string(in.size()));
+  // one rule per op family: the fusion kind in the op table
+  switch (fusion_kind(op)) {
+    case FusionKind::Input: internal_error("input and full carry their declared type");
+    case FusionKind::Pointwise: return infer_pointwise(op, in, attrs);
+    case FusionKind::Reduction: return infer_reduction(op, in, attrs);
+    case FusionKind::Extern: return infer_extern(op, in, attrs);
+    case FusionKind::View: return infer_view(op, in, attrs);
+    case FusionKind::Collective: case FusionKind::Mutation: case FusionKind::Host:
+      return infer_collective_mutation_host(op, in, attrs);
+    case FusionKind::Template: break;  // made by lower, never in a graph
   }
   internal_error(std::string("no type rule for op ") + op_name(op));
 }

@@ -5,42 +5,50 @@
 // nodes, each group one kernel, in an order that respects every dependency.
 //
 // The default policy follows TorchInductor's `fuse_nodes` so that a user can
-// predict the kernel count of a graph the way torch.compile would produce it:
+// predict the kernel count of a graph the way torch.compile would produce it.
+// The numbers below are the fields of FusionConfig (passes/fusion_cost.h),
+// whose defaults are Inductor's; legality and scores live there, and this
+// file holds the loop that applies them.
 //
 // 1. Candidates. Every fusable group (not extern, not collective) joins a
 //    list per buffer it reads or writes. Within each list, kept in node
-//    order, group i is paired with the next 64 groups only; pairs are
+//    order, group i is paired with the next
+//    max_fusion_buffer_group_pairwise_attempts groups only; pairs are
 //    de-duplicated across lists, keeping the order in which they were first
 //    met (buffers in first-seen order, then positions). A pair enters the
 //    candidate set only if `can_fuse` accepts it.
 //
 // 2. Scores. A pair scores (template, node type, memory, proximity):
-//    template is 2 for an ordinary fusion that shares data; node type is 1
-//    when both or neither are reductions and they share data; memory is the
-//    bytes of accesses both touch at the same index in the fused kernel (a
-//    broadcast read counts only the elements its index uses); proximity is
-//    minus the distance in the original order. Pairs are compared on the
-//    template score first; then, if one memory score exceeds 16 times the
-//    other, memory alone decides; else the tuple decides. The sort is stable.
+//    template is 1, plus 1 when the two share data and "a template comes
+//    first" equals epilogue_fusion_first: 2 for an ordinary fusion that
+//    shares data; node type is 1 when both or neither are reductions and
+//    they share data; memory is the bytes of accesses both touch at the same
+//    index in the fused kernel (a broadcast read counts only the elements its
+//    index uses); proximity is minus the distance in the original order.
+//    Pairs are compared on the template score first; then, if one memory
+//    score exceeds memory_score_ratio times the other, memory alone decides;
+//    else the tuple decides. The sort is stable.
 //
 // 3. Greedy application. Walk the sorted pairs; map each node to the group it
 //    now belongs to; re-check `can_fuse` (which includes the cycle check) on
 //    the current groups, and fuse. Scores are not recomputed within a round.
-//    Up to 10 rounds, stopping when the group count no longer changes.
+//    Up to fuse_nodes_rounds rounds, stopping when the group count no longer
+//    changes.
 //
 // can_fuse gates, in order, each with its own rejection code:
 //    extern / collective -> no; iteration spaces: reductions need equal
 //    (numel, rnumel), a pointwise joins a reduction when its numel is
 //    numel*rnumel (inside the loop) or numel (after it), two pointwise need
-//    equal numel; at most 64 nodes per group; no shared bytes -> no;
-//    vertical (one reads what the other writes): every such read must be at
-//    the index the producer writes ("memory deps did not match"); a path
+//    equal numel; at most max_fusion_size nodes per group; vertical (one
+//    reads what the other writes): every such read must be at the index the
+//    producer writes ("memory deps did not match"); no shared bytes -> no;
+//    horizontal (no data flows between them): not if it could raise peak
+//    memory (single-use inputs of the same dtype and size on both sides,
+//    which fused stay alive together, above peak_memory_overhead_ratio times
+//    the bytes saved), not farther apart than horizontal_distance_limit, and
+//    sharing at least score_fusion_memory_threshold bytes; last, a path
 //    between the two through a third group would make a cycle
-//    ("intermediate nodes between node1 & node2"); horizontal (no data
-//    flows between them): not if it could raise peak memory (single-use
-//    inputs of the same dtype and size on both sides, which fused stay alive
-//    together, above 32x the bytes saved), shared bytes >= 10 and distance
-//    <= 64.
+//    ("intermediate nodes between node1 & node2").
 //
 // Every pair considered, fused or not, is recorded in the ledger with its
 // score and reason, so "why didn't this fuse" has an answer. GEMMs sharing an
@@ -54,8 +62,8 @@
 //    (q/k/v; gate/up), scored like an epilogue;
 //  - prologue: a group computing A over (M, K) — a whole norm, reduction
 //    and all — fuses into the template when only the templates read its
-//    result and it reads at most 1.1x what it writes (Inductor's rule);
-//    template score 0: prologues go last;
+//    result and it reads at most bytes_threshold_multiplier times what it
+//    writes (Inductor's rule); template score 0: prologues go last;
 //  - epilogue: pointwise code over (M, N) reading the template outputs at
 //    their own index (bias, activation, residual add, silu*mul over merged
 //    siblings); template score 1, after ordinary fusions.
@@ -66,10 +74,8 @@
 #include "fusion/passes/schedule.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <queue>
-#include <unordered_map>
 #include <set>
 
 #include "fusion/errors.h"
@@ -81,78 +87,6 @@ const char* policy_name(FusionPolicy p) {
     case FusionPolicy::Default: return "default";
     case FusionPolicy::MaxAutotune: return "max-autotune";
     case FusionPolicy::None: return "none";
-  }
-  return "?";
-}
-
-bool parse_policy(const std::string& s, FusionPolicy* out) {
-  for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::MaxAutotune, FusionPolicy::None})
-    if (s == policy_name(p)) { *out = p; return true; }
-  return false;
-}
-
-const char* reject_code(Reject r) {
-  switch (r) {
-    case Reject::None: return "";
-    case Reject::PolicyNone: return "policy_none";
-    case Reject::Extern: return "extern";
-    case Reject::ReductionSizes: return "reduction_sizes";
-    case Reject::NumelMismatch: return "numel_mismatch";
-    case Reject::TooManyNodes: return "too_many_nodes";
-    case Reject::NoSharedData: return "no_shared_data";
-    case Reject::MemoryDepsMismatch: return "memory_deps_mismatch";
-    case Reject::IntermediateNodes: return "intermediate_nodes";
-    case Reject::HorizontalTooFar: return "horizontal_too_far";
-    case Reject::HorizontalTooSmall: return "horizontal_too_small";
-    case Reject::PeakMemory: return "peak_memory";
-    case Reject::SiblingGemmPolicy: return "sibling_gemm_policy";
-    case Reject::TemplateSiblings: return "template_siblings";
-    case Reject::TemplatePrologue: return "template_prologue";
-    case Reject::TemplateEpilogue: return "template_epilogue";
-    case Reject::TemplateUnrelated: return "template_unrelated";
-    case Reject::BatchedSiblings: return "batched_siblings";
-    case Reject::TpResidualHoisted: return "tp_residual_hoisted";
-    case Reject::GemmEpilogue: return "gemm_epilogue";
-    case Reject::TpAddendNotReplicated: return "tp_addend_not_replicated";
-    case Reject::TpAddendAfterGemm: return "tp_addend_after_gemm";
-  }
-  return "?";
-}
-
-const char* reject_reason(Reject r) {
-  switch (r) {
-    case Reject::None: return "";
-    case Reject::PolicyNone: return "fusion policy 'none' keeps one kernel per node";
-    case Reject::Extern: return "extern kernels and collectives do not fuse";
-    case Reject::ReductionSizes: return "reductions over different (numel, rnumel)";
-    case Reject::NumelMismatch: return "iteration sizes do not match";
-    case Reject::TooManyNodes: return "fused node would exceed 64 nodes";
-    case Reject::NoSharedData: return "no shared data";
-    case Reject::MemoryDepsMismatch: return "memory deps did not match";
-    case Reject::IntermediateNodes: return "intermediate nodes between node1 & node2";
-    case Reject::HorizontalTooFar: return "horizontal fusion: nodes too far apart (> 64)";
-    case Reject::HorizontalTooSmall: return "horizontal fusion: fewer than 10 shared bytes";
-    case Reject::PeakMemory: return "fusion could raise peak memory (single-use inputs it keeps alive > 32x the bytes saved)";
-    case Reject::SiblingGemmPolicy:
-      return "GEMMs sharing an input stay separate extern kernels (merging them is max-autotune only)";
-    case Reject::TemplateSiblings:
-      return "GEMM templates merge only when they read the same input with the same (M, K, N) and one prologue at most";
-    case Reject::TemplatePrologue:
-      return "prologue into a GEMM template: needs one prologue over (M, K), read only by the GEMM, reading <= 1.1x "
-             "what it writes";
-    case Reject::TemplateEpilogue:
-      return "epilogue of a GEMM template: needs pointwise code over (M, N) reading the GEMM output at its own index";
-    case Reject::TemplateUnrelated: return "a GEMM template fuses only with its prologue, epilogue or sibling";
-    case Reject::BatchedSiblings:
-      return "GEMMs sharing an input run as one batched GEMM over their stacked weights (max-autotune, cuda)";
-    case Reject::TpResidualHoisted:
-      return "residual add moved in front of the all-reduce, onto rank 0's GEMM (the addend is replicated)";
-    case Reject::GemmEpilogue:
-      return "GELU (tanh) applied by the GEMM's cuBLASLt epilogue to its f32 result";
-    case Reject::TpAddendNotReplicated:
-      return "residual add stays after the all-reduce: its addend is not provably the same on every rank";
-    case Reject::TpAddendAfterGemm:
-      return "residual add stays after the all-reduce: its addend is computed after the GEMM";
   }
   return "?";
 }
@@ -241,42 +175,17 @@ bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, i
 
 namespace {
 
-struct Group {
-  std::vector<int> nodes;  // sorted by original position
-  bool tmpl = false;       // holds GEMM template(s); then numel = M*N, rnumel = 1
-  int64_t tm = 0, tn = 0, tk = 0;
-  int a_buffer = -1;
-  bool has_prologue = false, has_epilogue = false;
-  bool reduction = false;
-  int64_t numel = 0, rnumel = 1;
-  int min_pos = 0, max_pos = 0;
-  bool alive = true;
-};
-
-using Score = std::array<int64_t, 4>;
-
-// a > b in the scheduler's order
-bool score_greater(const Score& a, const Score& b) {
-  if (a[0] != b[0]) return a[0] > b[0];
-  int64_t ma = a[2], mb = b[2];
-  if (ma > 16 * mb || mb > 16 * ma) return ma > mb;
-  return std::tie(a[1], a[2], a[3]) > std::tie(b[1], b[2], b[3]);
-}
-
 class Scheduler {
  public:
-  Scheduler(const LoweredGraph& g, FusionPolicy p) : g_(g), policy_(p) {
+  Scheduler(const LoweredGraph& g, FusionPolicy p, const FusionConfig& c)
+      : g_(g), policy_(p), config_(c), cost_(g, groups_, group_of_, config_) {
     group_of_.resize(g.nodes.size());
-    seen_.assign(g.nodes.size(), 0);
-    readers_.assign(g.buffers.size(), {});
-    for (const auto& n : g.nodes)
-      for (int b : n.reads) readers_[static_cast<size_t>(b)].push_back(n.id);
     for (const auto& n : g.nodes) {
       for (int b : n.reads) first_seen_.emplace(b, n.id);
       for (int b : n.writes) first_seen_.emplace(b, n.id);
     }
     for (const auto& n : g.nodes) {
-      Group gr;
+      GroupState gr;
       gr.nodes = {n.id};
       gr.reduction = n.is_reduction();
       if (n.is_template()) {
@@ -297,7 +206,7 @@ class Scheduler {
   Schedule run() {
     record_sibling_gemms();
     if (policy_ != FusionPolicy::None) {
-      for (int round = 1; round <= 10; ++round) {
+      for (int round = 1; round <= config_.fuse_nodes_rounds; ++round) {
         size_t before = alive_count();
         fuse_once(round);
         size_t after = alive_count();
@@ -309,7 +218,7 @@ class Scheduler {
     Schedule s;
     s.ledger = std::move(ledger_);
     for (int gi : topo_order()) {
-      const Group& gr = groups_[static_cast<size_t>(gi)];
+      const GroupState& gr = groups_[static_cast<size_t>(gi)];
       FusedGroup fgp;
       fgp.nodes = gr.nodes;
       fgp.numel = gr.numel;
@@ -326,270 +235,19 @@ class Scheduler {
     for (const auto& gr : groups_) n += gr.alive;
     return n;
   }
-  bool fusable(const Group& gr) const { return g_.nodes[static_cast<size_t>(gr.nodes[0])].fusable(); }
-  std::string name(const Group& gr) const {
+  std::string name(const GroupState& gr) const {
     std::string s;
     for (int n : gr.nodes) s += (s.empty() ? "" : "+") + g_.nodes[static_cast<size_t>(n)].name;
     return s;
   }
-
-  // The kernel iteration space of the two groups together, if any.
-  bool combined_space(const Group& a, const Group& b, int64_t* numel, int64_t* rnumel, Reject* why) const {
-    if (a.reduction && b.reduction) {
-      if (a.numel != b.numel || a.rnumel != b.rnumel) { *why = Reject::ReductionSizes; return false; }
-      *numel = a.numel; *rnumel = a.rnumel;
-      return true;
-    }
-    if (a.reduction || b.reduction) {
-      const Group& red = a.reduction ? a : b;
-      const Group& pw = a.reduction ? b : a;
-      // a pointwise group may hold nodes of both sizes only if it is itself
-      // already fused into a reduction, which `reduction` would say
-      if (pw.numel != red.numel * red.rnumel && pw.numel != red.numel) { *why = Reject::NumelMismatch; return false; }
-      *numel = red.numel; *rnumel = red.rnumel;
-      return true;
-    }
-    if (a.numel != b.numel) { *why = Reject::NumelMismatch; return false; }
-    *numel = a.numel; *rnumel = 1;
-    return true;
-  }
-
-  // A node's accesses in a kernel over (numel, rnumel), with each index
-  // interned to an integer so that groups compare without strings.
-  struct Acc {
-    int buffer;
-    int index;  // interned index key
-    int64_t bytes;
-    bool write;
-  };
-  const std::vector<Acc>& accesses(int node, int64_t numel, int64_t rnumel) {
-    auto key = std::make_tuple(node, numel, rnumel);
-    auto it = access_cache_.find(key);
-    if (it != access_cache_.end()) return it->second;
-    std::vector<Access> acc;
-    bool ok = kernel_accesses(g_, g_.nodes[static_cast<size_t>(node)], numel, rnumel, &acc);
-    FG_CHECK(ok, "node placed in a kernel it does not fit");
-    std::vector<Acc> out;
-    for (const Access& a : acc) {
-      auto [ii, fresh] = index_ids_.emplace(a.index->key, static_cast<int>(index_ids_.size()));
-      if (fresh) index_names_.push_back(a.index->key);
-      out.push_back({a.buffer, ii->second, a.bytes, a.write});
-    }
-    return access_cache_[key] = std::move(out);
-  }
-
-  // Is there a path between the groups through a third group? Walks
-  // predecessors from one group, never below the other's first position.
-  bool path_through_other(const Group& from_later, const Group& earlier, int ga, int gb) {
-    std::vector<int>& stack = stack_;
-    stack.clear();
-    ++stamp_;
-    for (int n : from_later.nodes)
-      for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
-        int gd = group_of_[static_cast<size_t>(d)];
-        if (gd != ga && gd != gb) stack.push_back(d);
-      }
-    while (!stack.empty()) {
-      int n = stack.back();
-      stack.pop_back();
-      if (seen_[static_cast<size_t>(n)] == stamp_ || n < earlier.min_pos) continue;
-      seen_[static_cast<size_t>(n)] = stamp_;
-      for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
-        int gd = group_of_[static_cast<size_t>(d)];
-        if (gd == ga || gd == gb) {
-          if (gd == group_of_[static_cast<size_t>(earlier.nodes[0])]) return true;
-          continue;
-        }
-        stack.push_back(d);
-      }
-    }
-    return false;
-  }
-
-  Reject can_fuse(int ga, int gb, Score* score) {
-    const Group& a = groups_[static_cast<size_t>(ga)];
-    const Group& b = groups_[static_cast<size_t>(gb)];
-    *score = {0, 0, 0, -std::max(std::abs(a.min_pos - b.max_pos), std::abs(b.min_pos - a.max_pos))};
-    if (!fusable(a) || !fusable(b)) return Reject::Extern;
-    if (a.tmpl || b.tmpl) return can_fuse_template(ga, gb, score);
-    int64_t numel, rnumel;
-    Reject why = Reject::None;
-    if (!combined_space(a, b, &numel, &rnumel, &why)) return why;
-    // accesses of each side in the combined kernel
-    auto akey = [](const Acc& x) { return (static_cast<int64_t>(x.buffer) << 32) | static_cast<uint32_t>(x.index); };
-    std::unordered_map<int64_t, int64_t> a_keys, b_keys;  // (buffer, index) -> bytes
-    std::unordered_map<int, int> a_writes, b_writes;      // buffer -> index
-    std::vector<std::pair<int, int>> a_reads, b_reads;
-    auto collect = [&](const Group& gr, std::unordered_map<int64_t, int64_t>& keys, std::unordered_map<int, int>& w,
-                       std::vector<std::pair<int, int>>& r) {
-      for (int n : gr.nodes)
-        for (const Acc& acc : accesses(n, numel, rnumel)) {
-          keys[akey(acc)] = acc.bytes;
-          if (acc.write) w[acc.buffer] = acc.index;
-          else r.push_back({acc.buffer, acc.index});
-        }
-    };
-    collect(a, a_keys, a_writes, a_reads);
-    collect(b, b_keys, b_writes, b_reads);
-    int64_t mem = 0;
-    for (const auto& [k, bytes] : a_keys)
-      if (b_keys.count(k)) mem += bytes;
-    bool both_red = a.reduction == b.reduction;
-    *score = {mem > 0 ? 2 : 1, (both_red && mem > 0) ? 1 : 0, mem, (*score)[3]};
-    if (a.nodes.size() + b.nodes.size() > 64) return Reject::TooManyNodes;
-    bool vertical = false;
-    auto deps_match = [&](const std::unordered_map<int, int>& w, const std::vector<std::pair<int, int>>& r) {
-      for (const auto& [buf, key] : r) {
-        auto it = w.find(buf);
-        if (it == w.end()) continue;
-        vertical = true;
-        if (it->second != key) return false;
-      }
-      return true;
-    };
-    if (!deps_match(a_writes, b_reads) || !deps_match(b_writes, a_reads)) return Reject::MemoryDepsMismatch;
-    if (mem == 0) return Reject::NoSharedData;
-    // the cheap horizontal gates first: most far-apart pairs (nodes that
-    // share a weight, say) stop here before the cycle check walks the graph
-    if (!vertical) {
-      if (raises_peak_memory(a, b, mem)) return Reject::PeakMemory;
-      if (-(*score)[3] > 64) return Reject::HorizontalTooFar;
-      if (mem < 10) return Reject::HorizontalTooSmall;
-    }
-    const Group& early = a.min_pos <= b.min_pos ? a : b;
-    const Group& late = a.min_pos <= b.min_pos ? b : a;
-    if (path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb))
-      return Reject::IntermediateNodes;
-    return Reject::None;
-  }
-
-  // Inductor's heuristic: unfused, each side's single-use inputs could be
-  // freed and their memory reused; fused, inputs of the same (dtype, size)
-  // on both sides stay alive together. Reject when that overhead (elements)
-  // is more than 32 times the bytes the fusion saves.
-  bool raises_peak_memory(const Group& a, const Group& b, int64_t saved) const {
-    auto single_use_inputs = [&](const Group& gr) {
-      std::set<std::pair<int, int64_t>> keys;  // (dtype, storage elements)
-      for (int n : gr.nodes)
-        for (int buf : g_.nodes[static_cast<size_t>(n)].reads) {
-          const BufferInfo& bi = g_.buffers[static_cast<size_t>(buf)];
-          if (bi.input_index >= 0 || readers_[static_cast<size_t>(buf)].size() != 1) continue;
-          keys.insert({static_cast<int>(bi.dtype), bi.storage_numel});
-        }
-      return keys;
-    };
-    auto ka = single_use_inputs(a), kb = single_use_inputs(b);
-    int64_t overhead = 0;
-    for (const auto& k : ka)
-      if (kb.count(k)) overhead += k.second;
-    return overhead > 32 * saved;
-  }
-
-  // The template's A index in its (x=m, r=k) frame.
-  std::string template_a_key(const Group& t) {
-    for (int n : t.nodes) {
-      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-      if (!sn.is_template()) continue;
-      std::map<std::string, std::pair<int, IndexP>> loads;
-      ex_loads(sn.gemm_a, &loads);
-      for (const auto& [k, v] : loads)
-        if (v.first == sn.a_buffer) return v.second->key;
-    }
-    return "";
-  }
-
-  std::vector<int> templates_of(const Group& t) const {
-    std::vector<int> r;
-    for (int n : t.nodes)
-      if (g_.nodes[static_cast<size_t>(n)].is_template()) r.push_back(n);
-    return r;
-  }
-
-  // max-autotune: a template group takes a sibling template reading the same
-  // A, a prologue computing A over (M, K), and epilogues over (M, N).
-  Reject can_fuse_template(int ga, int gb, Score* score) {
-    const Group& a = groups_[static_cast<size_t>(ga)];
-    const Group& b = groups_[static_cast<size_t>(gb)];
-    int64_t prox = (*score)[3];
-    auto cycle = [&]() {
-      const Group& early = a.min_pos <= b.min_pos ? a : b;
-      const Group& late = a.min_pos <= b.min_pos ? b : a;
-      return path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb);
-    };
-    if (a.tmpl && b.tmpl) {
-      // siblings share the A rows (and at most one prologue computing them);
-      // their epilogues run side by side over (M, N)
-      int64_t a_bytes = a.tm * a.tk * dtype_size(g_.buffers[static_cast<size_t>(a.a_buffer)].dtype);
-      *score = {1, 0, a_bytes, prox};
-      if (a.a_buffer != b.a_buffer || a.tm != b.tm || a.tk != b.tk || a.tn != b.tn ||
-          (a.has_prologue && b.has_prologue) || template_a_key(a) != template_a_key(b))
-        return Reject::TemplateSiblings;
-      return cycle() ? Reject::IntermediateNodes : Reject::None;
-    }
-    const Group& t = a.tmpl ? a : b;
-    const Group& o = a.tmpl ? b : a;
-    std::set<int> t_members(t.nodes.begin(), t.nodes.end()), o_members(o.nodes.begin(), o.nodes.end());
-    std::vector<int> tmpls = templates_of(t);
-    int first_tmpl = *std::min_element(tmpls.begin(), tmpls.end());
-    if (o.max_pos < first_tmpl) {
-      // prologue: o computes A over (M, K) and only the templates read it
-      *score = {0, 0, 0, prox};
-      if (t.has_prologue || o.tmpl) return Reject::TemplatePrologue;
-      std::string a_key = template_a_key(t), written;
-      for (int n : o.nodes) {
-        std::vector<Access> acc;
-        if (!kernel_accesses(g_, g_.nodes[static_cast<size_t>(n)], t.tm, t.tk, &acc)) return Reject::TemplatePrologue;
-        for (const Access& x : acc)
-          if (x.write && x.buffer == t.a_buffer) written = x.index->key;
-        int out = g_.nodes[static_cast<size_t>(n)].out_buffer;
-        for (const auto& reader : g_.nodes)
-          if (reader.reads.count(out) && !o_members.count(reader.id) &&
-              !(reader.is_template() && t_members.count(reader.id) && reader.a_buffer == out))
-            return Reject::TemplatePrologue;
-      }
-      if (written.empty() || written != a_key) return Reject::TemplatePrologue;
-      // reads at most 1.1x what it writes: a prologue must not multiply the
-      // GEMM's input traffic
-      int64_t a_bytes_w = t.tm * t.tk * dtype_size(g_.buffers[static_cast<size_t>(t.a_buffer)].dtype);
-      int64_t read_bytes = 0;
-      std::set<int> produced;
-      for (int n : o.nodes) produced.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
-      std::set<std::pair<int, int>> counted;
-      for (int n : o.nodes)
-        for (const Acc& acc : accesses(n, t.tm, t.tk))
-          if (!acc.write && !produced.count(acc.buffer) && counted.insert({acc.buffer, acc.index}).second)
-            read_bytes += acc.bytes;
-      if (read_bytes * 10 > a_bytes_w * 11) return Reject::TemplatePrologue;
-      (*score)[2] = a_bytes_w;
-      return cycle() ? Reject::IntermediateNodes : Reject::None;
-    }
-    // epilogue: pointwise over (M, N) reading the outputs at x
-    *score = {1, 0, 0, prox};
-    if (o.tmpl || o.reduction || o.numel != t.tm * t.tn) return Reject::TemplateEpilogue;
-    std::set<int> outs;
-    for (int n : tmpls) outs.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
-    std::string x_key = ix_var("x", t.tm * t.tn)->key;
-    int64_t mem = 0;
-    for (int n : o.nodes)
-      for (const Acc& acc : accesses(n, t.tm * t.tn, 1)) {
-        if (!outs.count(acc.buffer)) continue;
-        if (index_key(acc.index) != x_key) return Reject::TemplateEpilogue;
-        mem += acc.bytes;
-      }
-    if (mem == 0) return Reject::TemplateUnrelated;
-    (*score)[2] = mem;
-    return cycle() ? Reject::IntermediateNodes : Reject::None;
-  }
-
-  const std::string& index_key(int id) const { return index_names_[static_cast<size_t>(id)]; }
 
   void fuse_once(int round) {
     // 1. candidate pairs by shared buffer, in discovery order
     std::vector<int> buffer_order;
     std::map<int, std::vector<int>> by_buffer;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
-      const Group& gr = groups_[gi];
-      if (!gr.alive || !fusable(gr)) continue;
+      const GroupState& gr = groups_[gi];
+      if (!gr.alive || !cost_.fusable(gr)) continue;
       std::set<int> bufs;
       for (int n : gr.nodes) {
         const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
@@ -604,33 +262,33 @@ class Scheduler {
     std::sort(buffer_order.begin(), buffer_order.end(), [&](int x, int y) {
       return first_seen(x) < first_seen(y);
     });
+    const size_t window = static_cast<size_t>(config_.max_fusion_buffer_group_pairwise_attempts);
     std::vector<std::pair<int, int>> pairs;
     std::set<std::pair<int, int>> seen;
     for (int b : buffer_order) {
       auto& list = by_buffer[b];
       std::sort(list.begin(), list.end(), [&](int x, int y) { return groups_[x].min_pos < groups_[y].min_pos; });
       for (size_t i = 0; i < list.size(); ++i)
-        for (size_t j = i + 1; j < list.size() && j <= i + 64; ++j)
+        for (size_t j = i + 1; j < list.size() && j <= i + window; ++j)
           if (seen.insert({list[i], list[j]}).second) pairs.push_back({list[i], list[j]});
     }
     struct Cand { int a, b; Score s; };
     std::vector<Cand> cands;
     for (auto [x, y] : pairs) {
-      Score s;
-      Reject r = can_fuse(x, y, &s);
-      if (r == Reject::None) cands.push_back({x, y, s});
-      else record(x, y, s, false, r, round);
+      FusionDecision d = cost_.can_fuse(x, y);
+      if (d.ok()) cands.push_back({x, y, d.score});
+      else record(x, y, d.score, false, d.reason, round);
     }
     // 2. stable sort by score
-    std::stable_sort(cands.begin(), cands.end(), [](const Cand& p, const Cand& q) { return score_greater(p.s, q.s); });
-    // 3. greedy
+    std::stable_sort(cands.begin(), cands.end(),
+                     [&](const Cand& p, const Cand& q) { return score_greater(p.s, q.s, config_); });
+    // 3. greedy; the ledger keeps the score the pair was sorted by
     for (const Cand& c : cands) {
       int ga = find(c.a), gb = find(c.b);
       if (ga == gb) continue;
-      Score s;
-      Reject r = can_fuse(ga, gb, &s);
-      record(ga, gb, c.s, r == Reject::None, r, round);
-      if (r == Reject::None) merge(ga, gb);
+      FusionDecision d = cost_.can_fuse(ga, gb);
+      record(ga, gb, c.s, d.ok(), d.reason, round);
+      if (d.ok()) merge(ga, gb);
     }
   }
 
@@ -645,13 +303,13 @@ class Scheduler {
   }
 
   void merge(int ga, int gb) {
-    Group& a = groups_[static_cast<size_t>(ga)];
-    Group& b = groups_[static_cast<size_t>(gb)];
+    GroupState& a = groups_[static_cast<size_t>(ga)];
+    GroupState& b = groups_[static_cast<size_t>(gb)];
     int64_t numel = 0, rnumel = 1;
     Reject why = Reject::None;
     if (a.tmpl || b.tmpl) {
-      const Group& t = a.tmpl ? a : b;
-      const Group& o = a.tmpl ? b : a;
+      const GroupState& t = a.tmpl ? a : b;
+      const GroupState& o = a.tmpl ? b : a;
       bool prologue = !o.tmpl && o.max_pos < t.min_pos;
       bool epilogue = !o.tmpl && !prologue;
       numel = t.tm * t.tn;
@@ -665,7 +323,7 @@ class Scheduler {
       absorb(ga, gb);
       return;
     }
-    FG_CHECK(combined_space(a, b, &numel, &rnumel, &why), "merging groups that cannot share a kernel");
+    FG_CHECK(cost_.combined_space(a, b, &numel, &rnumel, &why), "merging groups that cannot share a kernel");
     a.reduction = a.reduction || b.reduction;
     a.numel = numel;
     a.rnumel = rnumel;
@@ -674,8 +332,8 @@ class Scheduler {
 
   // Group gb's nodes join group ga; gb is gone (forwarded to ga).
   void absorb(int ga, int gb) {
-    Group& a = groups_[static_cast<size_t>(ga)];
-    Group& b = groups_[static_cast<size_t>(gb)];
+    GroupState& a = groups_[static_cast<size_t>(ga)];
+    GroupState& b = groups_[static_cast<size_t>(gb)];
     a.nodes.insert(a.nodes.end(), b.nodes.begin(), b.nodes.end());
     std::sort(a.nodes.begin(), a.nodes.end());
     a.min_pos = std::min(a.min_pos, b.min_pos);
@@ -718,30 +376,10 @@ class Scheduler {
           record(ga, gb, {0, 0, 0, a - b}, false, Reject::SiblingGemmPolicy, 0);
           continue;
         }
-        if (!batchable(g_.nodes[static_cast<size_t>(a)], g_.nodes[static_cast<size_t>(b)])) continue;
+        if (!cost_.batchable(g_.nodes[static_cast<size_t>(a)], g_.nodes[static_cast<size_t>(b)])) continue;
         record(ga, gb, {0, 0, 0, a - b}, true, Reject::BatchedSiblings, 0);
         absorb(ga, gb);
       }
-  }
-
-  // b (the later one) runs at a's place: everything it waits for must run
-  // before a. The weights are stacked once and reused while they are the
-  // same tensors at the same version, so they must be graph inputs that no
-  // node of this graph writes.
-  bool batchable(const SchedNode& a, const SchedNode& b) const {
-    auto w = [&](const SchedNode& n) { return g_.buffers[static_cast<size_t>(n.args[1].first)]; };
-    auto frozen = [&](const SchedNode& n) {
-      if (w(n).input_index < 0) return false;
-      for (const auto& m : g_.nodes)
-        if (m.writes.count(n.args[1].first)) return false;
-      return true;
-    };
-    for (int d : b.deps)
-      if (d >= a.id) return false;
-    return a.op.op == Op::Linear && b.op.op == Op::Linear && a.args.size() == 2 && b.args.size() == 2 &&
-           a.op.attrs.empty() && b.op.attrs.empty() &&
-           a.op.type == b.op.type && w(a).dtype == w(b).dtype && w(a).layout.sizes == w(b).layout.sizes &&
-           w(a).layout.is_contiguous() && w(b).layout.is_contiguous() && frozen(a) && frozen(b);
   }
 
   void record_policy_none() {
@@ -785,22 +423,21 @@ class Scheduler {
 
   const LoweredGraph& g_;
   FusionPolicy policy_;
-  std::vector<Group> groups_;
-  std::vector<int> group_of_;
+  FusionConfig config_;
+  std::vector<GroupState> groups_;
+  std::vector<int> group_of_;  // scheduler node -> its group
+  FusionCost cost_;            // reads groups_ and group_of_
   std::map<int, int> forward_;
   std::vector<LedgerEntry> ledger_;
-  std::map<std::tuple<int, int64_t, int64_t>, std::vector<Acc>> access_cache_;
-  std::unordered_map<std::string, int> index_ids_;
-  std::vector<std::string> index_names_;
-  std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
-  std::vector<int> seen_;
-  std::vector<int> stack_;
-  int stamp_ = 0;
   std::map<int, int> first_seen_;
 };
 
 }  // namespace
 
-Schedule schedule(const LoweredGraph& g, FusionPolicy policy) { return Scheduler(g, policy).run(); }
+Schedule schedule(const LoweredGraph& g, FusionPolicy policy, const FusionConfig& config) {
+  return Scheduler(g, policy, config).run();
+}
+
+Schedule schedule(const LoweredGraph& g, FusionPolicy policy) { return schedule(g, policy, FusionConfig{}); }
 
 }  // namespace fg

@@ -1,42 +1,23 @@
 // schedule: groups scheduler nodes into fused kernels (see the essay at the
-// top of schedule.cpp) and records every decision in a ledger.
+// top of schedule.cpp) and records every decision in a ledger
+// (passes/fusion_ledger.h). Whether a pair may fuse and what it scores is
+// decided in passes/fusion_cost.h; this pass walks candidates and merges.
 //
 // Before: lowered nodes with reads, writes and dependencies. After: groups in
 // a valid execution order; each generated group has one iteration space
 // (numel, rnumel); extern and collective nodes are groups of one.
 #pragma once
-#include <array>
 #include <string>
 #include <vector>
 
+#include "fusion/passes/fusion_cost.h"
+#include "fusion/passes/fusion_ledger.h"
 #include "fusion/passes/lower.h"
 
 namespace fg {
 
 enum class FusionPolicy { Default, MaxAutotune, None };
-const char* policy_name(FusionPolicy p);
-bool parse_policy(const std::string& s, FusionPolicy* out);
-
-// Why a candidate pair was not fused: one code per gate of can_fuse.
-enum class Reject {
-  None, PolicyNone, Extern, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
-  MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, PeakMemory, SiblingGemmPolicy,
-  TemplateSiblings, TemplatePrologue, TemplateEpilogue, TemplateUnrelated,
-  // why a decision went as it did where it was not a rejection
-  BatchedSiblings, TpResidualHoisted, GemmEpilogue,
-  // rejections of TP rewrites (passes/tp_rewrite)
-  TpAddendNotReplicated, TpAddendAfterGemm,
-};
-const char* reject_code(Reject r);     // "memory_deps_mismatch"
-const char* reject_reason(Reject r);   // "memory deps did not match"
-
-struct LedgerEntry {
-  std::string first, second;            // groups as "buf1+buf2"
-  std::array<int64_t, 4> score{};       // template, node type, memory bytes, proximity
-  bool fused = false;
-  Reject reason = Reject::None;  // why rejected; for a fused entry, None or how it fused
-  int round = 0;
-};
+const char* policy_name(FusionPolicy p);  // parse_fusion (fusion/options.h) reads it back
 
 struct FusedGroup {
   std::vector<int> nodes;  // scheduler node ids, in execution order
@@ -49,7 +30,10 @@ struct Schedule {
   std::vector<LedgerEntry> ledger;
 };
 
+// The numbers the decisions use are `config`'s (passes/fusion_cost.h); the
+// first form uses the default FusionConfig, Inductor's.
 Schedule schedule(const LoweredGraph& g, FusionPolicy policy);
+Schedule schedule(const LoweredGraph& g, FusionPolicy policy, const FusionConfig& config);
 
 // Index of every access of node `n` expressed in the variables of a kernel
 // over (numel, rnumel): x in [0, numel), r in [0, rnumel). False if the node

@@ -1,0 +1,96 @@
+// Code printers: one C-style base that turns fused groups into kernel
+// functions, and dialects that override the op->text table, the types and
+// the loop headers (STYLE 12): the host C++ dialect (codegen/cpp_printer.h)
+// and the CUDA one (codegen/cuda_printer.h). The kernel bodies are written
+// by codegen/kernel_emitter.h through this table.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fusion/codegen/kernel.h"
+
+namespace fg {
+
+class CStylePrinter {
+ public:
+  explicit CStylePrinter(const LoweredGraph& g) : g_(g) {}
+  virtual ~CStylePrinter() = default;
+  KernelProgram print(const Schedule& s);
+
+ protected:
+  virtual std::string backend() const = 0;
+  virtual std::string prelude() const = 0;
+  virtual std::string signature(const std::string& name) const = 0;
+
+ public:
+  // The dialect's table, used by the emitter that prints kernel bodies.
+  // `reduction`: the kernel reduces, so x is one row per block of threads
+  // on a GPU, and values of the row are combined across threads.
+  virtual std::string outer_loop(int64_t numel, bool reduction) const = 0;
+  virtual std::string inner_loop(int64_t rnumel) const = 0;
+  // Combines a per-thread partial result across the threads of a row
+  // (empty where one thread does a whole row).
+  virtual std::string combine_partials(const std::string& acc, Op reduce_op) const { return ""; }
+  // Guards a store of a per-row value that every thread of the row holds.
+  virtual std::string row_store_guard() const { return ""; }
+  // Between loops over r that may read what an earlier loop stored.
+  virtual std::string loop_barrier() const { return ""; }
+  // Elements of a row each thread keeps in registers across the loops over
+  // r (0: none; loops then stride over r and reload).
+  virtual int64_t row_registers(int64_t rnumel) const { return 0; }
+  // Elements of a chunk: where a dialect gives each thread chunks of
+  // consecutive elements (of r in a row kernel, of x in a pointwise one),
+  // loads and stores that are contiguous and 16-byte aligned over a chunk
+  // move as one wide access.
+  static constexpr int64_t kChunkLanes = 8;
+  // Whether a kernel over (numel, rnumel) runs in chunks.
+  virtual bool chunked(int64_t numel, int64_t rnumel) const { return false; }
+  // The loop over this thread's chunks, and the lines that open it (they
+  // define q, the chunk's index, and skip chunks past the end).
+  virtual std::string chunk_loop(int64_t numel, int64_t rnumel) const { return ""; }
+  virtual std::string chunk_prologue(int64_t numel, int64_t rnumel) const { return ""; }
+  // The loop over the lanes (v) of a chunk, and the line defining the
+  // kernel variable (x or r) and j, the lane's register slot.
+  virtual std::string lane_loop() const { return ""; }
+  virtual std::string lane_prologue(int64_t numel, int64_t rnumel) const { return ""; }
+  // Declaration of a chunk `name` of storage type `st` loaded from
+  // `ptr_at` (a pointer to the chunk's first element); a load into a
+  // declared chunk (element v reads as `name[v]`). A chunk of computed
+  // values for stores (`name.s[v] = value`), and its store to a buffer of
+  // dtype `t`, converting as a scalar store would.
+  virtual std::string chunk_load(const std::string& st, const std::string& name, const std::string& ptr_at) const {
+    return "";
+  }
+  virtual std::string chunk_assign(const std::string& name, const std::string& ptr_at) const { return ""; }
+  virtual std::string chunk_decl(const std::string& st, const std::string& name) const { return ""; }
+  virtual std::string out_chunk_decl(const std::string& name) const { return ""; }
+  virtual std::string chunk_store(DType t, const std::string& name, const std::string& ptr_at) const { return ""; }
+  // Lines opening each loop over r (after its header).
+  virtual std::string inner_loop_prologue(int64_t rnumel) const { return ""; }
+  // Expression for argument i of the kernel.
+  virtual std::string arg_ref(size_t i) const { return "args[" + std::to_string(i) + "]"; }
+  // Text of an op on already-printed operands of compute type `t`.
+  virtual std::string op_text(Op op, DType t, const std::vector<std::string>& a, const Attrs& attrs) const;
+  virtual std::string compute_type(DType t) const;
+  virtual std::string storage_type(DType t) const;
+  virtual std::string load_text(DType t, const std::string& ptr, const std::string& idx) const;
+  virtual std::string store_text(DType t, const std::string& ptr, const std::string& idx, const std::string& v) const;
+  std::string const_text(double v, DType t) const;
+
+ protected:
+  // A group holding a GEMM template; a dialect without templates (the base)
+  // never gets one from the scheduler, so reaching it is a compiler bug.
+  virtual Kernel print_template(const FusedGroup& gr, int index, std::set<int>* removed);
+  // Which values of `nodes` leave the kernel (must be stored).
+  std::map<int, bool> needs_store(const std::vector<int>& nodes) const;
+
+  const LoweredGraph& g_;
+  std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
+
+ private:
+  Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);
+};
+
+}  // namespace fg

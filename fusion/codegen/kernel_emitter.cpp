@@ -1,0 +1,343 @@
+#include "fusion/codegen/kernel_emitter.h"
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+void KernelEmitter::open(const std::string& head) {
+  // a head may carry lines before the loop itself (a #pragma)
+  std::string h = head;
+  for (size_t nl = h.find('\n'); nl != std::string::npos; nl = h.find('\n')) {
+    line(h.substr(0, nl));
+    h = h.substr(nl + 1);
+  }
+  line(h + " {");
+  ++indent;
+  scopes_.emplace_back();
+}
+
+std::string KernelEmitter::ptr(int b) {
+  auto it = arg_name_.find(b);
+  if (it != arg_name_.end()) return it->second;
+  std::string nm = "p" + std::to_string(k_.args.size());
+  k_.args.push_back(b);
+  return arg_name_[b] = nm;
+}
+
+std::string KernelEmitter::emit(const ExprP& e) {
+  if (e->kind == Expr::Const) return p_.const_text(e->value, e->dtype);
+  if (e->kind == Expr::Load && row_cache.count(e->key) && !row_chunked.count(e->key) &&
+      row_cache_first[e->key] != current_phase)
+    return row_cache[e->key] + "[j]";
+  if (e->kind == Expr::Load) {
+    auto pit = producer.find(e->buffer);
+    if (pit != producer.end() && value.count(pit->second) && store_at[pit->second]->key == e->index->key)
+      return value[pit->second];
+  }
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto f = it->find(e->key);
+    if (f != it->end()) return f->second;
+  }
+  std::string text;
+  switch (e->kind) {
+    case Expr::Load: {
+      text = custom_load_ ? custom_load_(e) : "";
+      if (text.empty() && vec_load.count(e->key))
+        text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, vec_load[e->key], "v");
+      if (text.empty())
+        text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, ptr(e->buffer), e->index->key);
+      break;
+    }
+    case Expr::Unary: case Expr::Binary: {
+      std::vector<std::string> a;
+      for (const auto& x : e->args) a.push_back(emit(x));
+      DType t = e->dtype;
+      if (is_comparison(e->op)) {
+        t = promote(e->args[0]->dtype, e->args[1]->dtype);
+        for (auto& x : a) x = "static_cast<" + p_.compute_type(t) + ">(" + x + ")";
+      }
+      text = p_.op_text(e->op, t, a, e->attrs);
+      if (e->op == Op::Pow && e->args[1]->kind == Expr::Const && e->args[1]->value == 2.0)
+        text = "(static_cast<" + p_.compute_type(t) + ">(" + a[0] + ") * static_cast<" + p_.compute_type(t) + ">(" + a[0] + "))";
+      break;
+    }
+    case Expr::Where: {
+      std::string c = emit(e->args[0]), x = emit(e->args[1]), y = emit(e->args[2]);
+      std::string T = p_.compute_type(e->dtype);
+      text = "(" + c + " ? static_cast<" + T + ">(" + x + ") : static_cast<" + T + ">(" + y + "))";
+      break;
+    }
+    case Expr::Cast: text = round_to(e->dtype, emit(e->args[0])); break;
+    case Expr::IndexLt: text = "(" + e->index->key + " < " + std::to_string(e->bound) + ")"; break;
+    default: internal_error("unexpected expression kind");
+  }
+  std::string v = "t" + std::to_string(tmp_++);
+  line("const " + p_.compute_type(e->dtype) + " " + v + " = " + text + ";");
+  scopes_.back()[e->key] = v;
+  if (e->kind == Expr::Load && row_cache.count(e->key) && !row_chunked.count(e->key))
+    line(row_cache[e->key] + "[j] = " + v + ";");
+  return v;
+}
+
+std::string KernelEmitter::round_to(DType t, const std::string& x) const {
+  if (t == DType::BF16) return "fg_round_bf16(static_cast<float>(" + x + "))";
+  if (t == DType::F16) return "fg_round_f16(static_cast<float>(" + x + "))";
+  if (t == DType::Bool) return "(" + x + " != 0)";
+  return "static_cast<" + p_.compute_type(t) + ">(" + x + ")";
+}
+
+void KernelEmitter::store(int n, const std::string& v, bool per_row) {
+  const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+  if (!stored[n]) return;
+  auto vs = vec_store.find(n);
+  if (vs != vec_store.end()) {
+    line(vs->second.first + ".s[v] = " + v + ";");
+    return;
+  }
+  std::string st = p_.store_text(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype, ptr(sn.out_buffer),
+                                 store_at[n]->key, v);
+  std::string guard = per_row ? p_.row_store_guard() : "";
+  line(guard.empty() ? st : guard + " " + st);
+}
+
+void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, ExprP>& body,
+                           const std::map<int, bool>& inner, int64_t R,
+                           const std::function<void(int, const std::string&)>& on_value) {
+  std::vector<std::vector<int>> ph;
+  std::vector<bool> ph_inner;
+  std::map<int, size_t> phase_of;
+  for (int n : nodes) {
+    bool in = inner.at(n);
+    bool join = !ph.empty() && ph_inner.back() == in;
+    if (join && in) {
+      std::map<std::string, std::pair<int, IndexP>> loads;
+      ex_loads(body.at(n), &loads);
+      for (const auto& [k, l] : loads) {
+        auto it = producer.find(l.first);
+        if (it != producer.end() && phase_of.count(it->second) && phase_of[it->second] == ph.size() - 1 &&
+            g_.nodes[static_cast<size_t>(it->second)].is_reduction())
+          join = false;
+      }
+    }
+    if (!join) { ph.emplace_back(); ph_inner.push_back(in); }
+    ph.back().push_back(n);
+    phase_of[n] = ph.size() - 1;
+  }
+  // a value read by a later loop of this kernel must be stored
+  for (int n : nodes) {
+    std::map<std::string, std::pair<int, IndexP>> loads;
+    ex_loads(body.at(n), &loads);
+    for (const auto& [k, l] : loads) {
+      auto it = producer.find(l.first);
+      if (it == producer.end() || it->second == n || !phase_of.count(it->second)) continue;
+      int p = it->second;
+      bool same_index = l.second->key == store_at[p]->key;
+      bool visible = !inner.at(p) || g_.nodes[static_cast<size_t>(p)].is_reduction() || phase_of[p] == phase_of[n];
+      if (!same_index || !visible) stored[p] = true;
+    }
+  }
+  bool row_kernel = R > 1;
+  bool looped_before = false;
+  int64_t regs = p_.row_registers(R);
+  if (regs > 0) {
+    std::map<std::string, std::set<size_t>> phases_of_load;
+    std::map<std::string, DType> load_type;
+    std::map<std::string, IndexP> load_index;
+    for (size_t pi = 0; pi < ph.size(); ++pi) {
+      if (!ph_inner[pi]) continue;
+      for (int n : ph[pi]) {
+        std::map<std::string, std::pair<int, IndexP>> loads;
+        ex_loads(body.at(n), &loads);
+        for (const auto& [k, l] : loads)
+          if (!producer.count(l.first)) {
+            phases_of_load[k].insert(pi);
+            load_type[k] = g_.buffers[static_cast<size_t>(l.first)].dtype;
+            load_index[k] = l.second;
+          }
+      }
+    }
+    for (const auto& [k, pset] : phases_of_load)
+      if (pset.size() > 1) {
+        std::string name = "row" + std::to_string(row_cache.size());
+        row_cache[k] = name;
+        row_cache_first[k] = *pset.begin();
+        // in chunks, a row read at contiguous aligned places stays in its
+        // chunks (bf16: two elements a register)
+        IndexP base;
+        if (p_.chunked(1, R) && wide(load_type[k]) && chunk_access(load_index[k], "r", R, &base)) {
+          row_chunked.insert(k);
+          line(p_.chunk_decl(p_.storage_type(load_type[k]),
+                             name + "[" + std::to_string(regs / CStylePrinter::kChunkLanes) + "]"));
+        } else {
+          line(p_.compute_type(load_type[k]) + " " + name + "[" + std::to_string(regs) + "];");
+        }
+      }
+  }
+  for (size_t pi = 0; pi < ph.size(); ++pi) {
+    if (!ph_inner[pi]) {
+      for (int n : ph[pi]) {
+        std::string v = emit(body.at(n));
+        value[n] = v;
+        store(n, v, row_kernel);
+        if (on_value) on_value(n, v);
+      }
+      continue;
+    }
+    if (looped_before && !p_.loop_barrier().empty()) line(p_.loop_barrier());
+    looped_before = true;
+    std::map<int, std::string> acc;
+    for (int n : ph[pi]) {
+      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+      if (!sn.is_reduction()) continue;
+      DType t = sn.body->dtype;
+      std::string at = t == DType::F64 ? "double" : (is_floating(t) ? "float" : "int64_t");
+      std::string init = sn.reduce_op == Op::Sum ? "0" : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
+      acc[n] = "acc" + std::to_string(n);
+      line(at + " " + acc[n] + " = " + init + ";");
+    }
+    current_phase = pi;
+    const bool chunks = p_.chunked(1, R);
+    if (chunks) {
+      open(p_.chunk_loop(1, R));
+      line(p_.chunk_prologue(1, R));
+      chunk_begin(ph[pi], body, "r", R);
+      open(p_.lane_loop());
+      line(p_.lane_prologue(1, R));
+    } else {
+      open(p_.inner_loop(R));
+      if (!p_.inner_loop_prologue(R).empty()) line(p_.inner_loop_prologue(R));
+    }
+    for (int n : ph[pi]) {
+      std::string v = emit(body.at(n));
+      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+      if (sn.is_reduction()) {
+        line(acc[n] + (sn.reduce_op == Op::Sum ? " += " + v + ";"
+                                               : " = fg_max(" + acc[n] + ", static_cast<decltype(" + acc[n] + ")>(" + v + "));"));
+      } else {
+        value[n] = v;
+        store(n, v);
+        if (on_value) on_value(n, v);
+      }
+    }
+    close();
+    if (chunks) {
+      chunk_end();
+      close();
+    }
+    for (int n : ph[pi]) {
+      if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
+      std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);
+      if (!combine.empty()) line(combine);
+      value[n] = acc[n];
+      store(n, acc[n], true);
+    }
+  }
+}
+
+void KernelEmitter::place(const std::vector<int>& nodes, int64_t X, int64_t R, std::map<int, ExprP>* body,
+                          std::map<int, bool>* inner) {
+  for (int n : nodes) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+    producer[sn.out_buffer] = n;
+    (*body)[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
+    std::vector<Access> acc;
+    FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");
+    for (const auto& a : acc)
+      if (a.write) store_at[n] = a.index;
+    (*inner)[n] = runs_inner(sn, X, R);
+  }
+}
+
+std::string KernelEmitter::finish(const std::string& signature, const std::vector<int>& nodes,
+                                  std::set<int>* removed) {
+  std::set<int> written;
+  for (int n : nodes) {
+    if (stored[n]) written.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+    else removed->insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+  }
+  std::string src = signature + " {\n" + arg_decls(written);
+  for (const auto& l : lines) src += l + "\n";
+  return src + "}\n";
+}
+
+bool KernelEmitter::chunk_access(const IndexP& index, const std::string& var, int64_t range, IndexP* base) {
+  constexpr int64_t kLanes = CStylePrinter::kChunkLanes;
+  if (range % kLanes != 0) return false;
+  IndexP at = ix_subst(index, {{var, ix_add(ix_mul(ix_var("q", range / kLanes), kLanes), ix_var("v", kLanes))}});
+  bool unit = false;
+  IndexP b = ix_const(at->constant);
+  for (const auto& [c, atom] : at->terms) {
+    if (atom->kind == IndexAtom::Var && atom->var == "v") {
+      if (c != 1) return false;
+      unit = true;
+      continue;
+    }
+    std::map<std::string, int64_t> vars;
+    ix_vars(ix_atom(atom), &vars);
+    if (vars.count("v") || c % kLanes != 0) return false;
+    b = ix_add(b, ix_mul(ix_atom(atom), c));
+  }
+  if (!unit || b->constant % kLanes != 0) return false;
+  *base = b;
+  return true;
+}
+
+void KernelEmitter::chunk_begin(const std::vector<int>& nodes, const std::map<int, ExprP>& body,
+                                const std::string& var, int64_t range) {
+  vec_load.clear();
+  vec_store.clear();
+  for (int n : nodes) {
+    std::map<std::string, std::pair<int, IndexP>> loads;
+    ex_loads(body.at(n), &loads);
+    for (const auto& [k, l] : loads) {
+      if (vec_load.count(k) || producer.count(l.first)) continue;
+      if (row_cache.count(k) && row_cache_first[k] != current_phase) {
+        if (row_chunked.count(k)) vec_load[k] = row_cache[k] + "[c]";  // in registers already
+        continue;
+      }
+      DType t = g_.buffers[static_cast<size_t>(l.first)].dtype;
+      IndexP base;
+      if (!wide(t) || !chunk_access(l.second, var, range, &base)) continue;
+      std::string at = ptr(l.first) + " + (" + base->key + ")";
+      if (row_chunked.count(k)) {
+        vec_load[k] = row_cache[k] + "[c]";
+        line(p_.chunk_assign(vec_load[k], at));
+      } else {
+        vec_load[k] = "w" + std::to_string(tmp_++);
+        line(p_.chunk_load(p_.storage_type(t), vec_load[k], at));
+      }
+    }
+  }
+  for (int n : nodes) {
+    const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+    DType t = g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype;
+    IndexP base;
+    if (!stored[n] || !wide(t) || !chunk_access(store_at[n], var, range, &base)) continue;
+    std::string name = "w" + std::to_string(tmp_++);
+    line(p_.out_chunk_decl(name));
+    vec_store[n] = {name, ptr(sn.out_buffer) + " + (" + base->key + ")"};
+  }
+}
+
+void KernelEmitter::chunk_end() {
+  for (const auto& [n, s] : vec_store)
+    line(p_.chunk_store(g_.buffers[static_cast<size_t>(g_.nodes[static_cast<size_t>(n)].out_buffer)].dtype, s.first,
+                        s.second));
+  vec_load.clear();
+  vec_store.clear();
+}
+
+std::string KernelEmitter::arg_decls(const std::set<int>& written) const {
+  std::string src;
+  for (size_t ai = 0; ai < k_.args.size(); ++ai) {
+    int b = k_.args[ai];
+    const BufferInfo& bi = g_.buffers[static_cast<size_t>(b)];
+    bool w = written.count(b) > 0;
+    std::string c = w ? "" : "const ";
+    src += "  " + c + p_.storage_type(bi.dtype) + "* __restrict__ " + arg_name_.at(b) + " = static_cast<" + c +
+           p_.storage_type(bi.dtype) + "*>(" + p_.arg_ref(ai) + ");  // " + bi.name + "\n";
+  }
+  return src;
+}
+
+}  // namespace fg

@@ -1,0 +1,81 @@
+#include "fusion/passes/fusion_ledger.h"
+
+#include "fusion/ir/text.h"
+#include "fusion/passes/fusion_cost.h"
+
+namespace fg {
+
+const char* reject_code(Reject r) {
+  switch (r) {
+    case Reject::None: return "";
+    case Reject::PolicyNone: return "policy_none";
+    case Reject::Extern: return "extern";
+    case Reject::ReductionSizes: return "reduction_sizes";
+    case Reject::NumelMismatch: return "numel_mismatch";
+    case Reject::TooManyNodes: return "too_many_nodes";
+    case Reject::NoSharedData: return "no_shared_data";
+    case Reject::MemoryDepsMismatch: return "memory_deps_mismatch";
+    case Reject::IntermediateNodes: return "intermediate_nodes";
+    case Reject::HorizontalTooFar: return "horizontal_too_far";
+    case Reject::HorizontalTooSmall: return "horizontal_too_small";
+    case Reject::PeakMemory: return "peak_memory";
+    case Reject::SiblingGemmPolicy: return "sibling_gemm_policy";
+    case Reject::TemplateSiblings: return "template_siblings";
+    case Reject::TemplatePrologue: return "template_prologue";
+    case Reject::TemplateEpilogue: return "template_epilogue";
+    case Reject::TemplateUnrelated: return "template_unrelated";
+    case Reject::BatchedSiblings: return "batched_siblings";
+    case Reject::TpResidualHoisted: return "tp_residual_hoisted";
+    case Reject::GemmEpilogue: return "gemm_epilogue";
+    case Reject::TpAddendNotReplicated: return "tp_addend_not_replicated";
+    case Reject::TpAddendAfterGemm: return "tp_addend_after_gemm";
+  }
+  return "?";
+}
+
+std::string reject_reason(Reject r, const FusionConfig& c) {
+  switch (r) {
+    case Reject::None: return "";
+    case Reject::PolicyNone: return "fusion policy 'none' keeps one kernel per node";
+    case Reject::Extern: return "extern kernels and collectives do not fuse";
+    case Reject::ReductionSizes: return "reductions over different (numel, rnumel)";
+    case Reject::NumelMismatch: return "iteration sizes do not match";
+    case Reject::TooManyNodes: return "fused node would exceed " + std::to_string(c.max_fusion_size) + " nodes";
+    case Reject::NoSharedData: return "no shared data";
+    case Reject::MemoryDepsMismatch: return "memory deps did not match";
+    case Reject::IntermediateNodes: return "intermediate nodes between node1 & node2";
+    case Reject::HorizontalTooFar:
+      return "horizontal fusion: nodes too far apart (> " + std::to_string(c.horizontal_distance_limit) + ")";
+    case Reject::HorizontalTooSmall:
+      return "horizontal fusion: fewer than " + std::to_string(c.score_fusion_memory_threshold) + " shared bytes";
+    case Reject::PeakMemory:
+      return "fusion could raise peak memory (single-use inputs it keeps alive > " +
+             std::to_string(c.peak_memory_overhead_ratio) + "x the bytes saved)";
+    case Reject::SiblingGemmPolicy:
+      return "GEMMs sharing an input stay separate extern kernels (merging them is max-autotune only)";
+    case Reject::TemplateSiblings:
+      return "GEMM templates merge only when they read the same input with the same (M, K, N) and one prologue at most";
+    case Reject::TemplatePrologue:
+      return "prologue into a GEMM template: needs one prologue over (M, K), read only by the GEMM, reading <= " +
+             format_double(static_cast<double>(c.bytes_threshold_multiplier.num) / c.bytes_threshold_multiplier.den) +
+             "x what it writes";
+    case Reject::TemplateEpilogue:
+      return "epilogue of a GEMM template: needs pointwise code over (M, N) reading the GEMM output at its own index";
+    case Reject::TemplateUnrelated: return "a GEMM template fuses only with its prologue, epilogue or sibling";
+    case Reject::BatchedSiblings:
+      return "GEMMs sharing an input run as one batched GEMM over their stacked weights (max-autotune, cuda)";
+    case Reject::TpResidualHoisted:
+      return "residual add moved in front of the all-reduce, onto rank 0's GEMM (the addend is replicated)";
+    case Reject::GemmEpilogue:
+      return "GELU (tanh) applied by the GEMM's cuBLASLt epilogue to its f32 result";
+    case Reject::TpAddendNotReplicated:
+      return "residual add stays after the all-reduce: its addend is not provably the same on every rank";
+    case Reject::TpAddendAfterGemm:
+      return "residual add stays after the all-reduce: its addend is computed after the GEMM";
+  }
+  return "?";
+}
+
+std::string reject_reason(Reject r) { return reject_reason(r, FusionConfig{}); }
+
+}  // namespace fg

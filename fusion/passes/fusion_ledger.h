@@ -1,0 +1,38 @@
+// The fusion ledger: every decision on a pair of groups that the scheduler
+// (passes/schedule) and the TP passes (passes/tp_rewrite, gemm_epilogue)
+// take, with its reason, so "why didn't this fuse" has an answer (STYLE 7).
+// explain prints it; a run record keeps each entry's code.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace fg {
+
+struct FusionConfig;  // passes/fusion_cost.h
+
+// Why a candidate pair was not fused: one code per gate of can_fuse.
+enum class Reject {
+  None, PolicyNone, Extern, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
+  MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, PeakMemory, SiblingGemmPolicy,
+  TemplateSiblings, TemplatePrologue, TemplateEpilogue, TemplateUnrelated,
+  // why a decision went as it did where it was not a rejection
+  BatchedSiblings, TpResidualHoisted, GemmEpilogue,
+  // rejections of TP rewrites (passes/tp_rewrite)
+  TpAddendNotReplicated, TpAddendAfterGemm,
+};
+const char* reject_code(Reject r);  // "memory_deps_mismatch"
+// In words ("memory deps did not match"); a reason that names a threshold
+// quotes its value in `c` (the default FusionConfig without it).
+std::string reject_reason(Reject r, const FusionConfig& c);
+std::string reject_reason(Reject r);
+
+struct LedgerEntry {
+  std::string first, second;            // groups as "buf1+buf2"
+  std::array<int64_t, 4> score{};       // template, node type, memory bytes, proximity
+  bool fused = false;
+  Reject reason = Reject::None;  // why rejected; for a fused entry, None or how it fused
+  int round = 0;
+};
+
+}  // namespace fg
