@@ -161,9 +161,10 @@ void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double*
     for (int b : seen) *bytes += buf_bytes(b);
     return;
   }
-  for (int n : k.nodes) {
-    const SchedNode& sn = lg.nodes[static_cast<size_t>(n)];
-    for (const auto& a : sn.args) *bytes += view_bytes(a);
+  for (size_t i = 0; i < k.nodes.size(); ++i) {
+    const SchedNode& sn = lg.nodes[static_cast<size_t>(k.nodes[i])];
+    // batched sibling GEMMs read their shared input once
+    for (size_t a = i == 0 ? 0 : 1; a < sn.args.size(); ++a) *bytes += view_bytes(sn.args[a]);
     if (sn.out_buffer >= 0) *bytes += buf_bytes(sn.out_buffer);
     const Op op = sn.op.op;
     if ((op == Op::Linear || op == Op::LinearAddRank0) && sn.args.size() >= 2) {
