@@ -55,6 +55,20 @@ std::vector<Job> expand(const Selection& sel) {
         jobs.push_back(j);
       }
   }
+  if (jobs.empty()) {
+    // a selection that checks nothing must not read as a pass
+    std::string known;
+    for (const auto& r : repros) {
+      if (r.only_backend && *r.only_backend != sel.backend) continue;
+      known += (known.empty() ? "" : ", ") + r.name + " (world sizes " + std::to_string(r.min_world) + ".." +
+               (r.max_world >= (1 << 20) ? std::string("any") : std::to_string(r.max_world)) + ")";
+    }
+    std::string ws;
+    for (int w : worlds) ws += (ws.empty() ? "" : " ") + std::to_string(w);
+    user_error("the selection matches no check (world sizes " + ws + ", backend " + backend_name(sel.backend) +
+               "): nothing would be run or compared. Repros on this backend: " +
+               (known.empty() ? std::string("none") : known));
+  }
   return jobs;
 }
 

@@ -171,6 +171,10 @@ PY
   profile_needs_cuda)
     "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --profile "$T/p.json" >"$T/out" 2>&1
     expect_rc $? 2; expect_out "--profile .*needs --backend cuda" ;;
+  empty_selection)
+    # a selection that matches no check is bad input, never "0 checks" and a pass
+    "$FG" check tp_block_llama --world-size 4096 --strict >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "matches no check"; expect_out "tp_block_llama \\(world sizes 1\\.\\.[0-9]+\\)" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"
