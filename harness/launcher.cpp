@@ -20,6 +20,7 @@
 #include "fusion/capture/session.h"
 #include "fusion/errors.h"
 #include "fusion/fault.h"
+#include "fusion/logs.h"
 #include "fusion/passes/schedule.h"
 #include "harness/run.h"
 #include "kernels/cpu/runtime.h"
@@ -69,6 +70,22 @@ void validate_spec(const RunSpec& spec) {
     user_error("world size " + std::to_string(spec.world) + " is out of range for " + r->name + " (1.." +
                std::to_string(r->max_world) + ")");
   if (spec.timeout_s < 1) user_error("--timeout must be at least 1 second");
+  if (spec.iters < 1) user_error("--iters must be at least 1 (the timed forwards)");
+  // ranks are processes on this machine (or GPUs of it): a typo must not
+  // start thousands
+  constexpr int kMaxWorld = 256;
+  if (spec.world > kMaxWorld)
+    user_error("world size " + std::to_string(spec.world) + ": at most " + std::to_string(kMaxWorld) +
+               " ranks, each a process on this machine");
+  for (const InputSpec& s : r->inputs(spec.world)) {
+    if (s.shard_dim < 0 || spec.world == 1) continue;
+    int64_t n = s.full_shape[static_cast<size_t>(s.shard_dim)];
+    int64_t block = s.shard_blocks > 0 ? n / s.shard_blocks : n;
+    if (block % spec.world != 0)
+      user_error("world size " + std::to_string(spec.world) + " does not divide " + r->name + "'s input " + s.name +
+                 " along dim " + std::to_string(s.shard_dim) + " (" + std::to_string(block) +
+                 (s.shard_blocks > 1 ? " per block" : "") + "): use a world size that divides it");
+  }
   if (!spec.profile.empty()) {
     if (spec.backend != Backend::Cuda) user_error("--profile times device kernels: it needs --backend cuda");
     std::filesystem::path dir = std::filesystem::absolute(spec.profile).parent_path();
@@ -76,6 +93,7 @@ void validate_spec(const RunSpec& spec) {
       user_error("--profile " + spec.profile + ": folder " + dir.string() + " does not exist or is not writable");
   }
   fault_active("");  // an unknown FUSEGATE_FAULT item is bad input, before any rank starts
+  check_log_views();
 }
 
 RunOutcome launch(const RunSpec& spec) {

@@ -2,9 +2,13 @@
 // or bad input, 125 cannot test.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 
 #include "fusion/errors.h"
+#include "fusion/logs.h"
 #include "harness/commands.h"
 #include "harness/golden.h"
 #include "harness/run.h"
@@ -15,6 +19,26 @@
 #endif
 
 namespace {
+
+// `dir` is a folder that exists or can be made, and is writable; messages
+// name `shown`, the path as the user gave it.
+void require_writable_dir(const std::string& flag, const std::string& dir, const std::string& shown = "") {
+  namespace fs = std::filesystem;
+  const std::string what = flag + " " + (shown.empty() ? dir : shown);
+  fs::path p = fs::absolute(dir);
+  if (fs::exists(p) && !fs::is_directory(p)) fg::user_error(what + ": " + p.string() + " is not a folder");
+  // the nearest existing ancestor decides whether the folder can be made
+  fs::path probe = p;
+  while (!fs::exists(probe) && probe != probe.parent_path()) probe = probe.parent_path();
+  if (!fs::is_directory(probe) || ::access(probe.c_str(), W_OK) != 0)
+    fg::user_error(what + ": cannot be written (" + probe.string() + " is not a writable folder); choose another path");
+}
+
+void require_writable_file(const std::string& flag, const std::string& file) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(file)) fg::user_error(flag + " " + file + ": is a folder; give a file name");
+  require_writable_dir(flag, fs::absolute(file).parent_path().string(), file);
+}
 
 int run_main(int argc, char** argv) {
   using namespace fg;
@@ -104,6 +128,12 @@ int run_main(int argc, char** argv) {
   worker->add_option("--profile", spec.profile);
   add_common(worker);
 
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string cmd = argv[1];
+    bool known = false;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == cmd;
+    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain (see --help)");
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,6 +148,17 @@ int run_main(int argc, char** argv) {
   sel.fusion = spec.fusion = parse_fusion(fusion_text);
   spec.mode = parse_mode(mode_text);
   for (const auto& m : mode_texts) sel.modes.push_back(parse_mode(m));
+
+  check_log_views();
+  // every output path is checked before anything runs: a report that cannot
+  // be written must not turn a regression's exit 1 into a late exit 2
+  if (*run && !out_file.empty()) require_writable_file("--out", out_file);
+  if (*check) {
+    if (!copts.junit.empty()) require_writable_file("--junit", copts.junit);
+    if (!copts.markdown.empty()) require_writable_file("--markdown", copts.markdown);
+    if (!copts.records_dir.empty()) require_writable_dir("--records", copts.records_dir);
+  }
+  if (*explain && !dot_dir.empty()) require_writable_dir("--dot", dot_dir);
 
   if (*list) {
     for (const auto& r : all_repros(sel.fg_dirs)) std::cout << r.name << "\t" << r.description << "\n";

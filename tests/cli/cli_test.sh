@@ -175,6 +175,23 @@ PY
     # a selection that matches no check is bad input, never "0 checks" and a pass
     "$FG" check tp_block_llama --world-size 4096 --strict >"$T/out" 2>&1; expect_rc $? 2
     expect_out "matches no check"; expect_out "tp_block_llama \\(world sizes 1\\.\\.[0-9]+\\)" ;;
+  bad_input_before_run)
+    # bad flags and environment are exit 2, named, before any rank starts
+    start=$(date +%s)
+    try() { "$@" >"$T/out" 2>&1; }
+    try "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 \
+        --junit "$G/gate.xml"; expect_rc $? 2; expect_out "--junit .*/gate.xml: .* is not a folder"
+    try "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 \
+        --markdown "$T"; expect_rc $? 2; expect_out "is a folder"
+    try "$FG" run tp_block_llama --world-size 3; expect_rc $? 2
+    expect_out "world size 3 does not divide tp_block_llama's input w_qkv"
+    try "$FG" check tp_block_llama --mode C --world-size 3; expect_rc $? 2
+    try "$FG" run ffn_allreduce --repro-dir "$T/repros" --world-size 1000; expect_rc $? 2; expect_out "at most 256 ranks"
+    try "$FG" run ffn_allreduce --repro-dir "$T/repros" --iters 0; expect_rc $? 2; expect_out "--iters must be at least 1"
+    FUSEGATE_LOGS=fusion,outputcode "$FG" explain --graph "$T/repros/ffn_allreduce.fg" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "unknown view 'outputcode'"; expect_out "output_code"
+    try "$FG" chek; expect_rc $? 2; expect_out "unknown command 'chek'; commands: list, run, check"
+    [ $(( $(date +%s) - start )) -lt 30 ] || fail "bad input took more than 30 s to be refused" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"
