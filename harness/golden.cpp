@@ -107,6 +107,31 @@ void byte_to_line_col(const std::string& text, size_t byte, int* line, int* col)
   *col = static_cast<int>(off - line_start) + 1;
 }
 
+// True when arrays and objects in `text` nest deeper than `limit` (strings
+// skipped); `at` gets the byte where the limit is passed. One linear scan.
+bool nesting_exceeds(const std::string& text, int limit, size_t* at) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '[' || c == '{') {
+      if (++depth > limit) {
+        *at = i;
+        return true;
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 // Line of every key and array element in already-valid JSON text, keyed by
 // path ("ranks", "ranks[1]", "ranks[1].kernel_count"), so that a schema error
 // points at the line to fix. nlohmann keeps no positions, hence this scan.
@@ -247,6 +272,18 @@ std::optional<json> load_golden(const std::string& path) {
   if (in.bad())
     user_error(path + ": error: cannot read golden file (i/o error); " + recovery_hint(path));
   std::string text = ss.str();
+  // Records nest six levels deep; a file nested far deeper is not one, and
+  // would cost the parser and the error locator time and memory that grow
+  // with its depth (quadratically, for the locator's paths).
+  constexpr int kMaxDepth = 64;
+  size_t deep_at = 0;
+  if (nesting_exceeds(text, kMaxDepth, &deep_at)) {
+    int line = 1, col = 1;
+    byte_to_line_col(text, deep_at + 1, &line, &col);
+    user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) +
+               ": error: golden file nests deeper than " + std::to_string(kMaxDepth) +
+               " levels: it is not a RunRecord; " + recovery_hint(path));
+  }
   json j;
   try {
     j = json::parse(text);

@@ -134,6 +134,31 @@ TEST(LoadGolden, SyntaxErrorNamesFileLineColumnAndBlessCommand) {
   EXPECT_EQ(msg.find("[json.exception"), std::string::npos) << msg;
 }
 
+// A file nested far deeper than a record is refused by one linear scan,
+// before the parser and the error locator (whose cost grew with the depth:
+// 200000 levels took over a minute and 10 GB).
+TEST(LoadGolden, DeeplyNestedFileIsRefusedQuickly) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  const int n = 200000;
+  write_file(p, "{\n  \"repro\": \"x\",\n  \"ranks\": " + std::string(n, '[') + std::string(n, ']') + "\n}\n");
+  std::string msg = load_error(p);  // without the bound this runs past the test's timeout
+  EXPECT_NE(msg.find(p.string() + ":3:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nests deeper than 64 levels"), std::string::npos) << msg;
+}
+
+// Brackets inside strings do not count as nesting.
+TEST(LoadGolden, BracketsInStringsAreNotNesting) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  nlohmann::json j = valid_record();
+  j["repro"] = std::string(200, '[') + "\\\"" + std::string(200, '{');
+  write_file(p, dump_record(j));
+  auto loaded = load_golden(p.string());
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ((*loaded)["repro"], j["repro"]);
+}
+
 TEST(LoadGolden, TruncatedFileNamesItsLastLine) {
   TempDir dir;
   fs::path p = dir.path() / "cpu/x/C_w2.max-autotune.json";
