@@ -19,8 +19,6 @@
 
 #include "fusion/capture/session.h"
 #include "fusion/errors.h"
-#include "fusion/fault.h"
-#include "fusion/logs.h"
 #include "fusion/passes/schedule.h"
 #include "harness/run.h"
 #include "kernels/cpu/runtime.h"
@@ -92,8 +90,6 @@ void validate_spec(const RunSpec& spec) {
     if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
       user_error("--profile " + spec.profile + ": folder " + dir.string() + " does not exist or is not writable");
   }
-  fault_active("");  // an unknown FUSEGATE_FAULT item is bad input, before any rank starts
-  check_log_views();
 }
 
 RunOutcome launch(const RunSpec& spec) {

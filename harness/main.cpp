@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "fusion/logs.h"
 #include "harness/commands.h"
 #include "harness/golden.h"
@@ -149,7 +150,10 @@ int run_main(int argc, char** argv) {
   spec.mode = parse_mode(mode_text);
   for (const auto& m : mode_texts) sel.modes.push_back(parse_mode(m));
 
+  // the environment's switches, once at the process edge: an unknown
+  // FUSEGATE_LOGS view or FUSEGATE_FAULT item is bad input before any rank starts
   check_log_views();
+  fault_active("");
   // every output path is checked before anything runs: a report that cannot
   // be written must not turn a regression's exit 1 into a late exit 2
   if (*run && !out_file.empty()) require_writable_file("--out", out_file);
