@@ -23,10 +23,15 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   c.decomposed = decompose(g);
   verify(c.decomposed);
 
+  // hand-written fast paths first: the max-autotune rewrites below then see
+  // them as the extern nodes they are
+  std::vector<LedgerEntry> rewrites;
+  c.decomposed = apply_fast_paths(c.decomposed, opts.fast_paths, opts.proofs, &rewrites, &c.fast_paths);
+  verify(c.decomposed);
+
   // max-autotune on cuda: GEMMs are cuBLASLt calls, whose epilogue can apply
   // a GELU and whose C operand can carry a replicated residual in front of
   // the all-reduce
-  std::vector<LedgerEntry> rewrites;
   if (opts.backend == Backend::Cuda && opts.fusion == FusionPolicy::MaxAutotune) {
     c.decomposed = fuse_gemm_epilogues(c.decomposed, &rewrites);
     verify(c.decomposed);

@@ -14,6 +14,13 @@ struct Item {
   std::string name, arg;
 };
 
+bool is_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
 bool is_rank(const std::string& s) {
   if (s.empty() || s.size() > 6) return false;
   for (char c : s)
@@ -35,10 +42,11 @@ std::vector<Item> parse() {
     Item it{item.substr(0, colon), colon == std::string::npos ? "" : item.substr(colon + 1)};
     bool known = false;
     for (const char* n : with_arg) known = known || (it.name == n && colon != std::string::npos && is_rank(it.arg));
+    known = known || (it.name == "fastpath_edit" && colon != std::string::npos && is_name(it.arg));
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, attention_fallback (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, attention_fallback, fastpath_edit:NAME (comma-separated)");
     out.push_back(it);
   }
   return out;

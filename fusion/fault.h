@@ -7,6 +7,9 @@
 //   attention_fallback  attention runs the composite (matmul, mask, softmax,
 //                       matmul) instead of LibTorch's fused kernel, so the
 //                       device-kernel count must catch it
+//   fastpath_edit:NAME  fast path NAME's kernel source gets one more line, as
+//                       an edit of its file would: its proof must be
+//                       invalidated (kernels/fastpaths/catalog.h)
 #pragma once
 #include <string>
 

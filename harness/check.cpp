@@ -49,9 +49,12 @@ std::vector<Job> expand(const Selection& sel) {
         j.spec.fusion = sel.fusion;
         j.spec.fg_dirs = sel.fg_dirs;
         j.spec.timeout_s = sel.timeout_s;
+        j.spec.golden_dir = sel.golden_dir;
+        j.spec.fast_paths = sel.fast_paths;
         validate_spec(j.spec);
         j.id = n + "/" + mode_letter(m) + "/w" + std::to_string(w) + "/" + backend_name(sel.backend) +
-               (sel.fusion == FusionPolicy::Default ? "" : std::string("/") + policy_name(sel.fusion));
+               (sel.fusion == FusionPolicy::Default ? "" : std::string("/") + policy_name(sel.fusion)) +
+               (sel.fast_paths.is_default() || m == Mode::Eager ? "" : "/fp-" + sel.fast_paths.text());
         jobs.push_back(j);
       }
   }
@@ -74,7 +77,25 @@ std::vector<Job> expand(const Selection& sel) {
 
 std::string golden_of_job(const Selection& sel, const Job& j) {
   return golden_path(sel.golden_dir, backend_name(sel.backend), j.spec.repro, mode_letter(j.spec.mode), j.spec.world,
-                     policy_name(sel.fusion));
+                     policy_name(sel.fusion), sel.fast_paths.text());
+}
+
+// --require-fast-path: a fast path that did not run on every rank fails.
+void require_fast_paths(const Selection& sel, const nlohmann::json& rec, Verdict* v) {
+  for (const auto& name : sel.require_fast_paths)
+    for (const auto& rk : rec["ranks"]) {
+      std::string status = "missing from the record";
+      if (rk.contains("fast_paths"))
+        for (const auto& f : rk["fast_paths"])
+          if (f["name"] == name) status = f["status"].get<std::string>();
+      if (status != "used")
+        v->findings.push_back({VerdictKind::Fail, "rank " + rk["rank"].dump() + ": required fast path " + name +
+                                                      " did not run (" + status + ")"});
+    }
+  if (!sel.require_fast_paths.empty() && v->kind != VerdictKind::Missing) v->kind = overall_kind(v->findings);
+  if (v->kind == VerdictKind::Missing)
+    for (const auto& f : v->findings)
+      if (f.kind == VerdictKind::Fail) v->kind = VerdictKind::Fail;
 }
 
 // What a golden keeps: the record without timings, which vary run to run.
@@ -94,7 +115,7 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
     std::string path = golden_of_job(sel, j);
     std::optional<nlohmann::json> golden = load_golden(path);  // a corrupted golden is bad input: exit 2
     std::string bless = bless_command(j.spec.repro, mode_letter(j.spec.mode), j.spec.world, backend_name(sel.backend),
-                                      policy_name(sel.fusion));
+                                      policy_name(sel.fusion), sel.fast_paths.text());
     RunOutcome run = launch(j.spec);
     if (run.exit_code != 0) {
       Verdict v;
@@ -107,7 +128,7 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
     if (!opts.records_dir.empty())
       write_atomic(opts.records_dir + "/" + j.spec.repro + "_" + mode_letter(j.spec.mode) + "_w" +
                        std::to_string(j.spec.world) + "_" + backend_name(sel.backend) + "_" + policy_name(sel.fusion) +
-                       ".json",
+                       (sel.fast_paths.is_default() ? "" : "_fp-" + sel.fast_paths.text()) + ".json",
                    dump_record(run.record));
     Verdict v = compare_with_golden(run.record, golden ? &*golden : nullptr, path, j.id, bless);
     std::string key = j.spec.repro + "/" + mode_letter(j.spec.mode);
@@ -118,6 +139,7 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
       for (const auto& f : w.findings) v.findings.push_back(f);
       if (golden || v.kind != VerdictKind::Missing) v.kind = overall_kind(v.findings);
     }
+    require_fast_paths(sel, run.record, &v);
     verdicts.push_back(v);
   }
   std::cout << verdict_table(verdicts);

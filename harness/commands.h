@@ -16,6 +16,8 @@ struct Selection {
   std::vector<std::string> fg_dirs;
   std::string golden_dir;
   int timeout_s = 120;
+  FastPathSelection fast_paths;
+  std::vector<std::string> require_fast_paths;  // each must run ("used"), else the check fails
 };
 
 struct CheckOptions {
@@ -26,9 +28,27 @@ struct CheckOptions {
 int cmd_check(const Selection& sel, const CheckOptions& opts);
 int cmd_bless(const Selection& sel, const std::string& why);
 int cmd_explain(const std::string& graph_file, FusionPolicy fusion, const std::string& dot_dir, bool svg,
-                Backend backend = Backend::Cpu);
+                Backend backend = Backend::Cpu, const FastPathSelection& fast = {},
+                const std::string& golden_dir = "");
 struct Repro;
 int cmd_explain_repro(const Repro& r, Mode mode, int world, FusionPolicy fusion, const std::string& dot_dir, bool svg,
-                      Backend backend = Backend::Cpu);
+                      Backend backend = Backend::Cpu, const FastPathSelection& fast = {},
+                      const std::string& golden_dir = "");
+// The shape classes of the sites where fast path `name` applies to repro `r`
+// in mode C at `world` (compiler only, no ranks); empty: it does not match.
+std::vector<std::string> dry_fast_path_sites(const Repro& r, int world, Backend backend, const std::string& name);
+
+// fusegate ab / prove (harness/ab.cpp).
+struct AbOptions {
+  std::string fast_path, repro, json_out;
+  int world = 1;
+  Mode mode = Mode::Compiled;
+  Backend backend = Backend::Cpu;
+  std::vector<std::string> fg_dirs;
+  std::string golden_dir;
+  int timeout_s = 120;
+};
+int cmd_ab(const AbOptions& o);
+int cmd_prove(const std::string& fast_path, const std::vector<int>& worlds, const Selection& sel);
 
 }  // namespace fg

@@ -262,6 +262,33 @@ void compare_ledger(Ctx& c, const json& run, const json& gold) {
     c.add(VerdictKind::Pass, "fusion decisions changed:\n  " + join(lines, "\n  "));
 }
 
+// -- fast paths --------------------------------------------------------------
+
+// A fast path that ran when the golden was blessed and does not now (its
+// proof was invalidated, removed, or no longer covers the run) fails; one
+// that runs now and did not then is an improvement to bless. A golden
+// blessed before fast paths existed records none: nothing to compare.
+void compare_fast_paths(Ctx& c, const json& run, const json& gold) {
+  const json* a = field(gold, "fast_paths");
+  const json* b = field(run, "fast_paths");
+  if (!a || !a->is_array()) return;
+  std::map<std::string, std::string> then, now;
+  for (const json& f : *a) then[text_of(f, "name")] = text_of(f, "status");
+  if (b && b->is_array())
+    for (const json& f : *b) now[text_of(f, "name")] = text_of(f, "status");
+  for (const auto& [name, was] : then) {
+    auto it = now.find(name);
+    const std::string is = it == now.end() ? "missing from the run's record" : it->second;
+    if (was == "used" && is != "used")
+      c.add(VerdictKind::Fail, "fast path " + name + " ran when the golden was blessed; now: " + is);
+    else if (was != "used" && is == "used")
+      c.add(VerdictKind::Improved, "fast path " + name + " runs now (was: " + was + ")" + c.bless_hint());
+  }
+  for (const auto& [name, is] : now)
+    if (!then.count(name) && is == "used")
+      c.add(VerdictKind::Improved, "fast path " + name + " runs now (the golden does not know it)" + c.bless_hint());
+}
+
 // -- outputs -----------------------------------------------------------------
 
 void compare_outputs(Ctx& c, const json& run, const json& gold, bool same_env) {
@@ -326,11 +353,11 @@ void check_accuracy(Ctx& c, const json& run) {
 bool header_matches(std::vector<Finding>* out, const json& run, const json& gold,
                     const std::string& file, const std::string& bless) {
   bool ok = true;
-  for (const char* key : {"repro", "mode", "world_size", "backend", "fusion"}) {
+  for (const char* key : {"repro", "mode", "world_size", "backend", "fusion", "fast_paths"}) {
     const json* a = field(gold, key);
     const json* b = field(run, key);
     if (!a || !b || *a == *b) continue;
-    if (std::string(key) == "fusion" && text_of(run, "mode") == "A") continue;
+    if ((std::string(key) == "fusion" || std::string(key) == "fast_paths") && text_of(run, "mode") == "A") continue;
     out->push_back({VerdictKind::Fail, "golden file " + file + " holds " + key + " " + text_of(a) +
                                            " but the run has " + text_of(b) +
                                            "; restore it from git or re-bless" +
@@ -400,6 +427,13 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
     check_accuracy(c, *r);
   }
   for (Finding& f : cross_rank_findings(run)) out.push_back(std::move(f));
+  // a fast path asked for and blocked is said, once (every rank compiled the same graphs)
+  if (!run_ranks.empty())
+    if (const json* fps = field(*run_ranks.begin()->second, "fast_paths"); fps && fps->is_array())
+      for (const json& f : *fps)
+        if (text_of(f, "status").rfind("blocked", 0) == 0)
+          out.push_back({VerdictKind::Pass, "fast path " + text_of(f, "name") + " " + text_of(f, "status") +
+                                                " (the generic path ran in its place)"});
 
   if (!golden) {
     out.push_back({VerdictKind::Missing,
@@ -434,6 +468,7 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
       compare_breaks(c, *r, *g->second);
       compare_kernel_names(c, *r, *g->second);
       compare_ledger(c, *r, *g->second);
+      compare_fast_paths(c, *r, *g->second);
       compare_outputs(c, *r, *g->second, same_env);
     }
   }

@@ -12,6 +12,8 @@
 #include "fusion/ir/text.h"
 #include "harness/commands.h"
 #include "harness/golden.h"
+#include "harness/proofs.h"
+#include "kernels/fastpaths/catalog.h"
 #include "repros/registry.h"
 
 namespace fg {
@@ -58,8 +60,10 @@ struct TypeOnly : Concrete {
 
 class DryExecutor : public Executor {
  public:
-  DryExecutor(int rank, int world, FusionPolicy p, Backend backend, std::set<std::string> replicated)
-      : rank_(rank), world_(world), policy_(p), backend_(backend), replicated_(std::move(replicated)) {}
+  DryExecutor(int rank, int world, FusionPolicy p, Backend backend, std::set<std::string> replicated,
+              FastPathSelection fast = {}, FastPathProofs proofs = {})
+      : rank_(rank), world_(world), policy_(p), backend_(backend), replicated_(std::move(replicated)),
+        fast_(std::move(fast)), proofs_(std::move(proofs)) {}
   ConcreteP eager(const Node& n, const std::vector<ConcreteP>&) override {
     TensorType t = n.type;
     for (auto& d : t.shape) d = d < 0 ? 0 : d;
@@ -70,6 +74,8 @@ class DryExecutor : public Executor {
     o.fusion = policy_;
     o.backend = backend_;
     o.replicated_inputs = replicated_;
+    o.fast_paths = fast_;
+    o.proofs = proofs_;
     compiled.push_back(compile(g, o));
     std::vector<ConcreteP> outs;
     for (int id : g.outputs) outs.push_back(std::make_shared<TypeOnly>(g.node(id).type));
@@ -87,6 +93,8 @@ class DryExecutor : public Executor {
   FusionPolicy policy_;
   Backend backend_;
   std::set<std::string> replicated_;
+  FastPathSelection fast_;
+  FastPathProofs proofs_;
 };
 
 void explain_one(const CompiledProgram& c, const std::string& fusion, const std::string& dot_dir, bool svg) {
@@ -94,7 +102,13 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
   {
     std::cout << "=== graph " << g.name << " (fusion policy " << fusion << ")\n\n";
     std::cout << "--- captured\n" << print_graph(c.captured) << "\n";
-    std::cout << "--- after decompose\n" << print_graph(c.decomposed) << "\n";
+    std::cout << "--- fast paths\n";
+    for (const auto& [name, st] : c.fast_paths) {
+      std::cout << "  " << name << ": " << st.status;
+      for (const auto& sc : st.shape_classes) std::cout << " [" << sc << "]";
+      std::cout << "\n";
+    }
+    std::cout << "\n--- after decompose and fast paths\n" << print_graph(c.decomposed) << "\n";
     std::cout << "--- after lower\n" << print_lowered(c.lowered) << "\n";
     std::cout << "--- after schedule\n" << print_ledger(c.schedule) << "\n";
     std::cout << print_schedule(c.lowered, c.schedule, c.program);
@@ -124,8 +138,62 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
 
 }  // namespace
 
-int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string& dot_dir, bool svg,
-                Backend backend) {
+namespace {
+
+// What the proofs allow in explain: source hashes are checked; the GPU is
+// not (explain runs no device).
+FastPathProofs explain_proofs(const std::string& golden_dir, Backend backend, int world) {
+  std::vector<std::string> names;
+  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
+  FastPathProofs p;
+  if (golden_dir.empty()) return p;
+  auto states = read_proofs(golden_dir, backend_name(backend), world, names,
+                            [&](const std::string& n) { return fast_path_source_hash(n, backend); }, "");
+  for (const auto& [name, st] : states) {
+    if (!st.invalid.empty()) p.invalid[name] = st.invalid;
+    else if (st.present) p.shape_classes[name] = st.shape_classes;
+  }
+  return p;
+}
+
+}  // namespace
+
+// Captures a repro with the dry executor (its header printed when `print`):
+// the graphs it compiled.
+static std::vector<CompiledProgram> dry_capture(const Repro& r, Mode m, int world, DryExecutor& ex, bool print) {
+  Session s(m, &ex, r.file);
+  Inputs in;
+  for (const auto& spec : r.inputs(world)) {
+    TensorType t{spec.dtype, spec.full_shape};
+    if (spec.shard_dim >= 0) t.shape[static_cast<size_t>(spec.shard_dim)] /= world;
+    in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t), spec.name);
+  }
+  s.finish(r.forward(s, in));
+  if (print) {
+    std::cout << "=== repro " << r.name << ", mode " << mode_letter(m) << ", world size " << world << " (rank 0): "
+              << s.graph_count() << " graph(s), " << s.breaks().size() << " graph break(s)\n";
+    for (const auto& b : s.breaks()) std::cout << "  break: " << b.reason << " at " << b.loc.str() << "\n";
+    std::cout << "\n";
+  }
+  return ex.compiled;
+}
+
+std::vector<std::string> dry_fast_path_sites(const Repro& r, int world, Backend backend, const std::string& name) {
+  FastPathProofs forced;
+  forced.forced = {name};
+  DryExecutor ex(0, world, FusionPolicy::Default, backend, replicated_inputs(r.inputs(world)), parse_fast_paths(name),
+                 forced);
+  std::set<std::string> classes;
+  for (const auto& c : dry_capture(r, Mode::Compiled, world, ex, false)) {
+    auto it = c.fast_paths.find(name);
+    if (it != c.fast_paths.end() && it->second.status == kFastPathUsed)
+      classes.insert(it->second.shape_classes.begin(), it->second.shape_classes.end());
+  }
+  return {classes.begin(), classes.end()};
+}
+
+int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string& dot_dir, bool svg, Backend backend,
+                const FastPathSelection& fast, const std::string& golden_dir) {
   std::vector<Graph> graphs = parse_graph_file(graph_file);
   for (const Graph& g : graphs) {
     for (const auto& n : g.nodes)
@@ -136,6 +204,8 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
     CompileOptions o;
     o.fusion = p;
     o.backend = backend;
+    o.fast_paths = fast;
+    o.proofs = explain_proofs(golden_dir, backend, 1);
     // a .fg repro gives every rank the same inputs (repros/registry.cpp)
     for (int id : g.input_ids()) o.replicated_inputs.insert(g.node(id).name);
     explain_one(compile(g, o), policy_name(p), dot_dir, svg);
@@ -144,23 +214,12 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
 }
 
 int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const std::string& dot_dir, bool svg,
-                      Backend backend) {
+                      Backend backend, const FastPathSelection& fast, const std::string& golden_dir) {
   if (world < 1 || world > r.max_world)
     user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
-  DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)));
-  Session s(m, &ex, r.file);
-  Inputs in;
-  for (const auto& spec : r.inputs(world)) {
-    TensorType t{spec.dtype, spec.full_shape};
-    if (spec.shard_dim >= 0) t.shape[static_cast<size_t>(spec.shard_dim)] /= world;
-    in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t), spec.name);
-  }
-  s.finish(r.forward(s, in));
-  std::cout << "=== repro " << r.name << ", mode " << mode_letter(m) << ", world size " << world << " (rank 0): "
-            << s.graph_count() << " graph(s), " << s.breaks().size() << " graph break(s)\n";
-  for (const auto& b : s.breaks()) std::cout << "  break: " << b.reason << " at " << b.loc.str() << "\n";
-  std::cout << "\n";
-  for (const auto& c : ex.compiled) explain_one(c, policy_name(p), dot_dir, svg);
+  DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)), fast,
+                 explain_proofs(golden_dir, backend, world));
+  for (const auto& c : dry_capture(r, m, world, ex, true)) explain_one(c, policy_name(p), dot_dir, svg);
   return 0;
 }
 

@@ -23,19 +23,25 @@ using nlohmann::json;
 
 std::string golden_path(const std::string& root, const std::string& backend,
                         const std::string& repro, const std::string& mode, int world,
-                        const std::string& fusion) {
+                        const std::string& fusion, const std::string& fast_paths) {
   std::string name = mode + "_w" + std::to_string(world);
   if (fusion != "default" && mode != "A") name += "." + fusion;
+  if (fast_paths != "proven" && mode != "A") {
+    std::string sel = fast_paths;
+    std::replace(sel.begin(), sel.end(), ',', '+');
+    name += ".fp-" + sel;
+  }
   name += ".json";
   return (fs::path(root) / backend / repro / name).string();
 }
 
 std::string bless_command(const std::string& repro, const std::string& mode, int world,
-                          const std::string& backend, const std::string& fusion) {
+                          const std::string& backend, const std::string& fusion, const std::string& fast_paths) {
   std::string cmd =
       "fusegate bless " + repro + " --mode " + mode + " --world-size " + std::to_string(world);
   if (!backend.empty() && backend != "cpu") cmd += " --backend " + backend;
   if (!fusion.empty() && fusion != "default" && mode != "A") cmd += " --fusion " + fusion;
+  if (!fast_paths.empty() && fast_paths != "proven" && mode != "A") cmd += " --fast-paths " + fast_paths;
   return cmd;
 }
 
@@ -57,11 +63,18 @@ std::string recovery_hint(const std::string& path) {
   const std::string ext = ".json";
   if (file.size() > ext.size() && file.compare(file.size() - ext.size(), ext.size(), ext) == 0) {
     std::string stem = file.substr(0, file.size() - ext.size());
-    std::string fusion = "default";
+    std::string fusion = "default", fast_paths = "proven";
     size_t dot = stem.find('.');
     if (dot != std::string::npos) {
-      fusion = stem.substr(dot + 1);
+      std::string rest = stem.substr(dot + 1);
       stem = stem.substr(0, dot);
+      size_t fp = rest.find("fp-");
+      if (fp != std::string::npos) {
+        fast_paths = rest.substr(fp + 3);
+        std::replace(fast_paths.begin(), fast_paths.end(), '+', ',');
+        rest = fp == 0 ? "" : rest.substr(0, fp - 1);
+      }
+      if (!rest.empty()) fusion = rest;
     }
     size_t w = stem.rfind("_w");
     if (w != std::string::npos && w > 0 && !repro.empty()) {
@@ -72,7 +85,7 @@ std::string recovery_hint(const std::string& path) {
           std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (numeric)
         return "restore it from git or re-bless with: " +
-               bless_command(repro, mode, std::stoi(digits), backend, fusion);
+               bless_command(repro, mode, std::stoi(digits), backend, fusion, fast_paths);
     }
   }
   return "restore it from git or re-bless it with fusegate bless";
@@ -253,36 +266,32 @@ void check_schema(const std::string& path, const std::string& text, const json& 
 
 }  // namespace
 
-std::optional<json> load_golden(const std::string& path) {
+std::optional<json> read_json_file(const std::string& path, const std::string& what, const std::string& hint,
+                                   std::string* text_out) {
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
   if (st.type() == fs::file_type::not_found) return std::nullopt;
-  if (fs::is_directory(st))
-    user_error(path +
-               ": error: golden path is a folder, not a file; remove "
-               "it or point --golden-dir elsewhere");
+  if (fs::is_directory(st)) user_error(path + ": error: " + what + " path is a folder, not a file; " + hint);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     int err = errno;
-    user_error(path + ": error: cannot read golden file (" + std::strerror(err) +
-               "); check its permissions, or " + recovery_hint(path));
+    user_error(path + ": error: cannot read " + what + " (" + std::strerror(err) + "); check its permissions, or " +
+               hint);
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  if (in.bad())
-    user_error(path + ": error: cannot read golden file (i/o error); " + recovery_hint(path));
+  if (in.bad()) user_error(path + ": error: cannot read " + what + " (i/o error); " + hint);
   std::string text = ss.str();
-  // Records nest six levels deep; a file nested far deeper is not one, and
-  // would cost the parser and the error locator time and memory that grow
-  // with its depth (quadratically, for the locator's paths).
+  // Records and proofs nest six levels deep; a file nested far deeper is
+  // neither, and would cost the parser and the error locator time and memory
+  // that grow with its depth (quadratically, for the locator's paths).
   constexpr int kMaxDepth = 64;
   size_t deep_at = 0;
   if (nesting_exceeds(text, kMaxDepth, &deep_at)) {
     int line = 1, col = 1;
     byte_to_line_col(text, deep_at + 1, &line, &col);
-    user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) +
-               ": error: golden file nests deeper than " + std::to_string(kMaxDepth) +
-               " levels: it is not a RunRecord; " + recovery_hint(path));
+    user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + what +
+               " nests deeper than " + std::to_string(kMaxDepth) + " levels: it is not one; " + hint);
   }
   json j;
   try {
@@ -290,11 +299,18 @@ std::optional<json> load_golden(const std::string& path) {
   } catch (const json::parse_error& e) {
     int line = 1, col = 1;
     byte_to_line_col(text, e.byte, &line, &col);
-    user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) +
-               ": error: corrupted golden file (" + parse_detail(e.what()) + "); " +
-               recovery_hint(path));
+    user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: corrupted " + what + " (" +
+               parse_detail(e.what()) + "); " + hint);
   }
-  check_schema(path, text, j);
+  if (text_out) *text_out = std::move(text);
+  return j;
+}
+
+std::optional<json> load_golden(const std::string& path) {
+  std::string text;
+  std::optional<json> j = read_json_file(path, "golden file", recovery_hint(path), &text);
+  if (!j) return j;
+  check_schema(path, text, *j);
   return j;
 }
 

@@ -8,16 +8,19 @@
 
 namespace fg {
 
-// root/backend/repro/MODE_wN.json for the default fusion policy and for mode
-// A (eager has no fusion policy), else root/backend/repro/MODE_wN.FUSION.json.
+// root/backend/repro/MODE_wN.json for the default fusion policy and fast
+// path selection and for mode A (eager has neither), else
+// MODE_wN[.FUSION][.fp-SELECTION].json (a selection's commas become '+').
 std::string golden_path(const std::string& root, const std::string& backend,
                         const std::string& repro, const std::string& mode, int world,
-                        const std::string& fusion);
+                        const std::string& fusion, const std::string& fast_paths = "proven");
 
-// The command that (re)writes one golden file; --backend and --fusion appear
-// only when they differ from the CLI's defaults (cpu, default).
+// The command that (re)writes one golden file; --backend, --fusion and
+// --fast-paths appear only when they differ from the CLI's defaults (cpu,
+// default, proven).
 std::string bless_command(const std::string& repro, const std::string& mode, int world,
-                          const std::string& backend, const std::string& fusion);
+                          const std::string& backend, const std::string& fusion,
+                          const std::string& fast_paths = "proven");
 
 // Canonical text: sorted keys, indent 2, one figure per line, trailing
 // newline. Equal records give byte-equal text.
@@ -27,6 +30,13 @@ std::string dump_record(const nlohmann::json& j);
 // is not JSON, or lacks the keys `check` relies on is a UserError naming
 // path:line[:col] and how to recover.
 std::optional<nlohmann::json> load_golden(const std::string& path);
+
+// Reads a JSON file: nullopt when it does not exist; a folder, an unreadable
+// file, one nested deeper than 64 levels or malformed JSON is a UserError
+// naming path[:line:col], `what` it is ("golden file", "proof") and `hint`
+// (how to recover). `text` (may be null) gets the file's text.
+std::optional<nlohmann::json> read_json_file(const std::string& path, const std::string& what,
+                                             const std::string& hint, std::string* text = nullptr);
 
 // Replaces `path` with `text` so that a reader sees the old file or the new
 // one, never a mix: creates parent folders, writes a temporary file beside

@@ -20,7 +20,9 @@
 #include "fusion/capture/session.h"
 #include "fusion/errors.h"
 #include "fusion/passes/schedule.h"
+#include "harness/proofs.h"
 #include "harness/run.h"
+#include "kernels/fastpaths/catalog.h"
 #include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
 
@@ -84,6 +86,10 @@ void validate_spec(const RunSpec& spec) {
                  " along dim " + std::to_string(s.shard_dim) + " (" + std::to_string(block) +
                  (s.shard_blocks > 1 ? " per block" : "") + "): use a world size that divides it");
   }
+  // a malformed proof is bad input before any rank starts, as a golden is
+  if (!spec.golden_dir.empty())
+    for (const auto& f : fast_path_catalog())
+      load_proof(proof_path(spec.golden_dir, backend_name(spec.backend), f.name), backend_name(spec.backend), f.name);
   if (!spec.profile.empty()) {
     if (spec.backend != Backend::Cuda) user_error("--profile times device kernels: it needs --backend cuda");
     std::filesystem::path dir = std::filesystem::absolute(spec.profile).parent_path();
@@ -115,6 +121,16 @@ RunOutcome launch(const RunSpec& spec) {
                                      dir + "/rank" + std::to_string(rank) + ".json", "--timeout",
                                      std::to_string(spec.timeout_s), "--iters", std::to_string(spec.iters)};
     if (spec.cuda_graphs) args.push_back("--cuda-graphs");
+    args.push_back("--fast-paths");
+    args.push_back(spec.fast_paths.text());
+    if (!spec.golden_dir.empty()) {
+      args.push_back("--golden-dir");
+      args.push_back(spec.golden_dir);
+    }
+    if (!spec.ab_fast_path.empty()) {
+      args.push_back("--ab");
+      args.push_back(spec.ab_fast_path);
+    }
     if (!spec.profile.empty()) {
       args.push_back("--profile");
       args.push_back(std::filesystem::absolute(spec.profile).string());
@@ -178,7 +194,8 @@ RunOutcome launch(const RunSpec& spec) {
       std::string culprit, waiting;
       int worst = 1 << 30;
       const std::vector<std::string> steps = {"joining the process group", "joined", "warm-up forward",
-                                              "measured forward", "reference runs", "done"};
+                                              "measured forward", "reference runs", "A/B: generic path",
+                                              "A/B: fast path", "A/B: fp64 reference", "done"};
       for (int rank = 0; rank < spec.world; ++rank) {
         if (pids[static_cast<size_t>(rank)] <= 0) continue;
         std::string st = progress(rank);
@@ -213,6 +230,7 @@ RunOutcome launch(const RunSpec& spec) {
                 {"world_size", spec.world},
                 {"backend", backend_name(spec.backend)},
                 {"fusion", policy_name(spec.fusion)},
+                {"fast_paths", spec.fast_paths.text()},
                 {"env", environment(spec.backend)}};
   out.record["ranks"] = nlohmann::json::array();
   for (int rank = 0; rank < spec.world; ++rank)

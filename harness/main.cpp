@@ -13,6 +13,7 @@
 #include "harness/commands.h"
 #include "harness/golden.h"
 #include "harness/run.h"
+#include "kernels/fastpaths/catalog.h"
 #include "repros/registry.h"
 
 #ifndef FUSEGATE_SOURCE_DIR
@@ -51,8 +52,17 @@ int run_main(int argc, char** argv) {
   std::vector<std::string> extra_dirs;
   // Options arrive as text and are parsed once, below, into their enums
   // (fusion/options.h): bad values are bad input (exit 2) with one message.
-  std::string backend_text = "cpu", fusion_text = "default", mode_text = "C";
+  std::string backend_text = "cpu", fusion_text = "default", mode_text = "C", fast_text = "proven";
   std::vector<std::string> mode_texts;
+  std::vector<std::string> required;
+  auto add_fast = [&](CLI::App* c) {
+    c->add_option("--fast-paths", fast_text,
+                  "none, proven, all or NAME[,NAME]: fast paths asked for; each runs only with a valid proof")
+        ->capture_default_str();
+  };
+  auto add_require = [&](CLI::App* c) {
+    c->add_option("--require-fast-path", required, "fail (exit 1) unless this fast path runs (repeatable)");
+  };
   auto add_common = [&](CLI::App* c) {
     c->add_option("--golden-dir", sel.golden_dir, "folder of golden files");
     c->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
@@ -65,6 +75,8 @@ int run_main(int argc, char** argv) {
     c->add_option("--world-size", sel.worlds, "world sizes (repeatable; default 1 2 4)");
     c->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
     add_common(c);
+    add_fast(c);
+    add_require(c);
   };
 
   auto* list = app.add_subcommand("list", "list the repros");
@@ -84,6 +96,8 @@ int run_main(int argc, char** argv) {
                   "cuda: write each device kernel's time, GB/s or TFLOP/s against the device's ceilings, and the "
                   "idle gaps, for one more step run as the timed ones (JSON)");
   add_common(run);
+  add_fast(run);
+  add_require(run);
 
   CheckOptions copts;
   auto* check = app.add_subcommand("check", "run and compare with the goldens; print verdicts");
@@ -112,6 +126,25 @@ int run_main(int argc, char** argv) {
   explain->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
   explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
+  explain->add_option("--golden-dir", sel.golden_dir, "folder of golden files (and proofs)");
+  add_fast(explain);
+
+  AbOptions ab;
+  auto* abc = app.add_subcommand("ab", "generic path vs a fast path vs fp64 on the same inputs, per output and rank");
+  abc->add_option("--fast-path", ab.fast_path, "the fast path")->required();
+  abc->add_option("--repro", ab.repro, "repro name")->required();
+  abc->add_option("--world-size", ab.world, "ranks")->capture_default_str();
+  abc->add_option("--mode", mode_text, "B or C")->capture_default_str();
+  abc->add_option("--json", ab.json_out, "write the full report here");
+  add_common(abc);
+
+  std::string prove_name;
+  std::vector<int> prove_worlds;
+  auto* prove = app.add_subcommand("prove", "A/B a fast path on every repro it matches at each world size; write "
+                                            "its proof when all pass");
+  prove->add_option("--fast-path", prove_name, "the fast path")->required();
+  prove->add_option("--world-size", prove_worlds, "world sizes to prove (repeatable)")->required();
+  add_common(prove);
 
   int rank = 0, port = 0;
   std::string wout;
@@ -127,13 +160,15 @@ int run_main(int argc, char** argv) {
   worker->add_option("--iters", spec.iters);
   worker->add_flag("--cuda-graphs", spec.cuda_graphs);
   worker->add_option("--profile", spec.profile);
+  worker->add_option("--fast-paths", fast_text);
+  worker->add_option("--ab", spec.ab_fast_path);
   add_common(worker);
 
   if (argc > 1 && argv[1][0] != '-') {
     std::string cmd = argv[1];
     bool known = false;
     for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == cmd;
-    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain (see --help)");
+    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain, ab, prove (see --help)");
   }
   try {
     app.parse(argc, argv);
@@ -145,6 +180,11 @@ int run_main(int argc, char** argv) {
   sel.fg_dirs = extra_dirs;
   spec.fg_dirs = sel.fg_dirs;
   spec.timeout_s = sel.timeout_s;
+  spec.golden_dir = sel.golden_dir;
+  sel.fast_paths = spec.fast_paths = parse_fast_paths(fast_text);
+  for (const auto& n : required)
+    if (!find_fast_path(n)) user_error("--require-fast-path: unknown fast path '" + n + "'; fast paths: " + fast_path_names());
+  sel.require_fast_paths = required;
   sel.backend = spec.backend = parse_backend(backend_text);
   sel.fusion = spec.fusion = parse_fusion(fusion_text);
   spec.mode = parse_mode(mode_text);
@@ -154,6 +194,9 @@ int run_main(int argc, char** argv) {
   // FUSEGATE_LOGS view or FUSEGATE_FAULT item is bad input before any rank starts
   check_log_views();
   fault_active("");
+  if (!fault_argument("fastpath_edit").empty() && !find_fast_path(fault_argument("fastpath_edit")))
+    user_error("FUSEGATE_FAULT: fastpath_edit:" + fault_argument("fastpath_edit") + " names no fast path; fast paths: " +
+               fast_path_names());
   // every output path is checked before anything runs: a report that cannot
   // be written must not turn a regression's exit 1 into a late exit 2
   if (*run && !out_file.empty()) require_writable_file("--out", out_file);
@@ -178,18 +221,39 @@ int run_main(int argc, char** argv) {
     std::string text = dump_record(o.record);
     if (out_file.empty()) std::cout << text;
     else write_atomic(out_file, text);
-    return 0;
+    int rc = 0;
+    for (const auto& name : required)
+      for (const auto& rk : o.record["ranks"])
+        for (const auto& f : rk["fast_paths"])
+          if (f["name"] == name && f["status"] != "used") {
+            std::cerr << "fusegate run: required fast path " << name << " did not run on rank " << rk["rank"] << ": "
+                      << f["status"].get<std::string>() << "\n";
+            rc = 1;
+          }
+    return rc;
   }
   if (*check) return cmd_check(sel, copts);
   if (*bless) return cmd_bless(sel, why);
   if (*explain) {
-    if (!graph_file.empty()) return cmd_explain(graph_file, sel.fusion, dot_dir, svg, sel.backend);
+    if (!graph_file.empty())
+      return cmd_explain(graph_file, sel.fusion, dot_dir, svg, sel.backend, sel.fast_paths, sel.golden_dir);
     if (erepro.empty()) user_error("explain needs a repro name or --graph FILE.fg");
     auto repros = all_repros(sel.fg_dirs);
     const Repro* r = find_repro(repros, erepro);
     if (!r) user_error("unknown repro '" + erepro + "'; known repros: " + repro_names(repros));
-    return cmd_explain_repro(*r, spec.mode, eworld, sel.fusion, dot_dir, svg, sel.backend);
+    return cmd_explain_repro(*r, spec.mode, eworld, sel.fusion, dot_dir, svg, sel.backend, sel.fast_paths,
+                             sel.golden_dir);
   }
+  if (*abc) {
+    ab.mode = spec.mode;
+    ab.backend = sel.backend;
+    ab.fg_dirs = sel.fg_dirs;
+    ab.golden_dir = sel.golden_dir;
+    ab.timeout_s = sel.timeout_s;
+    if (!ab.json_out.empty()) require_writable_file("--json", ab.json_out);
+    return cmd_ab(ab);
+  }
+  if (*prove) return cmd_prove(prove_name, prove_worlds, sel);
   return 2;
 }
 

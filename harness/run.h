@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct RunSpec {
   int iters = 3;             // timed forwards (after warm-up and the counted one)
   bool cuda_graphs = false;  // time CUDA-graph replays of a one-graph forward
   std::string profile;       // cuda: write the per-kernel profile (rank 0) here
+  std::string golden_dir;    // proofs are read from <golden_dir>/proofs/<backend>/ (harness/proofs.h)
+  FastPathSelection fast_paths;  // default: the proven ones
+  // `fusegate ab`: each rank runs the generic path, this fast path (forced,
+  // proof or not) and the fp64 reference on the same inputs, and records
+  // their comparison instead of the usual figures (harness/ab.cpp)
+  std::string ab_fast_path;
 };
 
 struct RunOutcome {
@@ -35,6 +42,12 @@ RunOutcome launch(const RunSpec& spec);
 
 // The body of one rank process (`fusegate _worker`). Returns its exit code.
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path);
+
+// Each fast path's status in the graphs a forward ran, with the shape classes
+// of its sites: [{"name", "status", "shape_classes"}], by name.
+struct CompiledGraphRt;
+nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& graphs, const FastPathSelection& sel,
+                                  const std::set<std::string>& forced);
 
 // backend, compiler, LibTorch, ISA, and a hash of them.
 nlohmann::json environment(Backend backend);

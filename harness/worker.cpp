@@ -15,11 +15,14 @@
 #include "fusion/errors.h"
 #include "fusion/fault.h"
 #include "harness/digest.h"
+#include "harness/ab_stats.h"
 #include "harness/golden.h"
+#include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/collectives/collectives.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
+#include "kernels/fastpaths/catalog.h"
 #include "repros/registry.h"
 
 namespace fg {
@@ -193,7 +196,80 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
   return p;
 }
 
+// What the proofs beside the goldens allow this run (harness/proofs.h).
+FastPathProofs proofs_for(const RunSpec& spec) {
+  std::vector<std::string> names;
+  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
+  const std::string gpu = spec.backend == Backend::Cuda ? cuda_device_name() : "";
+  auto states = read_proofs(spec.golden_dir, backend_name(spec.backend), spec.world, names,
+                            [&](const std::string& n) { return fast_path_source_hash(n, spec.backend); }, gpu);
+  FastPathProofs p;
+  for (const auto& [name, st] : states) {
+    if (!st.invalid.empty()) p.invalid[name] = st.invalid;
+    else if (st.present) p.shape_classes[name] = st.shape_classes;
+  }
+  return p;
+}
+
+// `fusegate ab`, one rank: the generic path, the fast path (forced) and the
+// fp64 reference on the same inputs; the comparison goes into the record.
+int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
+            const std::map<std::string, at::Tensor>& inputs, const std::set<std::string>& replicated,
+            const std::string& out_path) {
+  const std::string& name = spec.ab_fast_path;
+  progress(out_path, "A/B: generic path");
+  AtenExecutor gen(&coll, rank, spec.world, spec.fusion, false, spec.backend);
+  gen.set_replicated_inputs(replicated);
+  gen.set_fast_paths(parse_fast_paths("none"), {});
+  ForwardResult g = forward(r, spec.mode, gen, inputs, false);
+  const size_t generic_launches = gen.launches().size();
+  progress(out_path, "A/B: fast path");
+  AtenExecutor fast(&coll, rank, spec.world, spec.fusion, false, spec.backend);
+  fast.set_replicated_inputs(replicated);
+  FastPathProofs forced;
+  forced.forced = {name};
+  FastPathSelection sel = parse_fast_paths(name);
+  fast.set_fast_paths(sel, forced);
+  ForwardResult f = forward(r, spec.mode, fast, inputs, false);
+  progress(out_path, "A/B: fp64 reference");
+  AtenExecutor ref(&coll, rank, spec.world, spec.fusion, /*upcast_fp64=*/true, spec.backend);
+  ForwardResult x = forward(r, Mode::Eager, ref, inputs, true);
+
+  nlohmann::json j;
+  j["rank"] = rank;
+  j["fast_paths"] = fast_path_statuses(fast.graphs_run(), sel, forced.forced);
+  j["kernel_count_generic"] = static_cast<int>(generic_launches);
+  j["kernel_count_fast"] = static_cast<int>(fast.launches().size());
+  j["source_hash"] = fast_path_source_hash(name, spec.backend);
+  j["ab"] = nlohmann::json::array();
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    std::string out = i < r.outputs.size() ? r.outputs[i] : "out" + std::to_string(i);
+    j["ab"].push_back(ab_compare(out, r.replicated_outputs, g.outputs[i], f.outputs[i], x.outputs[i]));
+  }
+  write_atomic(out_path, j.dump(2) + "\n");
+  progress(out_path, "done");
+  coll.barrier();
+  return 0;
+}
+
 }  // namespace
+
+nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& graphs, const FastPathSelection& sel,
+                                  const std::set<std::string>& forced) {
+  std::map<std::string, std::pair<std::string, std::set<std::string>>> by_name;
+  for (const auto& f : fast_path_catalog())
+    by_name[f.name].first = sel.asks(f.name) || forced.count(f.name) ? kFastPathNotMatched : kFastPathNotSelected;
+  for (const CompiledGraphRt* g : graphs)
+    for (const auto& [name, st] : g->prog.fast_paths) {
+      auto& [status, classes] = by_name[name];
+      if (fast_path_status_order(st.status) < fast_path_status_order(status)) status = st.status;
+      classes.insert(st.shape_classes.begin(), st.shape_classes.end());
+    }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, st] : by_name)
+    out.push_back({{"name", name}, {"status", st.first}, {"shape_classes", st.second}});
+  return out;
+}
 
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path) {
   at::set_num_threads(1);  // ranks share the cores; one thread keeps results deterministic
@@ -216,6 +292,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   const std::vector<InputSpec> specs = r->inputs(spec.world);
   for (const auto& s : specs) inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
   ex.set_replicated_inputs(replicated_inputs(specs));
+  if (!spec.ab_fast_path.empty()) return ab_rank(spec, *r, coll, rank, inputs, replicated_inputs(specs), out_path);
+  const FastPathProofs proofs = proofs_for(spec);
+  ex.set_fast_paths(spec.fast_paths, proofs);
   forward(*r, mode, ex, inputs, false);
   coll.reset_sequence();
   progress(out_path, "measured forward");
@@ -296,7 +375,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   for (const auto& b : res.breaks) j["breaks"].push_back({{"reason", b.reason}, {"location", b.loc.str()}});
   j["recompile_count"] = ex.recompile_count();
   j["kernel_count"] = static_cast<int>(launches.size());
-  nlohmann::json by_kind = {{"poi", 0}, {"red", 0}, {"per", 0}, {"tem", 0}, {"extern", 0}, {"collective", 0}};
+  nlohmann::json by_kind = {{"poi", 0}, {"red", 0}, {"per", 0}, {"tem", 0}, {"extern", 0}, {"collective", 0},
+                            {"fast_path", 0}};
   j["kernels"] = nlohmann::json::array();
   for (const auto& l : launches) {
     by_kind[l.kind] = by_kind[l.kind].get<int>() + 1;
@@ -329,6 +409,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     }
     j["aten_op_count"] = calls;
   }
+  j["fast_paths"] = fast_path_statuses(graphs_run, spec.fast_paths, {});
   j["ledger"] = nlohmann::json::array();
   std::string decisions;
   int gi = 0;

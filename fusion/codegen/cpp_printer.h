@@ -24,4 +24,9 @@ class CppPrinter : public CStylePrinter {
 
 KernelProgram generate_cpp(const LoweredGraph& g, const Schedule& s);
 
+// The helpers every host kernel source starts with (bf16/f16 conversions,
+// rounding): hand-written fast paths (kernels/fastpaths/) are compiled with
+// them too, so their rounding is the generated kernels' rounding.
+const std::string& host_kernel_prelude();
+
 }  // namespace fg

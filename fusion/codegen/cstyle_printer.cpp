@@ -108,6 +108,13 @@ KernelProgram CStylePrinter::print(const Schedule& s) {
       k.nodes = gr.nodes;
       k.name = k.kind + "_" + (first.origins.empty() ? std::string("op") : first.origins[0]);
       if (gr.nodes.size() > 1) k.name += "_x" + std::to_string(gr.nodes.size());  // batched siblings
+      if (first.op.op == Op::FastPath) {
+        // a hand-written kernel (kernels/fastpaths/): named as its function is
+        const std::string stage = attr_str_or(first.op.attrs, "stage", "");
+        k.kind = "fast_path";
+        k.name = "fastpath_" + attr_str_or(first.op.attrs, "name", "") + (stage.empty() ? "" : "_" + stage);
+        k.ops = {k.name};
+      }
       p.kernels.push_back(k);
       continue;
     }

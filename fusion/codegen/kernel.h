@@ -11,7 +11,7 @@ namespace fg {
 
 struct Kernel {
   std::string name;              // cpu_per_fused__to_copy_add_mean_0
-  std::string kind;              // poi, red, per (generated); extern; collective
+  std::string kind;              // poi, red, per, tem (generated); extern; collective; fast_path
   std::vector<std::string> ops;  // sorted ATen names of the fused nodes
   std::vector<int> args;         // buffer ids, in argument order (generated kernels)
   std::vector<int> nodes;        // scheduler nodes it runs

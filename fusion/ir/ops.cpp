@@ -51,6 +51,7 @@ const OpInfo kOps[] = {
   {Op::Matmul, "matmul", "bmm", K::Extern, 2, 2},
   {Op::Sdpa, "sdpa", "scaled_dot_product_attention", K::Extern, 3, 3},
   {Op::Embedding, "embedding", "embedding", K::Extern, 2, 2},
+  {Op::FastPath, "fast_path", "fast_path", K::Extern, 1, 8},
   {Op::Reshape, "reshape", "view", K::View, 1, 1},
   {Op::Permute, "permute", "permute", K::View, 1, 1},
   {Op::Transpose, "transpose", "permute", K::View, 1, 1},
@@ -325,6 +326,16 @@ TensorType infer_extern(Op op, const std::vector<TensorType>& in, const Attrs& a
           k[2] != v[2] || k[0] != v[0] || k[1] != v[1])
         type_error(op, "q, k, v must be [B,H,S,D] with matching B, H, D and key length: " + shapes_of(in));
       return TensorType{in[0].dtype, {q[0], q[1], q[2], v[3]}};
+    }
+    case Op::FastPath: {
+      // the kernel's declared result: its matcher computed it
+      if (attr_str_or(attrs, "name", "").empty()) type_error(op, "needs attribute 'name' (the fast path)");
+      if (!parse_dtype(attr_str_or(attrs, "dtype", ""), &out.dtype))
+        type_error(op, "needs attribute 'dtype' (its result's dtype), got '" + attr_str_or(attrs, "dtype", "") + "'");
+      out.shape = attr_ints(attrs, "shape", op);
+      for (int64_t d : out.shape)
+        if (d < 0) type_error(op, "negative size in 'shape'");
+      return out;
     }
     case Op::Embedding: {
       if (in[0].shape.size() != 2 || in[1].dtype != DType::I64)

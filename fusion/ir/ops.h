@@ -27,7 +27,10 @@ enum class Op {
   // extern kernels. linear_add_rank0(a, w, r) is linear(a, w) plus r on rank
   // 0 only: what a row-parallel GEMM computes when a replicated residual
   // added after its all-reduce moves in front of it (passes/tp_rewrite).
-  Linear, LinearAddRank0, Matmul, Sdpa, Embedding,
+  // fast_path(...) {name, stage, shape, dtype, ...} is one stage of a
+  // hand-written fused kernel (kernels/fastpaths/) that passes/fast_paths
+  // put in place of the nodes it matched; its result type is in its attributes.
+  Linear, LinearAddRank0, Matmul, Sdpa, Embedding, FastPath,
   // views
   Reshape, Permute, Transpose, Slice, Expand,
   // collectives (functional)

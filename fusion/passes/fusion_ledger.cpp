@@ -29,6 +29,10 @@ const char* reject_code(Reject r) {
     case Reject::GemmEpilogue: return "gemm_epilogue";
     case Reject::TpAddendNotReplicated: return "tp_addend_not_replicated";
     case Reject::TpAddendAfterGemm: return "tp_addend_after_gemm";
+    case Reject::FastPathUsed: return "fast_path_used";
+    case Reject::FastPathUnproven: return "fast_path_unproven";
+    case Reject::FastPathInvalidated: return "fast_path_proof_invalidated";
+    case Reject::FastPathOutranked: return "fast_path_lower_priority";
   }
   return "?";
 }
@@ -72,6 +76,12 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
       return "residual add stays after the all-reduce: its addend is not provably the same on every rank";
     case Reject::TpAddendAfterGemm:
       return "residual add stays after the all-reduce: its addend is computed after the GEMM";
+    case Reject::FastPathUsed: return "fast path put in place of these nodes (its proof covers this run)";
+    case Reject::FastPathUnproven:
+      return "fast path blocked: no proof covers this world size, backend and shape class (fusegate prove)";
+    case Reject::FastPathInvalidated:
+      return "fast path blocked: its proof no longer holds (its kernel source or the GPU changed)";
+    case Reject::FastPathOutranked: return "fast path not used: a fast path of higher priority took these nodes";
   }
   return "?";
 }

@@ -20,6 +20,8 @@ enum class Reject {
   BatchedSiblings, TpResidualHoisted, GemmEpilogue,
   // rejections of TP rewrites (passes/tp_rewrite)
   TpAddendNotReplicated, TpAddendAfterGemm,
+  // fast paths (passes/fast_paths): taken, or why not
+  FastPathUsed, FastPathUnproven, FastPathInvalidated, FastPathOutranked,
 };
 const char* reject_code(Reject r);  // "memory_deps_mismatch"
 // In words ("memory deps did not match"); a reason that names a threshold

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace c10d { class Store; }
 
@@ -25,6 +26,13 @@ class Collectives {
   at::Tensor all_gather(const at::Tensor& t);      // concatenated along dim 0
   at::Tensor reduce_scatter(const at::Tensor& t);  // sum, then this rank's slice of dim 0
   void barrier();
+  // Every rank publishes `mine` under `key` in the c10d store and gets all
+  // ranks' values, in rank order (waits up to the timeout for the others).
+  // What fast paths use to exchange shared-memory names or CUDA IPC handles.
+  std::vector<std::string> exchange(const std::string& key, const std::string& mine);
+  // Adds a collective that runs outside c10d (a fast path's one-shot
+  // all-reduce) to the sequence the harness compares across ranks.
+  void record(const char* what, const at::Tensor& t) { note(what, t); }
   const std::string& sequence() const { return sequence_; }  // e.g. "all_reduce:bf16[2,64,256];..."
   void reset_sequence() { sequence_.clear(); }
 

@@ -107,4 +107,16 @@ at::Tensor Collectives::reduce_scatter(const at::Tensor& t) {
 
 void Collectives::barrier() { pg_->pg->barrier()->wait(); }
 
+std::vector<std::string> Collectives::exchange(const std::string& key, const std::string& mine) {
+  auto* store = static_cast<c10d::TCPStore*>(store_.get());
+  const std::string base = "fusegate/" + key + "/";
+  store->set(base + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
+  std::vector<std::string> all;
+  for (int r = 0; r < world_; ++r) {
+    std::vector<uint8_t> v = store->get(base + std::to_string(r));
+    all.emplace_back(v.begin(), v.end());
+  }
+  return all;
+}
+
 }  // namespace fg

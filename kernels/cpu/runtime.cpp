@@ -8,6 +8,7 @@
 #include "kernels/collectives/collectives.h"
 #include "kernels/cpu/aten_trace.h"
 #include "kernels/cpu/jit.h"
+#include "kernels/fastpaths/runtime.h"
 
 namespace fg {
 
@@ -234,6 +235,8 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.backend = backend_;
     o.input_layouts = layouts;
     o.replicated_inputs = replicated_;
+    o.fast_paths = fast_sel_;
+    o.proofs = fast_proofs_;
     rt->prog = compile(g, o);
     rt->guard = guard;
     bool any = false;
@@ -301,6 +304,12 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
     }
     std::vector<at::Tensor> args;
     for (const auto& [b, l] : sn.args) args.push_back(view_of(bufs[static_cast<size_t>(b)], l));
+    if (sn.op.op == Op::FastPath) {
+      if (!fast_) fast_ = std::make_unique<FastPathRunner>(backend_, coll_, rank_, world_);
+      ensure(sn.out_buffer);
+      fast_->run(sn.op, args, bufs[static_cast<size_t>(sn.out_buffer)]);
+      return;
+    }
     if (sn.kind == SNKind::Collective && sn.op.op == Op::AllReduce) {
       at::Tensor& t = bufs[static_cast<size_t>(sn.out_buffer)];
       coll_->all_reduce_(t);

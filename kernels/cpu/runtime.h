@@ -22,6 +22,7 @@
 namespace fg {
 
 class Collectives;
+class FastPathRunner;
 
 // The generated kernels of one graph, loaded and ready to launch.
 class KernelModule {
@@ -111,6 +112,12 @@ class AtenExecutor : public Executor {
   // Graph inputs (by name) that hold the same value on every rank: the
   // proof TP rewrites need (CompileOptions::replicated_inputs).
   void set_replicated_inputs(std::set<std::string> names) { replicated_ = std::move(names); }
+  // The fast paths asked for and what their proofs allow (passes/fast_paths.h);
+  // before the first graph compiles.
+  void set_fast_paths(FastPathSelection sel, FastPathProofs proofs) {
+    fast_sel_ = std::move(sel);
+    fast_proofs_ = std::move(proofs);
+  }
 
   // Per forward: clear before a forward, read after it.
   void begin_forward();
@@ -141,6 +148,9 @@ class AtenExecutor : public Executor {
   FusionPolicy fusion_;
   EagerContext ctx_;
   std::set<std::string> replicated_;
+  FastPathSelection fast_sel_;
+  FastPathProofs fast_proofs_;
+  std::unique_ptr<FastPathRunner> fast_;
   std::vector<LaunchRecord> launches_, outside_;
   LaunchProbe* probe_ = nullptr;
   std::vector<const CompiledGraphRt*> graphs_run_;

@@ -15,6 +15,7 @@ expect_out() { grep -qE -- "$1" "$T/out" || fail "output lacks /$1/"; }
 mkdir -p "$T/repros" "$T/golden/cpu"
 cp "$SRC/repros/fg/ffn_allreduce.fg" "$T/repros/"
 cp -r "$SRC/golden/cpu/ffn_allreduce" "$T/golden/cpu/"
+cp -r "$SRC/golden/proofs" "$T/golden/"  # proofs live beside the goldens
 G="$T/golden/cpu/ffn_allreduce/C_w1.json"
 check() { "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 "$@" >"$T/out" 2>&1; }
 
@@ -192,6 +193,107 @@ PY
     expect_out "unknown view 'outputcode'"; expect_out "output_code"
     try "$FG" chek; expect_rc $? 2; expect_out "unknown command 'chek'; commands: list, run, check"
     [ $(( $(date +%s) - start )) -lt 30 ] || fail "bad input took more than 30 s to be refused" ;;
+  ab_local_fails_under_tp)
+    # the single-GPU q/k norm: right at world size 1, wrong (and shown with
+    # figures) at 2 and 4
+    ab() { "$FG" ab --fast-path qkv_rmsnorm_local --repro tp_block_wan "$@" >"$T/out" 2>&1; }
+    ab --world-size 1 --json "$T/ab1.json"; expect_rc $? 0
+    expect_out "verdict: PASS"; expect_out "rule: identical digests"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['verdict']['pass'] is True" "$T/ab1.json" \
+      || fail "--json lacks the passing verdict"
+    for w in 2 4; do
+      ab --world-size $w --json "$T/ab.json"; expect_rc $? 1
+      expect_out "verdict: FAIL"; expect_out "out on rank 0: digests differ from the generic path's \([0-9]+ of 32768"
+      expect_out "rel L2 vs fp64: generic 0\.00[0-9]+, fast 0\.0[1-9]"
+    done
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert not j['verdict']['pass'] and j['ranks'][3]['ab'][0]['worst']" \
+      "$T/ab.json" || fail "--json lacks the failing verdict or the worst elements" ;;
+  ab_bad_input)
+    "$FG" ab --fast-path qkv_rmsnorm_tpp --repro tp_block_wan >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "unknown fast path 'qkv_rmsnorm_tpp'"; expect_out "qkv_rmsnorm_tp"
+    "$FG" ab --fast-path qkv_rmsnorm_tp --repro tp_block_llama --world-size 2 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "does not apply to tp_block_llama .*not matched"
+    "$FG" ab --fast-path qkv_rmsnorm_tp --repro tp_block_wan --mode A >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "eager runs no fast path"
+    "$FG" run tp_block_wan --fast-paths nope >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown fast path 'nope'"
+    FUSEGATE_FAULT=fastpath_edit:nope "$FG" run tp_block_wan >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "fastpath_edit:nope names no fast path" ;;
+  fast_path_blocked_under_tp)
+    # asked for by name at world size 2, the local q/k norm has no proof
+    # there: the generic path runs, and the record and check say why
+    "$FG" run tp_block_wan --mode C --world-size 2 --fast-paths qkv_rmsnorm_local --out "$T/r.json" >"$T/out" 2>&1
+    expect_rc $? 0
+    python3 - "$T/r.json" <<'PY' || fail "the record does not say the fast path was blocked"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for k in r["ranks"]:
+    st = {f["name"]: f["status"] for f in k["fast_paths"]}
+    assert st["qkv_rmsnorm_local"] == "blocked: unproven under TP", st
+    assert st["qkv_rmsnorm_tp"] == "not selected", st
+    assert not any(l["kind"] == "fast_path" for l in k["kernels"]), k["kernels"]
+    assert any(e["reason"] == "fast_path_unproven" for e in k["ledger"])
+PY
+    "$FG" check tp_block_wan --mode C --world-size 2 --fast-paths qkv_rmsnorm_local >"$T/out" 2>&1
+    expect_out "fast path qkv_rmsnorm_local blocked: unproven under TP"
+    "$FG" check tp_block_wan --mode C --world-size 2 --require-fast-path qkv_rmsnorm_local >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "required fast path qkv_rmsnorm_local did not run \(blocked: unproven under TP\)"
+    "$FG" run tp_block_wan --mode C --world-size 2 --require-fast-path qkv_rmsnorm_local >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "required fast path qkv_rmsnorm_local did not run on rank 1"
+    # proven at world size 1; the TP-aware one outranks it there
+    "$FG" run tp_block_wan --mode C --world-size 1 --out "$T/r1.json" >"$T/out" 2>&1; expect_rc $? 0
+    grep -q '"status": "not used: lower priority than qkv_rmsnorm_tp"' "$T/r1.json" || fail "no priority status at w1" ;;
+  fast_path_source_edit)
+    # an edit of the kernel source invalidates its proof: the generic path
+    # runs, and the golden, blessed with the fast path, fails
+    FUSEGATE_FAULT=fastpath_edit:allreduce_residual_rmsnorm "$FG" check tp_block_llama --mode C --world-size 2 \
+      >"$T/out" 2>&1
+    expect_rc $? 1
+    expect_out "fast path allreduce_residual_rmsnorm ran when the golden was blessed; now: blocked: proof invalidated \(source changed\)"
+    expect_out "kernel_count 11 -> 12" ;;
+  malformed_proof)
+    mkdir -p "$T/g2/proofs"; cp -r "$SRC/golden/proofs/cpu" "$T/g2/proofs/"
+    sed -i '2s/.*/  "backend": ,/' "$T/g2/proofs/cpu/qkv_rmsnorm_tp.json"
+    "$FG" run tp_block_wan --mode C --world-size 2 --golden-dir "$T/g2" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "qkv_rmsnorm_tp.json:2:[0-9]+: error: corrupted proof"; expect_out "fusegate prove --fast-path qkv_rmsnorm_tp"
+    cp "$SRC/golden/proofs/cpu/qkv_rmsnorm_tp.json" "$T/g2/proofs/cpu/"
+    sed -i 's/"verdict": "pass"/"verdict": "fail"/' "$T/g2/proofs/cpu/qkv_rmsnorm_tp.json"
+    "$FG" check tp_block_wan --mode C --world-size 2 --golden-dir "$T/g2" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "malformed proof: cases\[0\] did not pass" ;;
+  prove_writes_proof)
+    mkdir -p "$T/g3"
+    "$FG" prove --fast-path qkv_rmsnorm_tp --world-size 2 --world-size 4 --golden-dir "$T/g3" >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "proven on cpu at world sizes 2 4"
+    python3 - "$T/g3/proofs/cpu/qkv_rmsnorm_tp.json" <<'PY' || fail "the proof does not hold what it ran"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["world_sizes"] == [2, 4] and p["backend"] == "cpu", p
+assert sorted(c["shape_class"] for c in p["cases"]) == ["bf16,norm_dim=128,vec=8", "bf16,norm_dim=64,vec=8"], p["cases"]
+assert len(p["source_hash"]) == 16 and p["env"]["backend"] == "cpu"
+PY
+    # a proof covers exactly what it ran: world size 1 stays unproven here
+    "$FG" run tp_block_wan --mode C --world-size 1 --golden-dir "$T/g3" --out "$T/r.json" >"$T/out" 2>&1
+    grep -q '"status": "blocked: unproven under TP"' "$T/r.json" || fail "w1 is not blocked without its proof"
+    "$FG" prove --fast-path qkv_rmsnorm_local --world-size 1 --world-size 2 --golden-dir "$T/g3" >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "FAILED the A/B"; expect_out "no proof written"
+    [ ! -e "$T/g3/proofs/cpu/qkv_rmsnorm_local.json" ] || fail "a failing prove wrote a proof"
+    "$FG" prove --fast-path qkv_rmsnorm_tp --world-size 3 --golden-dir "$T/g3" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "matches no repro at world size 3" ;;
+  fast_paths_fewer_launches)
+    # proven fast paths launch fewer kernels than the generic path, and the
+    # accuracy checks pass
+    for r in tp_block_llama tp_block_wan; do
+      "$FG" run $r --mode C --world-size 2 --out "$T/fast.json" >"$T/out" 2>&1; expect_rc $? 0
+      "$FG" run $r --mode C --world-size 2 --fast-paths none --out "$T/none.json" >"$T/out" 2>&1; expect_rc $? 0
+      python3 - "$T/fast.json" "$T/none.json" <<'PY' || fail "$r: the fast paths do not launch fewer kernels"
+import json, sys
+f, n = (json.load(open(p)) for p in sys.argv[1:])
+for a, b in zip(f["ranks"], n["ranks"]):
+    assert a["kernel_count"] < b["kernel_count"], (a["kernel_count"], b["kernel_count"])
+    assert a["accuracy"]["status"] == "pass"
+    assert a["kernel_count_by_kind"]["fast_path"] >= 1
+    assert any(x["status"] == "used" for x in a["fast_paths"])
+PY
+    done ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"

@@ -1,0 +1,25 @@
+# Writes OUT: a C++ file defining fg::embedded_fast_path_source() over the
+# fast paths' kernel files (kernels/fastpaths/host/*.cpp, cuda/*.cu), so that
+# the binary compiles and hashes exactly the text in the tree.
+# Usage: cmake -DSRC_DIR=<kernels/fastpaths> -DOUT=<file> -P EmbedFastPaths.cmake
+file(GLOB host_files ${SRC_DIR}/host/*.cpp)
+file(GLOB cuda_files ${SRC_DIR}/cuda/*.cu)
+set(body "// generated from kernels/fastpaths by cmake/EmbedFastPaths.cmake; do not edit\n")
+string(APPEND body "#include \"kernels/fastpaths/sources.h\"\n\nnamespace fg {\n\n")
+string(APPEND body "std::string embedded_fast_path_source(const std::string& name, const std::string& dir) {\n")
+foreach(f IN LISTS host_files cuda_files)
+  get_filename_component(stem ${f} NAME_WE)
+  get_filename_component(parent ${f} DIRECTORY)
+  get_filename_component(dir ${parent} NAME)
+  file(READ ${f} text)
+  string(FIND "${text}" ")fgsrc\"" clash)
+  if(NOT clash EQUAL -1)
+    message(FATAL_ERROR "${f} contains the raw-string delimiter )fgsrc\"")
+  endif()
+  string(APPEND body "  if (name == \"${stem}\" && dir == \"${dir}\") return R\"fgsrc(${text})fgsrc\";\n")
+endforeach()
+string(APPEND body "  return \"\";\n}\n\n}  // namespace fg\n")
+set(tmp ${OUT}.tmp)
+file(WRITE ${tmp} "${body}")
+configure_file(${tmp} ${OUT} COPYONLY)
+file(REMOVE ${tmp})

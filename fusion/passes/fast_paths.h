@@ -1,0 +1,61 @@
+// fast_paths: puts hand-written fused kernels (kernels/fastpaths/) in place
+// of the patterns they match, where the run asks for them and a proof allows
+// them. Runs right after decompose, before the max-autotune rewrites
+// (gemm_epilogue, tp_rewrite): those see the fast paths as extern nodes.
+//
+// Per site of each fast path asked for (FastPathSelection):
+//   forced (ab, prove)                        -> eligible
+//   proof invalid (source or GPU changed)     -> "blocked: proof invalidated (...)"
+//   no proof covering world size, backend
+//   and this site's shape class               -> "blocked: unproven under TP"
+//   else                                      -> eligible
+// Eligible sites are taken by priority (then name, then position); a site
+// overlapping one already taken is "not used: lower priority than X". Each
+// site is a ledger entry. A fast path's status is the best of its sites':
+// used, blocked: proof invalidated, blocked: unproven under TP, not used:
+// lower priority, not matched; "not selected" when the run did not ask.
+//
+// Before: a verified, decomposed graph. After: a verified graph in which
+// every taken site's nodes are gone, its fast_path nodes (and the views that
+// stand for what it replaced) in their place, and the nodes only they read
+// removed. Outputs keep their order.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fusion/ir/graph.h"
+#include "fusion/options.h"
+#include "fusion/passes/fusion_ledger.h"
+
+namespace fg {
+
+// What the proofs allow at this world size and backend; filled by the
+// harness (harness/proofs.h) from golden/proofs/.
+struct FastPathProofs {
+  std::map<std::string, std::string> invalid;                // name -> why its proof is invalid
+  std::map<std::string, std::set<std::string>> shape_classes;  // name -> classes its proof covers here
+  std::set<std::string> forced;                              // run without a proof (ab, prove)
+};
+
+struct FastPathStatus {
+  std::string status;                      // used | blocked: ... | not used: ... | not matched | not selected
+  std::vector<std::string> shape_classes;  // of the sites found
+};
+
+// The status texts, written once.
+extern const char* const kFastPathUsed;
+extern const char* const kFastPathUnproven;
+extern const char* const kFastPathNotMatched;
+extern const char* const kFastPathNotSelected;
+
+// Orders statuses, best first (used, blocked: proof invalidated, blocked:
+// unproven, not used, not matched, not selected): a fast path over several
+// graphs reports the best.
+int fast_path_status_order(const std::string& status);
+
+Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastPathProofs& proofs,
+                       std::vector<LedgerEntry>* ledger, std::map<std::string, FastPathStatus>* status);
+
+}  // namespace fg

@@ -1,0 +1,92 @@
+#include "harness/proofs.h"
+
+#include <filesystem>
+
+#include "fusion/errors.h"
+#include "harness/golden.h"
+
+namespace fg {
+
+using nlohmann::json;
+
+std::string proof_path(const std::string& golden_root, const std::string& backend, const std::string& name) {
+  return (std::filesystem::path(golden_root) / "proofs" / backend / (name + ".json")).string();
+}
+
+namespace {
+
+std::string hint_for(const std::string& backend, const std::string& name) {
+  return "restore it from git or re-prove with: fusegate prove --fast-path " + name + " --world-size N..." +
+         (backend == "cpu" ? "" : " --backend " + backend);
+}
+
+}  // namespace
+
+std::optional<json> load_proof(const std::string& path, const std::string& backend, const std::string& name) {
+  const std::string hint = hint_for(backend, name);
+  std::optional<json> j = read_json_file(path, "proof", hint);
+  if (!j) return j;
+  auto bad = [&](const std::string& what) { user_error(path + ": error: malformed proof: " + what + "; " + hint); };
+  if (!j->is_object()) bad("not a JSON object");
+  auto need = [&](const char* key, bool ok, const char* want) {
+    if (!j->contains(key)) bad(std::string("missing key '") + key + "'");
+    if (!ok) bad(std::string("'") + key + "' must be " + want);
+  };
+  need("schema", j->contains("schema") && (*j)["schema"].is_number_integer(), "an integer");
+  if ((*j)["schema"].get<int>() != kProofSchema)
+    bad("schema " + (*j)["schema"].dump() + " (this fusegate reads schema " + std::to_string(kProofSchema) + ")");
+  need("fast_path", j->contains("fast_path") && (*j)["fast_path"].is_string(), "a string");
+  if ((*j)["fast_path"] != name) bad("it proves '" + (*j)["fast_path"].get<std::string>() + "', its file name says '" + name + "'");
+  need("backend", j->contains("backend") && (*j)["backend"].is_string(), "a string");
+  if ((*j)["backend"] != backend) bad("its backend is '" + (*j)["backend"].get<std::string>() + "', its folder says '" + backend + "'");
+  need("source_hash", j->contains("source_hash") && (*j)["source_hash"].is_string(), "a string");
+  need("env", j->contains("env") && (*j)["env"].is_object(), "an object");
+  if (backend == "cuda" && !((*j)["env"].contains("gpu") && (*j)["env"]["gpu"].is_string()))
+    bad("'env' names no 'gpu' (a cuda proof holds for one GPU model)");
+  need("world_sizes", j->contains("world_sizes") && (*j)["world_sizes"].is_array() && !(*j)["world_sizes"].empty(),
+       "a non-empty array");
+  std::set<int> worlds;
+  for (const auto& w : (*j)["world_sizes"]) {
+    if (!w.is_number_integer() || w.get<int>() < 1) bad("'world_sizes' holds " + w.dump() + ", not a world size");
+    worlds.insert(w.get<int>());
+  }
+  need("cases", j->contains("cases") && (*j)["cases"].is_array() && !(*j)["cases"].empty(), "a non-empty array");
+  std::set<int> seen;
+  size_t i = 0;
+  for (const auto& c : (*j)["cases"]) {
+    const std::string at = "cases[" + std::to_string(i++) + "]";
+    if (!c.is_object()) bad(at + " is not an object");
+    for (const char* k : {"repro", "shape_class", "verdict", "rule"})
+      if (!c.contains(k) || !c[k].is_string()) bad(at + " lacks the string '" + k + "'");
+    if (!c.contains("world_size") || !c["world_size"].is_number_integer()) bad(at + " lacks the integer 'world_size'");
+    if (!worlds.count(c["world_size"].get<int>()))
+      bad(at + " ran at world size " + c["world_size"].dump() + ", which 'world_sizes' does not list");
+    if (c["verdict"] != "pass") bad(at + " did not pass (" + c["verdict"].get<std::string>() + "): a proof holds only passes");
+    seen.insert(c["world_size"].get<int>());
+  }
+  for (int w : worlds)
+    if (!seen.count(w)) bad("world size " + std::to_string(w) + " is listed but no case ran at it");
+  return j;
+}
+
+std::map<std::string, ProofState> read_proofs(const std::string& root, const std::string& backend, int world,
+                                              const std::vector<std::string>& names,
+                                              const std::function<std::string(const std::string&)>& hash_of,
+                                              const std::string& gpu) {
+  std::map<std::string, ProofState> out;
+  for (const auto& name : names) {
+    ProofState& st = out[name];
+    std::optional<json> p = load_proof(proof_path(root, backend, name), backend, name);
+    if (!p) continue;
+    st.present = true;
+    if ((*p)["source_hash"] != hash_of(name))
+      st.invalid = "source changed";
+    else if (backend == "cuda" && !gpu.empty() && (*p)["env"]["gpu"] != gpu)
+      st.invalid = "GPU changed: proved on " + (*p)["env"]["gpu"].get<std::string>() + ", this is " + gpu;
+    for (const auto& c : (*p)["cases"])
+      if (c["world_size"].get<int>() == world) st.shape_classes.insert(c["shape_class"].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace fg

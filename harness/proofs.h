@@ -1,0 +1,46 @@
+// Proofs that a fast path is TP-correct: golden/proofs/<backend>/<name>.json,
+// written by `fusegate prove` (harness/ab.cpp) after the A/B of the fast path
+// passed on every repro it matches at every world size asked for. A proof
+// covers exactly the (world size, shape class) pairs it ran, on its backend;
+// it is invalid when the fast path's kernel source no longer hashes to the
+// proof's `source_hash`, or (cuda) when the GPU model differs. Format:
+// harness/RECORD.md. Proofs are found beside the goldens (--golden-dir).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fg {
+
+constexpr int kProofSchema = 1;
+
+std::string proof_path(const std::string& golden_root, const std::string& backend, const std::string& name);
+
+// nullopt when absent. A proof that cannot be read, is not JSON, or is not a
+// proof of `name` on `backend` (missing or mistyped keys, a case outside its
+// world sizes, a case that did not pass) is a UserError naming path[:line:col]
+// and how to recover.
+std::optional<nlohmann::json> load_proof(const std::string& path, const std::string& backend,
+                                         const std::string& name);
+
+// What a fast path's proof allows at one world size.
+struct ProofState {
+  bool present = false;
+  std::string invalid;                   // "" or why the proof no longer holds
+  std::set<std::string> shape_classes;   // covered at this world size
+};
+
+// For every name: its proof under `root` for `backend`, checked against the
+// source hash the fast path has now (`hash_of(name)`) and, on cuda, the GPU
+// model (`gpu`; "" skips the check: explain runs no device).
+std::map<std::string, ProofState> read_proofs(const std::string& root, const std::string& backend, int world,
+                                              const std::vector<std::string>& names,
+                                              const std::function<std::string(const std::string&)>& hash_of,
+                                              const std::string& gpu);
+
+}  // namespace fg

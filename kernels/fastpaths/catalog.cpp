@@ -1,0 +1,335 @@
+#include "kernels/fastpaths/catalog.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "fusion/codegen/cpp_printer.h"
+#include "fusion/errors.h"
+#include "fusion/fault.h"
+#include "kernels/fastpaths/sources.h"
+
+namespace fg {
+
+namespace {
+
+bool full_value(const Graph& g, int id, double* v) {
+  const Node& n = g.node(id);
+  if (n.op != Op::Full || !n.type.shape.empty()) return false;
+  *v = attr_float(n.attrs, "value", n.op);
+  return true;
+}
+
+bool is_last_dim(const Node& n, int64_t dim) {
+  const int64_t rank = static_cast<int64_t>(n.type.shape.size());
+  return dim == -1 || (rank > 0 && dim == rank - 1);
+}
+
+// An RMSNorm over the last dim as decompose (or a repro) writes it, ending
+// in the weight multiply:
+//   xf = cast(x, f32); ss = sum(xf*xf | pow(xf, 2), [-1], keepdim)
+//   [ss = all_reduce(ss)]   (a distributed norm: the dim is sharded)
+//   out = cast(xf * rsqrt(ss / N + eps), dtype(x)) * w
+struct NormChain {
+  int x = -1, xf = -1, weight = -1, out = -1, sum = -1, all_reduce = -1;
+  double eps = 0, divisor = 0;
+  std::vector<int> nodes;  // the chain without x, the weight and the constants
+};
+
+bool match_norm(const Graph& g, int out_id, NormChain* c) {
+  const Node& out = g.node(out_id);
+  if (out.op != Op::Mul || out.type.dtype != DType::BF16 || out.type.shape.empty()) return false;
+  const int64_t dim = out.type.shape.back();
+  for (int side = 0; side < 2; ++side) {
+    const Node& cast = g.node(out.inputs[static_cast<size_t>(side)]);
+    const Node& w = g.node(out.inputs[static_cast<size_t>(1 - side)]);
+    if (cast.op != Op::Cast || cast.type.dtype != DType::BF16 || w.type.shape != Shape{dim} ||
+        w.type.dtype != DType::BF16)
+      continue;
+    const Node& m = g.node(cast.inputs[0]);
+    if (m.op != Op::Mul || m.type.dtype != DType::F32) continue;
+    for (int ms = 0; ms < 2; ++ms) {
+      const Node& xf = g.node(m.inputs[static_cast<size_t>(ms)]);
+      const Node& r = g.node(m.inputs[static_cast<size_t>(1 - ms)]);
+      if (r.op != Op::Rsqrt || xf.op != Op::Cast || xf.type.dtype != DType::F32) continue;
+      const Node& x = g.node(xf.inputs[0]);
+      if (x.type.dtype != DType::BF16 || x.type.shape != out.type.shape) continue;
+      const Node& a = g.node(r.inputs[0]);
+      if (a.op != Op::Add) continue;
+      double eps = 0;
+      int d_id = -1;
+      for (int as = 0; as < 2; ++as)
+        if (full_value(g, a.inputs[static_cast<size_t>(1 - as)], &eps)) d_id = a.inputs[static_cast<size_t>(as)];
+      if (d_id < 0) continue;
+      const Node& d = g.node(d_id);
+      double n = 0;
+      if (d.op != Op::Div || !full_value(g, d.inputs[1], &n)) continue;
+      int ss = d.inputs[0], ar = -1;
+      if (g.node(ss).op == Op::AllReduce) {
+        if (attr_str_or(g.node(ss).attrs, "reduce_op", "sum") != "sum") continue;
+        ar = ss;
+        ss = g.node(ss).inputs[0];
+      }
+      const Node& sum = g.node(ss);
+      if (sum.op != Op::Sum || attr_int_or(sum.attrs, "keepdim", 0) != 1) continue;
+      std::vector<int64_t> dims = attr_ints(sum.attrs, "dims", sum.op);
+      if (dims.size() != 1 || !is_last_dim(xf, dims[0])) continue;
+      const Node& sq = g.node(sum.inputs[0]);
+      double two = 0;
+      bool square = (sq.op == Op::Mul && sq.inputs[0] == xf.id && sq.inputs[1] == xf.id) ||
+                    (sq.op == Op::Pow && sq.inputs[0] == xf.id && full_value(g, sq.inputs[1], &two) && two == 2.0);
+      if (!square) continue;
+      c->x = x.id;
+      c->xf = xf.id;
+      c->weight = w.id;
+      c->out = out.id;
+      c->sum = sum.id;
+      c->all_reduce = ar;
+      c->eps = eps;
+      c->divisor = n;
+      c->nodes = {xf.id, sq.id, sum.id, d.id, a.id, r.id, m.id, cast.id, out.id};
+      if (ar >= 0) c->nodes.push_back(ar);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<NormChain> norm_chains(const Graph& g) {
+  std::vector<NormChain> r;
+  for (const Node& n : g.nodes) {
+    NormChain c;
+    if (match_norm(g, n.id, &c)) r.push_back(std::move(c));
+  }
+  return r;
+}
+
+int widest_vector(int64_t n) {
+  for (int v : {8, 4, 2})
+    if (n % v == 0) return v;
+  return 1;
+}
+
+// Sites of the q/k norm fast paths: two norm chains over slices of the last
+// dim of one value (the QKV projection), of the same width and kind.
+struct QkSite {
+  int qkv = -1;
+  NormChain q, k;
+  int64_t q_start = 0, k_start = 0, width = 0;
+};
+
+std::vector<QkSite> qk_sites(const Graph& g, bool distributed_only) {
+  std::map<int, std::vector<std::pair<int64_t, NormChain>>> by_source;
+  for (NormChain& c : norm_chains(g)) {
+    const Node& x = g.node(c.x);
+    if (x.op != Op::Slice || !is_last_dim(x, attr_int(x.attrs, "dim", x.op)) || attr_int_or(x.attrs, "step", 1) != 1)
+      continue;
+    if (distributed_only && c.all_reduce < 0) continue;
+    const Node& src = g.node(x.inputs[0]);
+    if (src.type.dtype != DType::BF16 || src.type.shape.size() != x.type.shape.size()) continue;
+    by_source[src.id].push_back({attr_int_or(x.attrs, "start", 0), std::move(c)});
+  }
+  std::vector<QkSite> out;
+  for (auto& [src, chains] : by_source) {
+    if (chains.size() != 2) continue;
+    std::sort(chains.begin(), chains.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    QkSite s;
+    s.qkv = src;
+    s.q = chains[0].second;
+    s.k = chains[1].second;
+    s.q_start = chains[0].first;
+    s.k_start = chains[1].first;
+    s.width = g.node(s.q.x).type.shape.back();
+    if (g.node(s.k.x).type.shape.back() != s.width || (s.q.all_reduce < 0) != (s.k.all_reduce < 0) ||
+        s.q.eps != s.k.eps || s.q.divisor != s.k.divisor || s.k_start < s.q_start + s.width)
+      continue;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Attrs fast_attrs(const std::string& name, const std::string& stage, const Shape& shape, DType dt) {
+  Attrs a;
+  a["name"] = name;
+  if (!stage.empty()) a["stage"] = stage;
+  a["shape"] = std::vector<int64_t>(shape.begin(), shape.end());
+  a["dtype"] = std::string(dtype_name(dt));
+  return a;
+}
+
+int add_slice(Graph& out, int src, int64_t dim, int64_t start, int64_t end) {
+  return out.add(Op::Slice, {src}, {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
+}
+
+std::vector<int> sorted_unique(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+FastPathSite qk_site(const Graph& g, const QkSite& s, const std::string& name) {
+  FastPathSite site;
+  site.name = name;
+  std::vector<int> cov = s.q.nodes;
+  cov.insert(cov.end(), s.k.nodes.begin(), s.k.nodes.end());
+  site.covered = sorted_unique(cov);
+  site.inputs = {s.qkv, s.q.weight, s.k.weight};
+  site.replaced = {s.q.out, s.k.out};
+  site.shape_class = "bf16,norm_dim=" + std::to_string(s.width) + ",vec=" + std::to_string(widest_vector(s.width));
+  Shape two = g.node(s.q.out).type.shape;
+  two.back() *= 2;  // q | k, normalized
+  const int64_t L = s.width;
+  Attrs common;
+  common["q_start"] = s.q_start;
+  common["k_start"] = s.k_start;
+  common["width"] = L;
+  common["eps"] = s.q.eps;
+  const bool tp = name == "qkv_rmsnorm_tp";
+  // the local kernel normalizes over the columns it holds; the TP one by the
+  // full dimension the graph divides by
+  common["divisor"] = tp ? s.q.divisor : static_cast<double>(L);
+  site.emit = [=](Graph& out, const std::vector<int>& in) {
+    int fp = -1;
+    if (!tp) {
+      Attrs a = fast_attrs(name, "", two, DType::BF16);
+      a.insert(common.begin(), common.end());
+      fp = out.add(Op::FastPath, {in[0], in[1], in[2]}, a);
+    } else {
+      Shape ss = two;
+      ss.back() = 2;
+      Attrs a1 = fast_attrs(name, "sumsq", ss, DType::F32);
+      a1.insert(common.begin(), common.end());
+      int partial = out.add(Op::FastPath, {in[0]}, a1);
+      int total = out.add(Op::AllReduce, {partial}, {{"reduce_op", std::string("sum")}});
+      Attrs a2 = fast_attrs(name, "apply", two, DType::BF16);
+      a2.insert(common.begin(), common.end());
+      fp = out.add(Op::FastPath, {in[0], total, in[1], in[2]}, a2);
+    }
+    return std::vector<int>{add_slice(out, fp, -1, 0, L), add_slice(out, fp, -1, L, 2 * L)};
+  };
+  return site;
+}
+
+std::vector<FastPathSite> match_qkv_local(const Graph& g) {
+  std::vector<FastPathSite> r;
+  for (const QkSite& s : qk_sites(g, false)) r.push_back(qk_site(g, s, "qkv_rmsnorm_local"));
+  return r;
+}
+
+std::vector<FastPathSite> match_qkv_tp(const Graph& g) {
+  std::vector<FastPathSite> r;
+  for (const QkSite& s : qk_sites(g, true)) r.push_back(qk_site(g, s, "qkv_rmsnorm_tp"));
+  return r;
+}
+
+// s = all_reduce(g); x2 = r + s; h = rms_norm(x2) * w, over the whole last dim
+std::vector<FastPathSite> match_allreduce_norm(const Graph& g) {
+  std::vector<FastPathSite> r;
+  for (const NormChain& c : norm_chains(g)) {
+    if (c.all_reduce >= 0) continue;
+    const Node& x2 = g.node(c.x);
+    const int64_t H = x2.type.shape.back();
+    if (x2.op != Op::Add || c.divisor != static_cast<double>(H)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Node& s = g.node(x2.inputs[static_cast<size_t>(side)]);
+      const Node& res = g.node(x2.inputs[static_cast<size_t>(1 - side)]);
+      if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum" || s.type != x2.type ||
+          res.type != x2.type)
+        continue;
+      FastPathSite site;
+      site.name = "allreduce_residual_rmsnorm";
+      std::vector<int> cov = c.nodes;
+      cov.push_back(s.id);
+      cov.push_back(x2.id);
+      site.covered = sorted_unique(cov);
+      site.inputs = {s.inputs[0], res.id, c.weight};
+      site.replaced = {x2.id, c.out};
+      site.shape_class = "bf16,hidden=" + std::to_string(H) + ",vec=" + std::to_string(widest_vector(H));
+      const Shape shape = x2.type.shape;
+      Shape both = shape;
+      both.insert(both.begin(), 2);  // [residual sum, normalized]
+      const double eps = c.eps;
+      site.emit = [=](Graph& out, const std::vector<int>& in) {
+        Attrs a = fast_attrs("allreduce_residual_rmsnorm", "", both, DType::BF16);
+        a["eps"] = eps;
+        a["hidden"] = H;
+        int fp = out.add(Op::FastPath, {in[0], in[1], in[2]}, a);
+        std::vector<int> ids;
+        for (int64_t i = 0; i < 2; ++i)
+          ids.push_back(out.add(Op::Reshape, {add_slice(out, fp, 0, i, i + 1)},
+                                {{"shape", std::vector<int64_t>(shape.begin(), shape.end())}}));
+        return ids;
+      };
+      r.push_back(std::move(site));
+      break;
+    }
+  }
+  return r;
+}
+
+std::vector<FastPathSpec> make_catalog() {
+  std::vector<FastPathSpec> c;
+  c.push_back({"qkv_rmsnorm_tp", 20,
+               "head-sharding aware, distributed norm: each rank sums the squares of the q and k columns it holds, "
+               "one all-reduce adds those partial sums over the ranks, then q and k are normalized by the full "
+               "projected dimension",
+               "q and k slices of one projection, each through an RMSNorm whose sum of squares is all-reduced",
+               false, match_qkv_tp});
+  c.push_back({"qkv_rmsnorm_local", 10,
+               "assumes the full normalized dim: normalizes q and k over the columns this rank holds, in one "
+               "kernel; right only where a rank holds the whole dimension (world size 1, or a per-shard norm)",
+               "q and k slices of one projection, each through an RMSNorm (all-reduced or not)", true,
+               match_qkv_local});
+  c.push_back({"allreduce_residual_rmsnorm", 10,
+               "replicated output: one-shot all-reduce over the ranks' buffers (shared memory on cpu, CUDA IPC on "
+               "cuda; ranks on one host), summed in rank order so every rank holds the same bits, fused with the "
+               "residual add and the RMSNorm",
+               "all_reduce(g) + r, then an RMSNorm over the whole last dim of the sum", false,
+               match_allreduce_norm});
+  return c;
+}
+
+std::string hex64(uint64_t h) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(h));
+  return b;
+}
+
+}  // namespace
+
+const std::vector<FastPathSpec>& fast_path_catalog() {
+  static const std::vector<FastPathSpec> c = make_catalog();
+  return c;
+}
+
+const FastPathSpec* find_fast_path(const std::string& name) {
+  for (const auto& s : fast_path_catalog())
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::string fast_path_names() {
+  std::vector<std::string> n;
+  for (const auto& s : fast_path_catalog()) n.push_back(s.name);
+  std::sort(n.begin(), n.end());
+  std::string r;
+  for (const auto& s : n) r += (r.empty() ? "" : ", ") + s;
+  return r;
+}
+
+std::string fast_path_source(const std::string& name, Backend backend) {
+  if (!find_fast_path(name)) internal_error("no fast path named " + name);
+  std::string src = backend == Backend::Cpu ? host_kernel_prelude() + embedded_fast_path_source(name, "host")
+                                            : embedded_fast_path_source(name, "cuda");
+  if (fault_argument("fastpath_edit") == name) src += "\n// edited (FUSEGATE_FAULT=fastpath_edit:" + name + ")\n";
+  return src;
+}
+
+std::string fast_path_source_hash(const std::string& name, Backend backend) {
+  const std::string s = fast_path_source(name, backend);
+  return hex64(XXH64(s.data(), s.size(), 0));
+}
+
+}  // namespace fg

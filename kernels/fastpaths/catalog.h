@@ -1,0 +1,58 @@
+// The fast paths: hand-written fused kernels that the compiler puts in place
+// of a pattern of graph nodes (passes/fast_paths). Each fast path has
+//   - a pattern: `match` finds its sites in a decomposed graph;
+//   - a TP contract in words (what it assumes about how the ranks hold the
+//     data) and a priority (where sites of two fast paths overlap, the higher
+//     one runs: the TP-aware one first);
+//   - whether it computes every output in the generic path's order (then
+//     `fusegate ab` requires identical digests, else it compares distances
+//     to the fp64 reference);
+//   - its kernel source per backend, kept as text in this folder
+//     (host/NAME.cpp, cuda/NAME.cu), embedded at build time and compiled at
+//     run time like generated kernels, so that the hash of what runs is the
+//     hash a proof records (golden/proofs/, harness/proofs.h).
+// This file and catalog.cpp hold no LibTorch: the compiler links them.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fusion/ir/graph.h"
+#include "fusion/options.h"
+
+namespace fg {
+
+// One place in a graph where a fast path applies.
+struct FastPathSite {
+  std::string name;           // the fast path
+  std::vector<int> covered;   // the nodes it replaces, sorted
+  std::vector<int> inputs;    // the values it reads (ids in the matched graph)
+  std::vector<int> replaced;  // covered nodes that others may read, in the order emit() returns them
+  std::string shape_class;    // the dims its code depends on: "bf16,norm_dim=128,vec=8"
+  // Emits the fast path into `out`, reading `in` (the ids of `inputs` there);
+  // returns the ids that stand for `replaced`, in order.
+  std::function<std::vector<int>(Graph& out, const std::vector<int>& in)> emit;
+};
+
+struct FastPathSpec {
+  std::string name;
+  int priority = 0;
+  std::string contract;       // the TP contract
+  std::string pattern;        // what it matches, in words
+  bool generic_order = false; // computes each output in the generic path's order, rounding for rounding
+  std::function<std::vector<FastPathSite>(const Graph&)> match;
+};
+
+// In priority order, highest first.
+const std::vector<FastPathSpec>& fast_path_catalog();
+const FastPathSpec* find_fast_path(const std::string& name);
+std::string fast_path_names();  // "allreduce_residual_rmsnorm, qkv_rmsnorm_local, qkv_rmsnorm_tp"
+
+// The source that is compiled for `name` on `backend` (host: the generated
+// kernels' prelude and the fast path's file; cuda: its file), and its hash.
+// FUSEGATE_FAULT=fastpath_edit:NAME appends a line to NAME's source, as an
+// edit of the file would (the proof-invalidation test).
+std::string fast_path_source(const std::string& name, Backend backend);
+std::string fast_path_source_hash(const std::string& name, Backend backend);
+
+}  // namespace fg

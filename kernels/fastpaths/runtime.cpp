@@ -1,0 +1,114 @@
+#include "kernels/fastpaths/runtime.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "fusion/errors.h"
+#include "kernels/collectives/collectives.h"
+#include "kernels/cpu/jit.h"
+#include "kernels/fastpaths/catalog.h"
+
+namespace fg {
+
+// Every rank's region for one buffer size, mapped here: the epoch word at
+// byte 0, then two buffers (the kernel's layout: host/allreduce_residual_rmsnorm.cpp).
+struct FastPathRunner::Shared {
+  std::vector<void*> regions;  // rank order
+  size_t size = 0;
+  int64_t epoch = 0;
+  ~Shared() {
+    for (void* r : regions)
+      if (r && r != MAP_FAILED) munmap(r, size);
+  }
+};
+
+FastPathRunner::FastPathRunner(Backend backend, Collectives* coll, int rank, int world)
+    : backend_(backend), coll_(coll), rank_(rank), world_(world) {}
+
+FastPathRunner::~FastPathRunner() = default;
+
+void* FastPathRunner::host_function(const std::string& name, const std::string& fn) {
+  auto it = host_.find(name);
+  if (it == host_.end()) it = host_.emplace(name, jit_compile(fast_path_source(name, Backend::Cpu))).first;
+  return it->second->symbol(fn);
+}
+
+FastPathRunner::Shared& FastPathRunner::shared(int64_t bytes) {
+  auto it = shared_.find(bytes);
+  if (it != shared_.end()) return *it->second;
+  // every rank reaches this call at the same point of the same graph, so the
+  // exchange below pairs up
+  auto s = std::make_unique<Shared>();
+  s->size = static_cast<size_t>(64 + 2 * bytes);
+  static int created = 0;
+  const std::string mine = "/fusegate-" + std::to_string(::getpid()) + "-" + std::to_string(created++);
+  int fd = shm_open(mine.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) throw std::runtime_error("fast path: shm_open " + mine + ": " + std::strerror(errno));
+  if (ftruncate(fd, static_cast<off_t>(s->size)) != 0) {
+    ::close(fd);
+    shm_unlink(mine.c_str());
+    throw std::runtime_error("fast path: cannot size shared memory " + mine + ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  const std::string key = "fastpath-shm/" + std::to_string(bytes);
+  std::vector<std::string> names = coll_->exchange(key, mine);
+  for (int r = 0; r < world_; ++r) {
+    int f = shm_open(names[static_cast<size_t>(r)].c_str(), O_RDWR, 0600);
+    if (f < 0)
+      throw std::runtime_error("fast path: rank " + std::to_string(r) + "'s shared memory " +
+                               names[static_cast<size_t>(r)] +
+                               " cannot be opened here (the one-shot all-reduce needs every rank on one host): " +
+                               std::strerror(errno));
+    void* p = mmap(nullptr, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+    ::close(f);
+    if (p == MAP_FAILED) throw std::runtime_error(std::string("fast path: mmap: ") + std::strerror(errno));
+    s->regions.push_back(p);
+  }
+  // once every rank has mapped every region, the names can go: the memory
+  // lives while mapped, and nothing is left behind in /dev/shm
+  coll_->exchange(key + "/mapped", "1");
+  shm_unlink(mine.c_str());
+  return *shared_.emplace(bytes, std::move(s)).first->second;
+}
+
+void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) {
+  const std::string name = attr_str_or(n.attrs, "name", "");
+  const std::string stage = attr_str_or(n.attrs, "stage", "");
+  const std::string fn = "fastpath_" + name + (stage.empty() ? "" : "_" + stage);
+  if (backend_ == Backend::Cuda)
+    throw std::runtime_error("fast path " + name + ": its cuda kernel is not in this build yet (kernels/fastpaths/cuda)");
+  for (size_t i = 0; i < in.size(); ++i)
+    FG_CHECK(in[i].is_contiguous(), "fast path " + fn + ": input " + std::to_string(i) + " is not contiguous");
+  FG_CHECK(out.is_contiguous(), "fast path " + fn + ": its output is not contiguous");
+  using Fn = void (*)(void**, const int64_t*, const double*);
+  auto f = reinterpret_cast<Fn>(host_function(name, fn));
+  std::vector<void*> p;
+  for (const auto& t : in) p.push_back(const_cast<void*>(t.data_ptr()));
+  p.push_back(out.data_ptr());
+  if (name == "allreduce_residual_rmsnorm") {
+    const int64_t H = attr_int(n.attrs, "hidden", n.op);
+    const int64_t rows = in[0].numel() / H;
+    std::vector<int64_t> iv = {rows, H, world_, rank_, 0};
+    if (world_ > 1) {
+      Shared& s = shared(in[0].numel() * 2);
+      iv[4] = ++s.epoch;
+      for (void* r : s.regions) p.push_back(r);
+      coll_->record("one_shot_all_reduce", in[0]);
+    }
+    const double dv[1] = {attr_float(n.attrs, "eps", n.op)};
+    f(p.data(), iv.data(), dv);
+    return;
+  }
+  // the q/k norms: rows of the QKV projection
+  const int64_t C = in[0].size(-1);
+  const int64_t iv[5] = {in[0].numel() / C, C, attr_int(n.attrs, "q_start", n.op), attr_int(n.attrs, "k_start", n.op),
+                         attr_int(n.attrs, "width", n.op)};
+  const double dv[2] = {attr_float_or(n.attrs, "eps", 0), attr_float_or(n.attrs, "divisor", 1)};
+  f(p.data(), iv, dv);
+}
+
+}  // namespace fg

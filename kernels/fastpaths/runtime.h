@@ -1,0 +1,44 @@
+// Runs fast_path nodes (kernels/fastpaths/catalog.h): compiles each fast
+// path's source once per process (host: the JIT of generated kernels, so
+// flags and rounding match; cuda: NVRTC) and launches it on the executor's
+// buffers. The one-shot all-reduce of allreduce_residual_rmsnorm maps every
+// rank's buffers into each rank (host: POSIX shared memory, names exchanged
+// through the c10d store; all ranks on one host).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusion/ir/graph.h"
+#include "fusion/options.h"
+
+namespace fg {
+
+class Collectives;
+class JitModule;
+
+class FastPathRunner {
+ public:
+  FastPathRunner(Backend backend, Collectives* coll, int rank, int world);
+  ~FastPathRunner();
+  FastPathRunner(const FastPathRunner&) = delete;
+  FastPathRunner& operator=(const FastPathRunner&) = delete;
+  // Runs one fast_path node on its inputs into `out` (contiguous, allocated
+  // by the executor in the layout the compiler planned).
+  void run(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out);
+
+ private:
+  struct Shared;  // the ranks' shared buffers of one size
+  void* host_function(const std::string& name, const std::string& fn);
+  Shared& shared(int64_t bytes);
+  Backend backend_;
+  Collectives* coll_;
+  int rank_, world_;
+  std::map<std::string, std::shared_ptr<JitModule>> host_;
+  std::map<int64_t, std::unique_ptr<Shared>> shared_;
+};
+
+}  // namespace fg

@@ -1,0 +1,227 @@
+// Fast paths in the compiler: which sites match, which run (a proof covering
+// the world size and shape class, or forced), why the others do not, the
+// priority between two that match the same nodes, and what the graph looks
+// like after the substitution.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "fusion/codegen/cpp_printer.h"
+#include "fusion/errors.h"
+#include "fusion/compile.h"
+#include "fusion/ir/text.h"
+#include "fusion/passes/fast_paths.h"
+#include "kernels/fastpaths/catalog.h"
+
+namespace fg {
+namespace {
+
+// A Wan-style attention prologue at world size 2 (q/k of 64 columns each on
+// this rank, normalized over 128), then an O projection whose all-reduce
+// feeds a residual add and the next RMSNorm.
+const char* kBlock = R"(
+graph g(%qkv: bf16[8,192], %qw: bf16[64], %kw: bf16[64], %x: bf16[8,64], %wo: bf16[64,64], %ln: bf16[64]) {
+  %6 = slice(%qkv) {dim = -1, end = 64, start = 0, step = 1} : bf16[8,64]
+  %7 = cast(%6) {to = "f32"} : f32[8,64]
+  %8 = mul(%7, %7) : f32[8,64]
+  %9 = sum(%8) {dims = [-1], keepdim = 1} : f32[8,1]
+  %10 = all_reduce(%9) {reduce_op = "sum"} : f32[8,1]
+  %11 = full() {value = 128.0} : f32[]
+  %12 = div(%10, %11) : f32[8,1]
+  %13 = full() {value = 1e-06} : f32[]
+  %14 = add(%12, %13) : f32[8,1]
+  %15 = rsqrt(%14) : f32[8,1]
+  %16 = mul(%7, %15) : f32[8,64]
+  %17 = cast(%16) {to = "bf16"} : bf16[8,64]
+  %18 = mul(%17, %qw) : bf16[8,64]
+  %19 = slice(%qkv) {dim = -1, end = 128, start = 64, step = 1} : bf16[8,64]
+  %20 = cast(%19) {to = "f32"} : f32[8,64]
+  %21 = mul(%20, %20) : f32[8,64]
+  %22 = sum(%21) {dims = [-1], keepdim = 1} : f32[8,1]
+  %23 = all_reduce(%22) {reduce_op = "sum"} : f32[8,1]
+  %24 = full() {value = 128.0} : f32[]
+  %25 = div(%23, %24) : f32[8,1]
+  %26 = full() {value = 1e-06} : f32[]
+  %27 = add(%25, %26) : f32[8,1]
+  %28 = rsqrt(%27) : f32[8,1]
+  %29 = mul(%20, %28) : f32[8,64]
+  %30 = cast(%29) {to = "bf16"} : bf16[8,64]
+  %31 = mul(%30, %kw) : bf16[8,64]
+  %32 = add(%18, %31) : bf16[8,64]
+  %33 = linear(%32, %wo) : bf16[8,64]
+  %34 = all_reduce(%33) {reduce_op = "sum"} : bf16[8,64]
+  %35 = add(%x, %34) : bf16[8,64]
+  %36 = rms_norm(%35, %ln) {eps = 1e-06} : bf16[8,64]
+  return %35, %36
+}
+)";
+
+struct Applied {
+  Graph out;
+  std::vector<LedgerEntry> ledger;
+  std::map<std::string, FastPathStatus> status;
+};
+
+Applied apply(const FastPathSelection& sel, const FastPathProofs& proofs) {
+  Applied r;
+  CompileOptions o;
+  o.fast_paths = parse_fast_paths("none");
+  Graph plain = compile(parse_graph(kBlock, "t.fg"), o).decomposed;
+  r.out = apply_fast_paths(plain, sel, proofs, &r.ledger, &r.status);
+  verify(r.out);
+  return r;
+}
+
+int count(const Graph& g, Op op) {
+  int n = 0;
+  for (const auto& nd : g.nodes) n += nd.op == op;
+  return n;
+}
+
+const LedgerEntry* entry(const Applied& r, const std::string& name) {
+  for (const auto& e : r.ledger)
+    if (e.first == "fast_path " + name) return &e;
+  return nullptr;
+}
+
+FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>> classes) {
+  FastPathProofs p;
+  for (const auto& [n, c] : classes) p.shape_classes[n].insert(c);
+  return p;
+}
+
+TEST(FastPaths, CatalogListsTheThreeWithTheTpAwareOneFirst) {
+  EXPECT_EQ(fast_path_names(), "allreduce_residual_rmsnorm, qkv_rmsnorm_local, qkv_rmsnorm_tp");
+  ASSERT_NE(find_fast_path("qkv_rmsnorm_tp"), nullptr);
+  EXPECT_GT(find_fast_path("qkv_rmsnorm_tp")->priority, find_fast_path("qkv_rmsnorm_local")->priority);
+  EXPECT_TRUE(find_fast_path("qkv_rmsnorm_local")->generic_order);
+  EXPECT_EQ(find_fast_path("no_such"), nullptr);
+}
+
+TEST(FastPaths, NoneSelectedLeavesTheGraphAlone) {
+  Applied r = apply(parse_fast_paths("none"), {});
+  EXPECT_EQ(count(r.out, Op::FastPath), 0);
+  for (const auto& [n, st] : r.status) EXPECT_EQ(st.status, kFastPathNotSelected) << n;
+  EXPECT_TRUE(r.ledger.empty());
+}
+
+TEST(FastPaths, WithoutAProofEveryMatchIsBlockedAndLedgered) {
+  Applied r = apply(parse_fast_paths("proven"), {});
+  EXPECT_EQ(count(r.out, Op::FastPath), 0);
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathUnproven);
+  EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, kFastPathUnproven);
+  EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUnproven);
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].shape_classes, std::vector<std::string>{"bf16,norm_dim=64,vec=8"});
+  EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].shape_classes, std::vector<std::string>{"bf16,hidden=64,vec=8"});
+  const LedgerEntry* e = entry(r, "qkv_rmsnorm_tp");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->fused);
+  EXPECT_EQ(std::string(reject_code(e->reason)), "fast_path_unproven");
+}
+
+TEST(FastPaths, AProofForAnotherShapeClassDoesNotCover) {
+  Applied r = apply(parse_fast_paths("proven"), proven({{"qkv_rmsnorm_tp", "bf16,norm_dim=128,vec=8"}}));
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathUnproven);
+}
+
+TEST(FastPaths, AnInvalidatedProofBlocksWithItsReason) {
+  FastPathProofs p = proven({{"qkv_rmsnorm_tp", "bf16,norm_dim=64,vec=8"}});
+  p.invalid["qkv_rmsnorm_tp"] = "source changed";
+  Applied r = apply(parse_fast_paths("proven"), p);
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, "blocked: proof invalidated (source changed)");
+  EXPECT_EQ(std::string(reject_code(entry(r, "qkv_rmsnorm_tp")->reason)), "fast_path_proof_invalidated");
+  EXPECT_EQ(count(r.out, Op::FastPath), 0);
+}
+
+TEST(FastPaths, ProvenPathsReplaceTheirNodesAndTheTpAwareOneWinsThePriority) {
+  Applied r = apply(parse_fast_paths("all"), proven({{"qkv_rmsnorm_tp", "bf16,norm_dim=64,vec=8"},
+                                                  {"qkv_rmsnorm_local", "bf16,norm_dim=64,vec=8"},
+                                                  {"allreduce_residual_rmsnorm", "bf16,hidden=64,vec=8"}}));
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathUsed);
+  EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, "not used: lower priority than qkv_rmsnorm_tp");
+  EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
+  EXPECT_EQ(std::string(reject_code(entry(r, "qkv_rmsnorm_local")->reason)), "fast_path_lower_priority");
+  // qkv_rmsnorm_tp: sumsq, one all-reduce of [8,2], apply; the residual path: one node
+  EXPECT_EQ(count(r.out, Op::FastPath), 3);
+  EXPECT_EQ(count(r.out, Op::AllReduce), 1);
+  int small = 0;
+  for (const auto& n : r.out.nodes)
+    if (n.op == Op::AllReduce) small += n.type.shape == Shape{8, 2};
+  EXPECT_EQ(small, 1);
+  // the q/k norms, the O all-reduce and the RMSNorm's chain are gone
+  EXPECT_EQ(count(r.out, Op::Rsqrt), 0);
+  EXPECT_EQ(count(r.out, Op::Sum), 0);
+  // outputs keep their types
+  ASSERT_EQ(r.out.outputs.size(), 2u);
+  EXPECT_EQ(r.out.node(r.out.outputs[0]).type.str(), "bf16[8,64]");
+  EXPECT_EQ(r.out.node(r.out.outputs[1]).type.str(), "bf16[8,64]");
+}
+
+TEST(FastPaths, ANamedSelectionRunsOnlyThoseAndReportsTheRestAsNotSelected) {
+  Applied r = apply(parse_fast_paths("qkv_rmsnorm_local"), proven({{"qkv_rmsnorm_local", "bf16,norm_dim=64,vec=8"}}));
+  EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, kFastPathUsed);
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathNotSelected);
+  EXPECT_EQ(count(r.out, Op::FastPath), 1);
+  EXPECT_EQ(count(r.out, Op::AllReduce), 1);  // the local kernel drops the norm's all-reduces: that is its bug under TP
+}
+
+TEST(FastPaths, ForcedRunsWithoutAProof) {
+  FastPathProofs p;
+  p.forced = {"allreduce_residual_rmsnorm"};
+  Applied r = apply(parse_fast_paths("allreduce_residual_rmsnorm"), p);
+  EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
+}
+
+TEST(FastPaths, APatternThatIsAbsentIsNotMatched) {
+  const char* plain = R"(
+graph g(%x: bf16[8,64], %w: bf16[64,64]) {
+  %2 = linear(%x, %w) : bf16[8,64]
+  %3 = relu(%2) : bf16[8,64]
+  return %3
+}
+)";
+  CompileOptions o;
+  o.fast_paths = parse_fast_paths("all");
+  CompiledProgram c = compile(parse_graph(plain, "t.fg"), o);
+  for (const auto& [n, st] : c.fast_paths) EXPECT_EQ(st.status, kFastPathNotMatched) << n;
+}
+
+TEST(FastPaths, AFastPathLaunchesAsItsOwnKind) {
+  CompileOptions o;
+  o.fast_paths = parse_fast_paths("allreduce_residual_rmsnorm");
+  o.proofs.forced = {"allreduce_residual_rmsnorm"};
+  CompiledProgram c = compile(parse_graph(kBlock, "t.fg"), o);
+  int fast = 0;
+  for (const auto& k : c.program.kernels)
+    if (k.kind == "fast_path") {
+      ++fast;
+      EXPECT_EQ(k.name, "fastpath_allreduce_residual_rmsnorm");
+    }
+  EXPECT_EQ(fast, 1);
+}
+
+TEST(FastPaths, UnknownNamesAreBadInput) {
+  EXPECT_THROW(parse_fast_paths("qkv_rmsnorm_tpp"), UserError);
+  EXPECT_THROW(parse_fast_paths(","), UserError);
+  EXPECT_EQ(parse_fast_paths("qkv_rmsnorm_tp,allreduce_residual_rmsnorm,qkv_rmsnorm_tp").text(),
+            "allreduce_residual_rmsnorm,qkv_rmsnorm_tp");
+}
+
+// What runs is the file in the tree: editing it changes the hash a proof
+// records (kernels/fastpaths/catalog.h).
+TEST(FastPaths, TheSourceThatRunsIsTheFileInTheTree) {
+  for (const auto& f : fast_path_catalog()) {
+    std::ifstream in(std::string(FUSEGATE_SOURCE_DIR) + "/kernels/fastpaths/host/" + f.name + ".cpp");
+    ASSERT_TRUE(in) << f.name;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_EQ(fast_path_source(f.name, Backend::Cpu), host_kernel_prelude() + ss.str()) << f.name;
+    EXPECT_EQ(fast_path_source_hash(f.name, Backend::Cpu).size(), 16u);
+  }
+  EXPECT_NE(fast_path_source_hash("qkv_rmsnorm_tp", Backend::Cpu),
+            fast_path_source_hash("qkv_rmsnorm_local", Backend::Cpu));
+}
+
+}  // namespace
+}  // namespace fg
