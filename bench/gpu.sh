@@ -2,7 +2,10 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|bench|kernels|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bench|kernels|all]     (default: all)
+# prove: `fusegate ab` and `fusegate prove` of every fast path on this GPU
+# (world size 1, and 2 with two GPUs; qkv_rmsnorm_local at 1 only), packed
+# as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py.
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
 # check also proves that the gate sees what really runs: with
@@ -36,6 +39,25 @@ if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what
   r=$?; [ $r -ne 0 ] && rc=$r
   echo "test_runtime on cuda: $(grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/test_runtime_cuda.txt" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$OUTDIR/test_runtime_cuda.txt" | head -5
+fi
+if [ "$what" = prove ]; then
+  for fp in qkv_rmsnorm_local qkv_rmsnorm_tp; do
+    for w in 1 $([ "$ngpu" -ge 2 ] && echo 2); do
+      $FG ab --backend cuda --fast-path $fp --repro tp_block_wan_h2048 --world-size $w 2>&1 | grep -E "launches|^  out|verdict|FAIL" | head -8
+    done
+  done
+  $FG ab --backend cuda --fast-path allreduce_residual_rmsnorm --repro tp_block_llama_h2048 $worlds 2>&1 | tail -4
+  $FG prove --backend cuda --fast-path qkv_rmsnorm_local --world-size 1 2>"$OUTDIR/prove.err" | grep -E "^fusegate prove|FAIL" ; r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+  for fp in qkv_rmsnorm_tp allreduce_residual_rmsnorm; do
+    $FG prove --backend cuda --fast-path $fp $worlds 2>>"$OUTDIR/prove.err" | grep -E "^fusegate prove|FAIL"; r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+  done
+  tar czf "$OUTDIR/proofs-cuda.tgz" golden/proofs/cuda
+  phase proved
+fi
+if [ "$what" = fastpaths ] || [ "$what" = all ]; then
+  python3 bench/fastpath_bench.py --fusegate "$FG" --out "$OUTDIR/fastpaths" --world-size "$bench_world" \
+    2>"$OUTDIR/fastpaths.err" | tee "$OUTDIR/fastpaths.txt" || tail -20 "$OUTDIR/fastpaths.err"
+  phase "fast paths timed"
 fi
 if [ "$what" = kernels ]; then
   python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --kernels-only 2>"$OUTDIR/bench.err" | tail -8 || tail -20 "$OUTDIR/bench.err"

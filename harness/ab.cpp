@@ -4,6 +4,7 @@
 // as golden/proofs/<backend>/NAME.json when every case passes.
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "fusion/errors.h"
@@ -81,7 +82,7 @@ AbRun run_ab(const FastPathSpec& fp, const std::string& repro, int world, Mode m
     }
   }
   out.shape_classes.assign(classes.begin(), classes.end());
-  out.verdict = ab_verdict(run.record, fp.name, fp.generic_order);
+  out.verdict = ab_verdict(run.record, fp.name, fp.generic_order(backend));
   return out;
 }
 
@@ -137,9 +138,11 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
   json env;
   std::vector<std::string> failed;
   int cannot = 0;
+  // every repro of this backend the pattern matches, per world size: all
+  // found before anything runs, so a world size that matches nothing is bad
+  // input before any A/B
+  std::map<int, std::vector<const Repro*>> matched_at;
   for (int w : worlds) {
-    // every repro of this backend the pattern matches at this world size
-    std::vector<std::pair<const Repro*, std::vector<std::string>>> matched;
     for (const Repro& r : repros) {
       if (r.only_backend && *r.only_backend != sel.backend) continue;
       if (w < r.min_world || w > r.max_world) continue;
@@ -153,13 +156,14 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
       } catch (const UserError&) {
         continue;  // a world size the repro's shards do not allow
       }
-      std::vector<std::string> classes = dry_fast_path_sites(r, w, sel.backend, name);
-      if (!classes.empty()) matched.push_back({&r, classes});
+      if (!dry_fast_path_sites(r, w, sel.backend, name).empty()) matched_at[w].push_back(&r);
     }
-    if (matched.empty())
+    if (matched_at[w].empty())
       user_error("fast path " + name + " matches no repro at world size " + std::to_string(w) + " on " +
                  backend_name(sel.backend) + " (it matches: " + fp.pattern + "); nothing to prove there");
-    for (const auto& [r, classes] : matched) {
+  }
+  for (int w : worlds) {
+    for (const Repro* r : matched_at[w]) {
       std::cerr << "fusegate prove: " << name << " on " << r->name << " at world size " << w << "\n";
       AbRun a = run_ab(fp, r->name, w, Mode::Compiled, sel.backend, sel.fg_dirs, sel.golden_dir, sel.timeout_s);
       if (a.exit_code != 0) {

@@ -13,6 +13,7 @@
 #include "harness/commands.h"
 #include "harness/golden.h"
 #include "harness/proofs.h"
+#include "kernels/cpu/jit.h"
 #include "kernels/fastpaths/catalog.h"
 #include "repros/registry.h"
 
@@ -148,7 +149,8 @@ FastPathProofs explain_proofs(const std::string& golden_dir, Backend backend, in
   FastPathProofs p;
   if (golden_dir.empty()) return p;
   auto states = read_proofs(golden_dir, backend_name(backend), world, names,
-                            [&](const std::string& n) { return fast_path_source_hash(n, backend); }, "");
+                            [&](const std::string& n) { return fast_path_source_hash(n, backend); }, "",
+                            backend == Backend::Cpu ? jit_compiler_version() : "");
   for (const auto& [name, st] : states) {
     if (!st.invalid.empty()) p.invalid[name] = st.invalid;
     else if (st.present) p.shape_classes[name] = st.shape_classes;

@@ -87,7 +87,8 @@ void validate_spec(const RunSpec& spec) {
                  (s.shard_blocks > 1 ? " per block" : "") + "): use a world size that divides it");
   }
   // a malformed proof is bad input before any rank starts, as a golden is
-  if (!spec.golden_dir.empty())
+  // (ab and prove force their fast path and read no proof: prove rewrites one)
+  if (!spec.golden_dir.empty() && spec.ab_fast_path.empty())
     for (const auto& f : fast_path_catalog())
       load_proof(proof_path(spec.golden_dir, backend_name(spec.backend), f.name), backend_name(spec.backend), f.name);
   if (!spec.profile.empty()) {

@@ -62,7 +62,23 @@ std::optional<json> load_proof(const std::string& path, const std::string& backe
     if (!worlds.count(c["world_size"].get<int>()))
       bad(at + " ran at world size " + c["world_size"].dump() + ", which 'world_sizes' does not list");
     if (c["verdict"] != "pass") bad(at + " did not pass (" + c["verdict"].get<std::string>() + "): a proof holds only passes");
-    seen.insert(c["world_size"].get<int>());
+    // a case vouches for what it compared: every rank's outputs
+    const int w = c["world_size"].get<int>();
+    if (!c.contains("outputs") || !c["outputs"].is_array() || c["outputs"].empty())
+      bad(at + " compared no outputs");
+    std::set<int> ranks;
+    for (const auto& o : c["outputs"]) {
+      if (!o.is_object() || !o.contains("rank") || !o["rank"].is_number_integer() || !o.contains("rel_l2_fast") ||
+          !o["rel_l2_fast"].is_number() || !o.contains("identical") || !o["identical"].is_boolean())
+        bad(at + " holds an output without its rank, rel_l2_fast and identical");
+      ranks.insert(o["rank"].get<int>());
+      if (c["rule"].get<std::string>().rfind("identical digests", 0) == 0 && !o["identical"].get<bool>())
+        bad(at + " passed by identical digests with an output that is not identical");
+    }
+    if (static_cast<int>(ranks.size()) != w || *ranks.begin() != 0 || *ranks.rbegin() != w - 1)
+      bad(at + " ran at world size " + std::to_string(w) + " but holds outputs of " + std::to_string(ranks.size()) +
+          " ranks");
+    seen.insert(w);
   }
   for (int w : worlds)
     if (!seen.count(w)) bad("world size " + std::to_string(w) + " is listed but no case ran at it");
@@ -72,7 +88,7 @@ std::optional<json> load_proof(const std::string& path, const std::string& backe
 std::map<std::string, ProofState> read_proofs(const std::string& root, const std::string& backend, int world,
                                               const std::vector<std::string>& names,
                                               const std::function<std::string(const std::string&)>& hash_of,
-                                              const std::string& gpu) {
+                                              const std::string& gpu, const std::string& compiler) {
   std::map<std::string, ProofState> out;
   for (const auto& name : names) {
     ProofState& st = out[name];
@@ -83,6 +99,10 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
       st.invalid = "source changed";
     else if (backend == "cuda" && !gpu.empty() && (*p)["env"]["gpu"] != gpu)
       st.invalid = "GPU changed: proved on " + (*p)["env"]["gpu"].get<std::string>() + ", this is " + gpu;
+    else if (backend == "cpu" && !compiler.empty() && (*p)["env"].contains("compiler") &&
+             (*p)["env"]["compiler"] != compiler)
+      st.invalid = "compiler changed: proved with " + (*p)["env"]["compiler"].get<std::string>() + ", this is " +
+                   compiler;
     for (const auto& c : (*p)["cases"])
       if (c["world_size"].get<int>() == world) st.shape_classes.insert(c["shape_class"].get<std::string>());
   }

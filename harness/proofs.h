@@ -3,7 +3,8 @@
 // passed on every repro it matches at every world size asked for. A proof
 // covers exactly the (world size, shape class) pairs it ran, on its backend;
 // it is invalid when the fast path's kernel source no longer hashes to the
-// proof's `source_hash`, or (cuda) when the GPU model differs. Format:
+// proof's `source_hash`, (cuda) when the GPU model differs, or (cpu) when
+// the host compiler that builds the kernels differs. Format:
 // harness/RECORD.md. Proofs are found beside the goldens (--golden-dir).
 #pragma once
 #include <nlohmann/json.hpp>
@@ -24,7 +25,7 @@ std::string proof_path(const std::string& golden_root, const std::string& backen
 // nullopt when absent. A proof that cannot be read, is not JSON, or is not a
 // proof of `name` on `backend` (missing or mistyped keys, a case outside its
 // world sizes, a case that did not pass) is a UserError naming path[:line:col]
-// and how to recover.
+// and how to recover. Every case must hold its ranks' compared outputs.
 std::optional<nlohmann::json> load_proof(const std::string& path, const std::string& backend,
                                          const std::string& name);
 
@@ -36,11 +37,12 @@ struct ProofState {
 };
 
 // For every name: its proof under `root` for `backend`, checked against the
-// source hash the fast path has now (`hash_of(name)`) and, on cuda, the GPU
-// model (`gpu`; "" skips the check: explain runs no device).
+// source hash the fast path has now (`hash_of(name)`), on cuda the GPU model
+// (`gpu`), on cpu the host compiler that builds the kernels (`compiler`);
+// "" skips a check (explain runs no device).
 std::map<std::string, ProofState> read_proofs(const std::string& root, const std::string& backend, int world,
                                               const std::vector<std::string>& names,
                                               const std::function<std::string(const std::string&)>& hash_of,
-                                              const std::string& gpu);
+                                              const std::string& gpu, const std::string& compiler = "");
 
 }  // namespace fg

@@ -202,7 +202,8 @@ FastPathProofs proofs_for(const RunSpec& spec) {
   for (const auto& f : fast_path_catalog()) names.push_back(f.name);
   const std::string gpu = spec.backend == Backend::Cuda ? cuda_device_name() : "";
   auto states = read_proofs(spec.golden_dir, backend_name(spec.backend), spec.world, names,
-                            [&](const std::string& n) { return fast_path_source_hash(n, spec.backend); }, gpu);
+                            [&](const std::string& n) { return fast_path_source_hash(n, spec.backend); }, gpu,
+                            spec.backend == Backend::Cpu ? jit_compiler_version() : "");
   FastPathProofs p;
   for (const auto& [name, st] : states) {
     if (!st.invalid.empty()) p.invalid[name] = st.invalid;
@@ -221,7 +222,14 @@ int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
   AtenExecutor gen(&coll, rank, spec.world, spec.fusion, false, spec.backend);
   gen.set_replicated_inputs(replicated);
   gen.set_fast_paths(parse_fast_paths("none"), {});
-  ForwardResult g = forward(r, spec.mode, gen, inputs, false);
+  // each run gets its own copy: a repro that writes its inputs (copy_) must
+  // not hand the next run other values
+  auto fresh = [&] {
+    std::map<std::string, at::Tensor> c;
+    for (const auto& [k, v] : inputs) c[k] = v.clone();
+    return c;
+  };
+  ForwardResult g = forward(r, spec.mode, gen, fresh(), false);
   const size_t generic_launches = gen.launches().size();
   progress(out_path, "A/B: fast path");
   AtenExecutor fast(&coll, rank, spec.world, spec.fusion, false, spec.backend);
@@ -230,10 +238,10 @@ int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
   forced.forced = {name};
   FastPathSelection sel = parse_fast_paths(name);
   fast.set_fast_paths(sel, forced);
-  ForwardResult f = forward(r, spec.mode, fast, inputs, false);
+  ForwardResult f = forward(r, spec.mode, fast, fresh(), false);
   progress(out_path, "A/B: fp64 reference");
   AtenExecutor ref(&coll, rank, spec.world, spec.fusion, /*upcast_fp64=*/true, spec.backend);
-  ForwardResult x = forward(r, Mode::Eager, ref, inputs, true);
+  ForwardResult x = forward(r, Mode::Eager, ref, fresh(), true);
 
   nlohmann::json j;
   j["rank"] = rank;

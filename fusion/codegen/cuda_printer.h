@@ -68,4 +68,9 @@ LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count);
 // it.
 int cuda_row_threads(int64_t rnumel);
 
+// The helpers every CUDA kernel source starts with (bf16/f16 conversions,
+// rounding, fg_block_reduce): the fast paths' CUDA kernels
+// (kernels/fastpaths/cuda/) are compiled with them too.
+const std::string& cuda_kernel_prelude();
+
 }  // namespace fg

@@ -34,6 +34,30 @@ bool self_contained(const Graph& g, const FastPathSite& s, const std::vector<std
   return true;
 }
 
+// A site must not read a graph input that a copy_ writes (moving the site
+// could move its read across the write), nor read a value computed from
+// what it replaces (the site would wait on itself).
+bool orderable(const Graph& g, const FastPathSite& s, const std::vector<std::vector<int>>& users) {
+  for (const Node& n : g.nodes)
+    if (n.op == Op::CopyInto && std::find(s.inputs.begin(), s.inputs.end(), n.inputs[0]) != s.inputs.end())
+      return false;
+  std::set<int> cov(s.covered.begin(), s.covered.end());
+  std::vector<bool> after(g.nodes.size(), false);
+  std::vector<int> work(s.replaced.begin(), s.replaced.end());
+  while (!work.empty()) {
+    int id = work.back();
+    work.pop_back();
+    for (int u : users[static_cast<size_t>(id)])
+      if (!cov.count(u) && !after[static_cast<size_t>(u)]) {
+        after[static_cast<size_t>(u)] = true;
+        work.push_back(u);
+      }
+  }
+  for (int i : s.inputs)
+    if (after[static_cast<size_t>(i)]) return false;
+  return true;
+}
+
 // Rebuilds `g` with each taken site contracted to its emitted nodes, in an
 // order that keeps every value after what it reads (the earliest node
 // first), then drops the pure nodes nothing reads any more.
@@ -148,7 +172,7 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
     st.status = sel.asks(spec.name) || proofs.forced.count(spec.name) ? kFastPathNotMatched : kFastPathNotSelected;
     if (st.status == kFastPathNotSelected) continue;
     for (FastPathSite& s : spec.match(g)) {
-      if (!self_contained(g, s, users)) continue;
+      if (!self_contained(g, s, users) || !orderable(g, s, users)) continue;
       st.shape_classes.push_back(s.shape_class);
       std::string why;
       if (proofs.forced.count(spec.name)) {

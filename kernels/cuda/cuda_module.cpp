@@ -131,6 +131,8 @@ int cuda_select_device(int rank) {
 
 std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram& p) { return std::make_unique<CudaModule>(p); }
 
+std::string cuda_cubin(const std::string& source) { return cubin_for(source, arch_of_current_device()); }
+
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,

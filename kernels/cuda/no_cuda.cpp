@@ -3,6 +3,7 @@
 #include "fusion/errors.h"
 #include "kernels/cpu/aten_ops.h"
 #include "kernels/cpu/runtime.h"
+#include "kernels/fastpaths/runtime.h"
 
 namespace fg {
 
@@ -24,6 +25,10 @@ void cuda_peaks(double*, double*) { user_error("this fusegate was built without 
 std::unique_ptr<LaunchProbe> make_device_kernel_probe(std::string* why) {
   if (why) *why = "this fusegate was built without the cuda runtime";
   return nullptr;
+}
+
+std::unique_ptr<DeviceFastPaths> make_cuda_fast_paths(Collectives*, int, int) {
+  user_error("this fusegate was built without the cuda runtime: use --backend cpu");
 }
 
 }  // namespace fg

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "fusion/codegen/cpp_printer.h"
+#include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
 #include "fusion/fault.h"
 #include "kernels/fastpaths/sources.h"
@@ -129,7 +130,13 @@ std::vector<QkSite> qk_sites(const Graph& g, bool distributed_only) {
     if (distributed_only && c.all_reduce < 0) continue;
     const Node& src = g.node(x.inputs[0]);
     if (src.type.dtype != DType::BF16 || src.type.shape.size() != x.type.shape.size()) continue;
-    by_source[src.id].push_back({attr_int_or(x.attrs, "start", 0), std::move(c)});
+    // the columns as the kernel reads them: a negative start counts from the end
+    const int64_t cols = src.type.shape.back(), width = x.type.shape.back();
+    if (width % 8 != 0) continue;  // the kernels work in chunks of 8 elements
+    int64_t start = attr_int_or(x.attrs, "start", 0);
+    if (start < 0) start += cols;
+    if (start < 0 || start + width > cols) continue;
+    by_source[src.id].push_back({start, std::move(c)});
   }
   std::vector<QkSite> out;
   for (auto& [src, chains] : by_source) {
@@ -177,7 +184,16 @@ FastPathSite qk_site(const Graph& g, const QkSite& s, const std::string& name) {
   site.covered = sorted_unique(cov);
   site.inputs = {s.qkv, s.q.weight, s.k.weight};
   site.replaced = {s.q.out, s.k.out};
-  site.shape_class = "bf16,norm_dim=" + std::to_string(s.width) + ",vec=" + std::to_string(widest_vector(s.width));
+  // what the kernels' code depends on: the width they read and normalize,
+  // the divisor the graph uses (the local kernel divides by its width
+  // whatever the graph says: a proof of it holds for one divisor), and
+  // whether the graph sums the squares over the ranks (which the local
+  // kernel does not)
+  char div[32];
+  std::snprintf(div, sizeof div, "%g", s.q.divisor);
+  site.shape_class = "bf16,norm_dim=" + std::to_string(s.width) + ",divisor=" + div +
+                     ",sumsq=" + (s.q.all_reduce >= 0 ? "all_reduced" : "local") +
+                     ",vec=" + std::to_string(widest_vector(s.width));
   Shape two = g.node(s.q.out).type.shape;
   two.back() *= 2;  // q | k, normalized
   const int64_t L = s.width;
@@ -231,7 +247,7 @@ std::vector<FastPathSite> match_allreduce_norm(const Graph& g) {
     if (c.all_reduce >= 0) continue;
     const Node& x2 = g.node(c.x);
     const int64_t H = x2.type.shape.back();
-    if (x2.op != Op::Add || c.divisor != static_cast<double>(H)) continue;
+    if (x2.op != Op::Add || c.divisor != static_cast<double>(H) || H % 8 != 0) continue;  // chunks of 8
     for (int side = 0; side < 2; ++side) {
       const Node& s = g.node(x2.inputs[static_cast<size_t>(side)]);
       const Node& res = g.node(x2.inputs[static_cast<size_t>(1 - side)]);
@@ -275,18 +291,21 @@ std::vector<FastPathSpec> make_catalog() {
                "head-sharding aware, distributed norm: each rank sums the squares of the q and k columns it holds, "
                "one all-reduce adds those partial sums over the ranks, then q and k are normalized by the full "
                "projected dimension",
-               "q and k slices of one projection, each through an RMSNorm whose sum of squares is all-reduced",
+               "q and k slices of one projection (widths a multiple of 8), each through an RMSNorm whose sum of "
+               "squares is all-reduced",
                false, match_qkv_tp});
   c.push_back({"qkv_rmsnorm_local", 10,
                "assumes the full normalized dim: normalizes q and k over the columns this rank holds, in one "
                "kernel; right only where a rank holds the whole dimension (world size 1, or a per-shard norm)",
-               "q and k slices of one projection, each through an RMSNorm (all-reduced or not)", true,
+               "q and k slices of one projection (widths a multiple of 8), each through an RMSNorm (all-reduced or "
+               "not)",
+               true,
                match_qkv_local});
   c.push_back({"allreduce_residual_rmsnorm", 10,
                "replicated output: one-shot all-reduce over the ranks' buffers (shared memory on cpu, CUDA IPC on "
                "cuda; ranks on one host), summed in rank order so every rank holds the same bits, fused with the "
                "residual add and the RMSNorm",
-               "all_reduce(g) + r, then an RMSNorm over the whole last dim of the sum", false,
+               "all_reduce(g) + r, then an RMSNorm over the whole last dim of the sum (a multiple of 8)", false,
                match_allreduce_norm});
   return c;
 }
@@ -322,7 +341,7 @@ std::string fast_path_names() {
 std::string fast_path_source(const std::string& name, Backend backend) {
   if (!find_fast_path(name)) internal_error("no fast path named " + name);
   std::string src = backend == Backend::Cpu ? host_kernel_prelude() + embedded_fast_path_source(name, "host")
-                                            : embedded_fast_path_source(name, "cuda");
+                                            : cuda_kernel_prelude() + embedded_fast_path_source(name, "cuda");
   if (fault_argument("fastpath_edit") == name) src += "\n// edited (FUSEGATE_FAULT=fastpath_edit:" + name + ")\n";
   return src;
 }

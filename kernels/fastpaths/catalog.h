@@ -4,9 +4,9 @@
 //   - a TP contract in words (what it assumes about how the ranks hold the
 //     data) and a priority (where sites of two fast paths overlap, the higher
 //     one runs: the TP-aware one first);
-//   - whether it computes every output in the generic path's order (then
-//     `fusegate ab` requires identical digests, else it compares distances
-//     to the fp64 reference);
+//   - whether it computes every output in the generic path's order on the
+//     host (then `fusegate ab` requires identical digests there, else it
+//     compares distances to the fp64 reference);
 //   - its kernel source per backend, kept as text in this folder
 //     (host/NAME.cpp, cuda/NAME.cu), embedded at build time and compiled at
 //     run time like generated kernels, so that the hash of what runs is the
@@ -39,8 +39,11 @@ struct FastPathSpec {
   int priority = 0;
   std::string contract;       // the TP contract
   std::string pattern;        // what it matches, in words
-  bool generic_order = false; // computes each output in the generic path's order, rounding for rounding
+  // computes each output in the generic path's order, rounding for rounding,
+  // on the host backend (the cuda kernels reduce in their own order)
+  bool generic_order_host = false;
   std::function<std::vector<FastPathSite>(const Graph&)> match;
+  bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
 };
 
 // In priority order, highest first.

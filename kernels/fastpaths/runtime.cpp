@@ -54,7 +54,9 @@ FastPathRunner::Shared& FastPathRunner::shared(int64_t bytes) {
     throw std::runtime_error("fast path: cannot size shared memory " + mine + ": " + std::strerror(errno));
   }
   ::close(fd);
-  const std::string key = "fastpath-shm/" + std::to_string(bytes);
+  // the n-th region this process makes is every rank's n-th: the key is unique
+  static int regions = 0;
+  const std::string key = "fastpath-shm/" + std::to_string(regions++) + "/" + std::to_string(bytes);
   std::vector<std::string> names = coll_->exchange(key, mine);
   for (int r = 0; r < world_; ++r) {
     int f = shm_open(names[static_cast<size_t>(r)].c_str(), O_RDWR, 0600);
@@ -79,8 +81,11 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
   const std::string name = attr_str_or(n.attrs, "name", "");
   const std::string stage = attr_str_or(n.attrs, "stage", "");
   const std::string fn = "fastpath_" + name + (stage.empty() ? "" : "_" + stage);
-  if (backend_ == Backend::Cuda)
-    throw std::runtime_error("fast path " + name + ": its cuda kernel is not in this build yet (kernels/fastpaths/cuda)");
+  if (backend_ == Backend::Cuda) {
+    if (!cuda_) cuda_ = make_cuda_fast_paths(coll_, rank_, world_);
+    cuda_->run(n, in, out);
+    return;
+  }
   for (size_t i = 0; i < in.size(); ++i)
     FG_CHECK(in[i].is_contiguous(), "fast path " + fn + ": input " + std::to_string(i) + " is not contiguous");
   FG_CHECK(out.is_contiguous(), "fast path " + fn + ": its output is not contiguous");

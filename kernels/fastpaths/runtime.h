@@ -20,6 +20,19 @@ namespace fg {
 class Collectives;
 class JitModule;
 
+// The fast paths' CUDA side (kernels/fastpaths/cuda_runtime.cpp): NVRTC
+// cubins of their sources, launches on LibTorch's current stream, and the
+// IPC buffers of the one-shot all-reduce. Without the cuda runtime,
+// make_cuda_fast_paths says so.
+class DeviceFastPaths {
+ public:
+  virtual ~DeviceFastPaths() = default;
+  virtual void run(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) = 0;
+};
+std::unique_ptr<DeviceFastPaths> make_cuda_fast_paths(Collectives* coll, int rank, int world);
+// The cubin of `source` for the current device (disk-cached; cuda_module.cpp).
+std::string cuda_cubin(const std::string& source);
+
 class FastPathRunner {
  public:
   FastPathRunner(Backend backend, Collectives* coll, int rank, int world);
@@ -39,6 +52,7 @@ class FastPathRunner {
   int rank_, world_;
   std::map<std::string, std::shared_ptr<JitModule>> host_;
   std::map<int64_t, std::unique_ptr<Shared>> shared_;
+  std::unique_ptr<DeviceFastPaths> cuda_;
 };
 
 }  // namespace fg

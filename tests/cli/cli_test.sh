@@ -267,7 +267,8 @@ PY
 import json, sys
 p = json.load(open(sys.argv[1]))
 assert p["world_sizes"] == [2, 4] and p["backend"] == "cpu", p
-assert sorted(c["shape_class"] for c in p["cases"]) == ["bf16,norm_dim=128,vec=8", "bf16,norm_dim=64,vec=8"], p["cases"]
+assert sorted(c["shape_class"] for c in p["cases"]) == ["bf16,norm_dim=128,divisor=256,sumsq=all_reduced,vec=8",
+                                                        "bf16,norm_dim=64,divisor=256,sumsq=all_reduced,vec=8"], p["cases"]
 assert len(p["source_hash"]) == 16 and p["env"]["backend"] == "cpu"
 PY
     # a proof covers exactly what it ran: world size 1 stays unproven here

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fusion/codegen/cpp_printer.h"
+#include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
 #include "fusion/compile.h"
 #include "fusion/ir/text.h"
@@ -57,6 +58,9 @@ graph g(%qkv: bf16[8,192], %qw: bf16[64], %kw: bf16[64], %x: bf16[8,64], %wo: bf
 }
 )";
 
+// the q/k sites' shape class in kBlock
+const char* const kQk = "bf16,norm_dim=64,divisor=128,sumsq=all_reduced,vec=8";
+
 struct Applied {
   Graph out;
   std::vector<LedgerEntry> ledger;
@@ -95,7 +99,9 @@ TEST(FastPaths, CatalogListsTheThreeWithTheTpAwareOneFirst) {
   EXPECT_EQ(fast_path_names(), "allreduce_residual_rmsnorm, qkv_rmsnorm_local, qkv_rmsnorm_tp");
   ASSERT_NE(find_fast_path("qkv_rmsnorm_tp"), nullptr);
   EXPECT_GT(find_fast_path("qkv_rmsnorm_tp")->priority, find_fast_path("qkv_rmsnorm_local")->priority);
-  EXPECT_TRUE(find_fast_path("qkv_rmsnorm_local")->generic_order);
+  EXPECT_TRUE(find_fast_path("qkv_rmsnorm_local")->generic_order(Backend::Cpu));
+  EXPECT_FALSE(find_fast_path("qkv_rmsnorm_local")->generic_order(Backend::Cuda));
+  EXPECT_FALSE(find_fast_path("qkv_rmsnorm_tp")->generic_order(Backend::Cpu));
   EXPECT_EQ(find_fast_path("no_such"), nullptr);
 }
 
@@ -112,7 +118,7 @@ TEST(FastPaths, WithoutAProofEveryMatchIsBlockedAndLedgered) {
   EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathUnproven);
   EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, kFastPathUnproven);
   EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUnproven);
-  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].shape_classes, std::vector<std::string>{"bf16,norm_dim=64,vec=8"});
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].shape_classes, std::vector<std::string>{kQk});
   EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].shape_classes, std::vector<std::string>{"bf16,hidden=64,vec=8"});
   const LedgerEntry* e = entry(r, "qkv_rmsnorm_tp");
   ASSERT_NE(e, nullptr);
@@ -121,12 +127,17 @@ TEST(FastPaths, WithoutAProofEveryMatchIsBlockedAndLedgered) {
 }
 
 TEST(FastPaths, AProofForAnotherShapeClassDoesNotCover) {
-  Applied r = apply(parse_fast_paths("proven"), proven({{"qkv_rmsnorm_tp", "bf16,norm_dim=128,vec=8"}}));
+  Applied r = apply(parse_fast_paths("proven"),
+                    proven({{"qkv_rmsnorm_tp", "bf16,norm_dim=128,divisor=128,sumsq=all_reduced,vec=8"},
+                            // the local kernel proven where the graph divides by its width, without an
+                            // all-reduce: not this site, which divides by 128 over 64 columns
+                            {"qkv_rmsnorm_local", "bf16,norm_dim=64,divisor=64,sumsq=local,vec=8"}}));
   EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathUnproven);
+  EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, kFastPathUnproven);
 }
 
 TEST(FastPaths, AnInvalidatedProofBlocksWithItsReason) {
-  FastPathProofs p = proven({{"qkv_rmsnorm_tp", "bf16,norm_dim=64,vec=8"}});
+  FastPathProofs p = proven({{"qkv_rmsnorm_tp", kQk}});
   p.invalid["qkv_rmsnorm_tp"] = "source changed";
   Applied r = apply(parse_fast_paths("proven"), p);
   EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, "blocked: proof invalidated (source changed)");
@@ -135,8 +146,8 @@ TEST(FastPaths, AnInvalidatedProofBlocksWithItsReason) {
 }
 
 TEST(FastPaths, ProvenPathsReplaceTheirNodesAndTheTpAwareOneWinsThePriority) {
-  Applied r = apply(parse_fast_paths("all"), proven({{"qkv_rmsnorm_tp", "bf16,norm_dim=64,vec=8"},
-                                                  {"qkv_rmsnorm_local", "bf16,norm_dim=64,vec=8"},
+  Applied r = apply(parse_fast_paths("all"), proven({{"qkv_rmsnorm_tp", kQk},
+                                                  {"qkv_rmsnorm_local", kQk},
                                                   {"allreduce_residual_rmsnorm", "bf16,hidden=64,vec=8"}}));
   EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathUsed);
   EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, "not used: lower priority than qkv_rmsnorm_tp");
@@ -159,7 +170,7 @@ TEST(FastPaths, ProvenPathsReplaceTheirNodesAndTheTpAwareOneWinsThePriority) {
 }
 
 TEST(FastPaths, ANamedSelectionRunsOnlyThoseAndReportsTheRestAsNotSelected) {
-  Applied r = apply(parse_fast_paths("qkv_rmsnorm_local"), proven({{"qkv_rmsnorm_local", "bf16,norm_dim=64,vec=8"}}));
+  Applied r = apply(parse_fast_paths("qkv_rmsnorm_local"), proven({{"qkv_rmsnorm_local", kQk}}));
   EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, kFastPathUsed);
   EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathNotSelected);
   EXPECT_EQ(count(r.out, Op::FastPath), 1);
@@ -201,6 +212,38 @@ TEST(FastPaths, AFastPathLaunchesAsItsOwnKind) {
   EXPECT_EQ(fast, 1);
 }
 
+// Sites that cannot be moved as a whole are not sites.
+TEST(FastPaths, ASiteReadingAnInputThatACopyWritesIsNotMatched) {
+  const char* g = R"(
+graph g(%p: bf16[8,64], %x: bf16[8,64], %z: bf16[8,64], %ln: bf16[64]) {
+  %4 = all_reduce(%p) {reduce_op = "sum"} : bf16[8,64]
+  %5 = copy_(%x, %z) : bf16[8,64]
+  %6 = add(%x, %4) : bf16[8,64]
+  %7 = rms_norm(%6, %ln) {eps = 1e-06} : bf16[8,64]
+  return %6, %7
+}
+)";
+  CompileOptions o;
+  o.fast_paths = parse_fast_paths("all");
+  o.proofs.forced = {"allreduce_residual_rmsnorm"};
+  CompiledProgram c = compile(parse_graph(g, "t.fg"), o);
+  EXPECT_EQ(c.fast_paths.at("allreduce_residual_rmsnorm").status, kFastPathNotMatched);
+}
+
+TEST(FastPaths, ANegativeSliceStartIsTheColumnItCountsTo) {
+  std::string text = kBlock;
+  // k as the last 64 of the first 128 columns counted from the end of 192
+  const std::string from = "%19 = slice(%qkv) {dim = -1, end = 128, start = 64, step = 1}";
+  text.replace(text.find(from), from.size(), "%19 = slice(%qkv) {dim = -1, end = -64, start = -128, step = 1}");
+  CompileOptions o;
+  o.fast_paths = parse_fast_paths("qkv_rmsnorm_tp");
+  o.proofs.forced = {"qkv_rmsnorm_tp"};
+  CompiledProgram c = compile(parse_graph(text, "t.fg"), o);
+  ASSERT_EQ(c.fast_paths.at("qkv_rmsnorm_tp").status, kFastPathUsed);
+  for (const auto& n : c.decomposed.nodes)
+    if (n.op == Op::FastPath) EXPECT_EQ(attr_int(n.attrs, "k_start", n.op), 64);
+}
+
 TEST(FastPaths, UnknownNamesAreBadInput) {
   EXPECT_THROW(parse_fast_paths("qkv_rmsnorm_tpp"), UserError);
   EXPECT_THROW(parse_fast_paths(","), UserError);
@@ -217,6 +260,11 @@ TEST(FastPaths, TheSourceThatRunsIsTheFileInTheTree) {
     std::stringstream ss;
     ss << in.rdbuf();
     EXPECT_EQ(fast_path_source(f.name, Backend::Cpu), host_kernel_prelude() + ss.str()) << f.name;
+    std::ifstream cu(std::string(FUSEGATE_SOURCE_DIR) + "/kernels/fastpaths/cuda/" + f.name + ".cu");
+    ASSERT_TRUE(cu) << f.name;
+    std::stringstream cs;
+    cs << cu.rdbuf();
+    EXPECT_EQ(fast_path_source(f.name, Backend::Cuda), cuda_kernel_prelude() + cs.str()) << f.name;
     EXPECT_EQ(fast_path_source_hash(f.name, Backend::Cpu).size(), 16u);
   }
   EXPECT_NE(fast_path_source_hash("qkv_rmsnorm_tp", Backend::Cpu),

@@ -6,6 +6,7 @@
 #include "fusion/compile.h"
 #include "fusion/ir/text.h"
 #include "kernels/cuda/nvrtc.h"
+#include "kernels/fastpaths/catalog.h"
 
 namespace fg {
 namespace {
@@ -138,6 +139,29 @@ TEST(CudaCodegen, NvrtcReportsErrors) {
   NvrtcResult r = nvrtc_compile("extern \"C\" __global__ void k() { undefined_call(); }", "bad.cu");
   EXPECT_TRUE(r.cubin.empty());
   EXPECT_NE(r.log.find("undefined_call"), std::string::npos) << r.log;
+}
+
+}  // namespace
+}  // namespace fg
+
+// The fast paths' CUDA kernels (kernels/fastpaths/cuda/) compile with NVRTC
+// as the runtime compiles them, with the entry points the runtime launches.
+namespace fg {
+namespace {
+
+TEST(FastPathCuda, EverySourceCompilesWithItsEntryPoints) {
+  const std::map<std::string, std::vector<std::string>> entries = {
+      {"qkv_rmsnorm_local", {"fastpath_qkv_rmsnorm_local"}},
+      {"qkv_rmsnorm_tp", {"fastpath_qkv_rmsnorm_tp_sumsq", "fastpath_qkv_rmsnorm_tp_apply"}},
+      {"allreduce_residual_rmsnorm", {"fastpath_allreduce_residual_rmsnorm"}}};
+  ASSERT_EQ(entries.size(), fast_path_catalog().size());
+  for (const auto& f : fast_path_catalog()) {
+    const std::string src = fast_path_source(f.name, Backend::Cuda);
+    NvrtcResult r = nvrtc_compile(src, f.name + ".cu", "sm_90");
+    EXPECT_FALSE(r.cubin.empty()) << f.name << ":\n" << r.log;
+    for (const auto& e : entries.at(f.name))
+      EXPECT_NE(r.cubin.find(e), std::string::npos) << f.name << " has no entry point " << e;
+  }
 }
 
 }  // namespace

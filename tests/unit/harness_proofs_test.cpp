@@ -19,6 +19,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+json out_of(int rank) {
+  return {{"name", "out"}, {"rank", rank}, {"identical", true}, {"rel_l2_fast", 0.003}, {"rel_l2_generic", 0.003}};
+}
+
 json valid_proof() {
   return {{"schema", kProofSchema},
           {"fast_path", "qkv_rmsnorm_tp"},
@@ -27,9 +31,9 @@ json valid_proof() {
           {"shape_classes", {"bf16,norm_dim=256,vec=8", "bf16,norm_dim=128,vec=8"}},
           {"cases",
            {{{"repro", "tp_block_wan"}, {"world_size", 1}, {"shape_class", "bf16,norm_dim=256,vec=8"},
-             {"verdict", "pass"}, {"rule", "r"}},
+             {"verdict", "pass"}, {"rule", "r"}, {"outputs", {out_of(0)}}},
             {{"repro", "tp_block_wan"}, {"world_size", 2}, {"shape_class", "bf16,norm_dim=128,vec=8"},
-             {"verdict", "pass"}, {"rule", "r"}}}},
+             {"verdict", "pass"}, {"rule", "r"}, {"outputs", {out_of(0), out_of(1)}}}}},
           {"env", {{"backend", "cpu"}}},
           {"source_hash", "00000000000000aa"}};
 }
@@ -92,6 +96,16 @@ TEST_F(ProofDir, MalformedProofsAreNamedWithWhatIsWrong) {
   j["world_sizes"] = {1, 2, 4};
   EXPECT_NE(error_of(j.dump()).find("world size 4 is listed but no case ran at it"), std::string::npos);
   j = valid_proof();
+  j["cases"][1]["outputs"] = json::array();
+  EXPECT_NE(error_of(j.dump()).find("cases[1] compared no outputs"), std::string::npos);
+  j = valid_proof();
+  j["cases"][1]["outputs"] = {out_of(0)};
+  EXPECT_NE(error_of(j.dump()).find("holds outputs of 1 ranks"), std::string::npos);
+  j = valid_proof();
+  j["cases"][0]["rule"] = "identical digests: f";
+  j["cases"][0]["outputs"][0]["identical"] = false;
+  EXPECT_NE(error_of(j.dump()).find("not identical"), std::string::npos);
+  j = valid_proof();
   j["schema"] = 99;
   EXPECT_NE(error_of(j.dump()).find("schema 99"), std::string::npos);
   EXPECT_NE(error_of(std::string(200, '[') + std::string(200, ']')).find("nests deeper than 64"), std::string::npos);
@@ -114,6 +128,16 @@ TEST_F(ProofDir, AnEditedSourceInvalidatesTheProof) {
   auto edited = [](const std::string&) { return std::string("00000000000000bb"); };
   auto st = read_proofs(root_.string(), "cpu", 1, {"qkv_rmsnorm_tp"}, edited, "");
   EXPECT_EQ(st["qkv_rmsnorm_tp"].invalid, "source changed");
+}
+
+TEST_F(ProofDir, ACpuProofHoldsForItsHostCompilerOnly) {
+  json j = valid_proof();
+  j["env"]["compiler"] = "c++ 12.2.0";
+  write(j.dump());
+  auto same = [](const std::string&) { return std::string("00000000000000aa"); };
+  EXPECT_EQ(read_proofs(root_.string(), "cpu", 1, {"qkv_rmsnorm_tp"}, same, "", "c++ 12.2.0")["qkv_rmsnorm_tp"].invalid, "");
+  EXPECT_EQ(read_proofs(root_.string(), "cpu", 1, {"qkv_rmsnorm_tp"}, same, "", "c++ 13.1.0")["qkv_rmsnorm_tp"].invalid,
+            "compiler changed: proved with c++ 12.2.0, this is c++ 13.1.0");
 }
 
 TEST_F(ProofDir, ACudaProofHoldsForItsGpuModelOnly) {

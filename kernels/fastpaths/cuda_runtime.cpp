@@ -1,0 +1,210 @@
+// The fast paths on cuda: each fast path's source (the CUDA prelude and
+// kernels/fastpaths/cuda/NAME.cu) compiled by NVRTC once per process and
+// launched through the driver API on LibTorch's current stream (so CUDA
+// graph capture and the order with NCCL and cuBLAS hold). The one-shot
+// all-reduce maps every rank's region into each rank with CUDA IPC: each
+// rank allocates and zeroes its region, the handles go through the c10d
+// store, each rank opens the others' (peer access enabled lazily).
+#include <ATen/cuda/CUDAContext.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include "fusion/codegen/cuda_printer.h"
+#include "fusion/errors.h"
+#include "kernels/collectives/collectives.h"
+#include "kernels/fastpaths/catalog.h"
+#include "kernels/fastpaths/runtime.h"
+
+namespace fg {
+
+namespace {
+
+constexpr int kMaxRanks = 8;        // FgRegions in allreduce_residual_rmsnorm.cu
+constexpr int kMaxBlocks = 1024;    // counters and flags: 4096 bytes each
+constexpr size_t kDataOffset = 8192;
+
+void check_cu(CUresult r, const std::string& what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* msg = nullptr;
+  cuGetErrorString(r, &msg);
+  throw std::runtime_error("fast path: CUDA driver: " + what + ": " + (msg ? msg : "unknown error"));
+}
+
+void check_rt(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw std::runtime_error("fast path: CUDA: " + what + ": " + cudaGetErrorString(e));
+}
+
+std::string to_hex(const void* p, size_t n) {
+  std::string s;
+  char b[3];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(b, sizeof b, "%02x", static_cast<const unsigned char*>(p)[i]);
+    s += b;
+  }
+  return s;
+}
+
+void from_hex(const std::string& s, void* p, size_t n) {
+  FG_CHECK(s.size() == 2 * n, "an IPC handle of the wrong size came through the store");
+  for (size_t i = 0; i < n; ++i)
+    static_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+}
+
+struct FgRegions {
+  void* p[kMaxRanks];
+};
+
+class CudaFastPaths : public DeviceFastPaths {
+ public:
+  CudaFastPaths(Collectives* coll, int rank, int world) : coll_(coll), rank_(rank), world_(world) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev);
+  }
+  ~CudaFastPaths() override {
+    for (auto& [bytes, r] : regions_) {
+      for (int i = 0; i < world_; ++i)
+        if (i != rank_ && r.p[i]) cudaIpcCloseMemHandle(r.p[i]);
+      if (r.p[rank_]) cudaFree(r.p[rank_]);
+    }
+    for (auto& [name, m] : modules_) cuModuleUnload(m);
+  }
+
+  void run(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) override {
+    const std::string name = attr_str_or(n.attrs, "name", "");
+    const std::string stage = attr_str_or(n.attrs, "stage", "");
+    const std::string fn = "fastpath_" + name + (stage.empty() ? "" : "_" + stage);
+    for (size_t i = 0; i < in.size(); ++i)
+      FG_CHECK(in[i].is_contiguous() && in[i].is_cuda(), "fast path " + fn + ": input " + std::to_string(i) +
+                                                             " is not a contiguous device tensor");
+    CUfunction f = function(name, fn);
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (name == "allreduce_residual_rmsnorm") {
+      const void* partial = in[0].data_ptr();
+      const void* res = in[1].data_ptr();
+      const void* w = in[2].data_ptr();
+      void* o = out.data_ptr();
+      long long H = attr_int(n.attrs, "hidden", n.op), rows = in[0].numel() / H;
+      float eps = static_cast<float>(attr_float(n.attrs, "eps", n.op));
+      int world = world_, rank = rank_;
+      FgRegions regs{};
+      if (world_ > 1) {
+        if (world_ > kMaxRanks)
+          throw std::runtime_error("fast path " + name + ": at most " + std::to_string(kMaxRanks) +
+                                   " ranks (GPUs of one host)");
+        regs = region(in[0].numel() * 2);
+        coll_->record("one_shot_all_reduce", in[0]);
+      }
+      // a thread a chunk of 8 elements, up to 4 chunks a thread
+      const long long chunks = H / 8;
+      if (H % 8 != 0 || chunks > 4 * 1024)
+        throw std::runtime_error("fast path " + name + ": hidden size " + std::to_string(H) +
+                                 " is not a multiple of 8 up to 32768");
+      // as many threads as a generated row kernel of this width (about two
+      // chunks a thread): the same occupancy and work per thread
+      const unsigned threads = static_cast<unsigned>(std::max<long long>(cuda_row_threads(H), (chunks + 3) / 4));
+      // with other ranks, every block must be resident at once (each waits
+      // on the same block of the others): no more than the device holds
+      long long blocks = rows;
+      if (world_ > 1) {
+        int per_sm = 0;
+        check_cu(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), 0), "occupancy");
+        blocks = std::min<long long>({rows, static_cast<long long>(std::max(1, per_sm)) * sms_, kMaxBlocks});
+      }
+      const unsigned shared = 0;
+      void* params[] = {&partial, &res, &w, &o, &regs, &rows, &H, &world, &rank, &eps};
+      check_cu(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, shared, stream, params, nullptr),
+               "launch " + fn);
+      return;
+    }
+    long long C = in[0].size(-1), rows = in[0].numel() / C;
+    long long qs = attr_int(n.attrs, "q_start", n.op), ks = attr_int(n.attrs, "k_start", n.op),
+              L = attr_int(n.attrs, "width", n.op);
+    float eps = static_cast<float>(attr_float_or(n.attrs, "eps", 0)),
+          div = static_cast<float>(attr_float_or(n.attrs, "divisor", 1));
+    // half the threads for q, half for k; a thread a chunk of 8, up to 4
+    const long long chunks = L / 8;
+    if (L % 8 != 0 || chunks > 4 * 512)
+      throw std::runtime_error("fast path " + name + ": width " + std::to_string(L) + " is not a multiple of 8 up to 16384");
+    const unsigned threads =
+        2 * static_cast<unsigned>(std::min<long long>(512, std::max<long long>(cuda_row_threads(L), (chunks + 3) / 4)));
+    const void* qkv = in[0].data_ptr();
+    void* o = out.data_ptr();
+    if (fn == "fastpath_qkv_rmsnorm_tp_sumsq") {
+      void* params[] = {&qkv, &o, &C, &qs, &ks, &L};
+      check_cu(cuLaunchKernel(f, static_cast<unsigned>(rows), 1, 1, threads, 1, 1, 0, stream, params, nullptr),
+               "launch " + fn);
+    } else if (fn == "fastpath_qkv_rmsnorm_tp_apply") {
+      const void* total = in[1].data_ptr();
+      const void* qw = in[2].data_ptr();
+      const void* kw = in[3].data_ptr();
+      void* params[] = {&qkv, &total, &qw, &kw, &o, &C, &qs, &ks, &L, &eps, &div};
+      check_cu(cuLaunchKernel(f, static_cast<unsigned>(rows), 1, 1, threads, 1, 1, 0, stream, params, nullptr),
+               "launch " + fn);
+    } else {
+      const void* qw = in[1].data_ptr();
+      const void* kw = in[2].data_ptr();
+      void* params[] = {&qkv, &qw, &kw, &o, &C, &qs, &ks, &L, &eps, &div};
+      check_cu(cuLaunchKernel(f, static_cast<unsigned>(rows), 1, 1, threads, 1, 1, 0, stream, params, nullptr),
+               "launch " + fn);
+    }
+  }
+
+ private:
+  CUfunction function(const std::string& name, const std::string& fn) {
+    auto it = modules_.find(name);
+    if (it == modules_.end()) {
+      std::string cubin = cuda_cubin(fast_path_source(name, Backend::Cuda));
+      CUmodule m = nullptr;
+      check_cu(cuModuleLoadData(&m, cubin.data()), "load " + name);
+      it = modules_.emplace(name, m).first;
+    }
+    CUfunction f = nullptr;
+    check_cu(cuModuleGetFunction(&f, it->second, fn.c_str()), "find " + fn);
+    return f;
+  }
+
+  // Every rank's region for partials of `bytes`, mapped here (made on first
+  // use: every rank reaches it at the same launch of the same graph).
+  FgRegions region(int64_t bytes) {
+    auto it = regions_.find(bytes);
+    if (it != regions_.end()) return it->second;
+    FgRegions r{};
+    const size_t size = kDataOffset + 2 * static_cast<size_t>(bytes);
+    check_rt(cudaMalloc(&r.p[rank_], size), "allocate the one-shot buffers");
+    check_rt(cudaMemset(r.p[rank_], 0, kDataOffset), "zero the flags");
+    check_rt(cudaDeviceSynchronize(), "zero the flags");
+    cudaIpcMemHandle_t h;
+    check_rt(cudaIpcGetMemHandle(&h, r.p[rank_]), "IPC handle");
+    // the n-th region this process makes is every rank's n-th: the key is unique
+    static int made = 0;
+    const std::string key = "fastpath-ipc/" + std::to_string(made++) + "/" + std::to_string(bytes);
+    std::vector<std::string> all = coll_->exchange(key, to_hex(&h, sizeof h));
+    for (int i = 0; i < world_; ++i) {
+      if (i == rank_) continue;
+      cudaIpcMemHandle_t peer;
+      from_hex(all[static_cast<size_t>(i)], &peer, sizeof peer);
+      check_rt(cudaIpcOpenMemHandle(&r.p[i], peer, cudaIpcMemLazyEnablePeerAccess),
+               "open rank " + std::to_string(i) + "'s buffers (the one-shot all-reduce needs GPUs of one host)");
+    }
+    coll_->exchange(key + "/mapped", "1");
+    return regions_.emplace(bytes, r).first->second;
+  }
+
+  Collectives* coll_;
+  int rank_, world_, sms_ = 1;
+  std::map<std::string, CUmodule> modules_;
+  std::map<int64_t, FgRegions> regions_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceFastPaths> make_cuda_fast_paths(Collectives* coll, int rank, int world) {
+  return std::make_unique<CudaFastPaths>(coll, rank, world);
+}
+
+}  // namespace fg
