@@ -66,7 +66,10 @@ class CudaFastPaths : public DeviceFastPaths {
     cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev);
   }
   ~CudaFastPaths() override {
-    for (auto& [bytes, r] : regions_) {
+    // no kernel may still read a region that goes away here (the worker's
+    // barrier after the last forward keeps the peers' reads done too)
+    if (!regions_.empty()) cudaDeviceSynchronize();
+    for (auto& [shape, r] : regions_) {
       for (int i = 0; i < world_; ++i)
         if (i != rank_ && r.p[i]) cudaIpcCloseMemHandle(r.p[i]);
       if (r.p[rank_]) cudaFree(r.p[rank_]);
@@ -83,22 +86,16 @@ class CudaFastPaths : public DeviceFastPaths {
                                                              " is not a contiguous device tensor");
     CUfunction f = function(name, fn);
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    FG_CHECK(out.is_contiguous() && out.is_cuda(), "fast path " + fn + ": its output is not a contiguous device tensor");
     if (name == "allreduce_residual_rmsnorm") {
-      const void* partial = in[0].data_ptr();
-      const void* res = in[1].data_ptr();
-      const void* w = in[2].data_ptr();
-      void* o = out.data_ptr();
-      long long H = attr_int(n.attrs, "hidden", n.op), rows = in[0].numel() / H;
-      float eps = static_cast<float>(attr_float(n.attrs, "eps", n.op));
-      int world = world_, rank = rank_;
-      FgRegions regs{};
-      if (world_ > 1) {
-        if (world_ > kMaxRanks)
-          throw std::runtime_error("fast path " + name + ": at most " + std::to_string(kMaxRanks) +
-                                   " ranks (GPUs of one host)");
-        regs = region(in[0].numel() * 2);
-        coll_->record("one_shot_all_reduce", in[0]);
-      }
+      long long H = attr_int(n.attrs, "hidden", n.op);
+      FG_CHECK(in.size() == 3 && H > 0 && in[0].numel() % H == 0 && in[1].numel() == in[0].numel() &&
+                   in[2].numel() == H && out.numel() == 2 * in[0].numel(),
+               "fast path " + fn + ": its inputs and output do not have the shapes it was matched with");
+      for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&in[0], &in[1], &in[2], &out})
+        FG_CHECK(t->scalar_type() == at::kBFloat16, "fast path " + fn + ": a tensor that is not bf16");
+      long long rows = in[0].numel() / H;
+      if (rows == 0) return;
       // a thread a chunk of 8 elements, up to 4 chunks a thread
       const long long chunks = H / 8;
       if (H % 8 != 0 || chunks > 4 * 1024)
@@ -107,17 +104,36 @@ class CudaFastPaths : public DeviceFastPaths {
       // as many threads as a generated row kernel of this width (about two
       // chunks a thread): the same occupancy and work per thread
       const unsigned threads = static_cast<unsigned>(std::max<long long>(cuda_row_threads(H), (chunks + 3) / 4));
+      int max_threads = 0;
+      check_cu(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), "kernel limits");
+      if (static_cast<int>(threads) > max_threads)
+        throw std::runtime_error("fast path " + fn + ": hidden size " + std::to_string(H) + " needs " +
+                                 std::to_string(threads) + " threads a block; the compiled kernel allows " +
+                                 std::to_string(max_threads));
       // with other ranks, every block must be resident at once (each waits
       // on the same block of the others): no more than the device holds
       long long blocks = rows;
+      FgRegions regs{};
       if (world_ > 1) {
+        if (world_ > kMaxRanks)
+          throw std::runtime_error("fast path " + name + ": at most " + std::to_string(kMaxRanks) +
+                                   " ranks (GPUs of one host)");
         int per_sm = 0;
         check_cu(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), 0), "occupancy");
-        blocks = std::min<long long>({rows, static_cast<long long>(std::max(1, per_sm)) * sms_, kMaxBlocks});
+        if (per_sm < 1) throw std::runtime_error("fast path " + fn + ": no block of " + std::to_string(threads) +
+                                                 " threads fits on an SM");
+        blocks = std::min<long long>({rows, static_cast<long long>(per_sm) * sms_, kMaxBlocks});
+        regs = region(rows, H, blocks, threads, stream);
+        coll_->record("one_shot_all_reduce", in[0]);
       }
-      const unsigned shared = 0;
+      const void* partial = in[0].data_ptr();
+      const void* res = in[1].data_ptr();
+      const void* w = in[2].data_ptr();
+      void* o = out.data_ptr();
+      float eps = static_cast<float>(attr_float(n.attrs, "eps", n.op));
+      int world = world_, rank = rank_;
       void* params[] = {&partial, &res, &w, &o, &regs, &rows, &H, &world, &rank, &eps};
-      check_cu(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, shared, stream, params, nullptr),
+      check_cu(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, threads, 1, 1, 0, stream, params, nullptr),
                "launch " + fn);
       return;
     }
@@ -168,13 +184,24 @@ class CudaFastPaths : public DeviceFastPaths {
     return f;
   }
 
-  // Every rank's region for partials of `bytes`, mapped here (made on first
-  // use: every rank reaches it at the same launch of the same graph).
-  FgRegions region(int64_t bytes) {
-    auto it = regions_.find(bytes);
+  // Every rank's region for one call shape, mapped here (made on first use:
+  // every rank reaches it at the same launch of the same graph). Keyed by
+  // rows, width and grid: block b must own the same rows at every epoch of a
+  // region (the double buffering rests on it), and every rank must run the
+  // same grid (a block waits on the same block of the others), which the
+  // exchange checks.
+  FgRegions region(long long rows, long long H, long long blocks, unsigned threads, cudaStream_t stream) {
+    const std::string shape = std::to_string(rows) + "x" + std::to_string(H) + " grid " + std::to_string(blocks) + "x" +
+                              std::to_string(threads);
+    auto it = regions_.find(shape);
     if (it != regions_.end()) return it->second;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    check_rt(cudaStreamIsCapturing(stream, &capturing), "capture status");
+    if (capturing != cudaStreamCaptureStatusNone)
+      throw std::runtime_error("fast path buffers for " + shape +
+                               " are made outside CUDA graph capture: run one forward before capturing");
     FgRegions r{};
-    const size_t size = kDataOffset + 2 * static_cast<size_t>(bytes);
+    const size_t size = kDataOffset + 2 * static_cast<size_t>(rows * H) * 2;
     check_rt(cudaMalloc(&r.p[rank_], size), "allocate the one-shot buffers");
     check_rt(cudaMemset(r.p[rank_], 0, kDataOffset), "zero the flags");
     check_rt(cudaDeviceSynchronize(), "zero the flags");
@@ -182,23 +209,29 @@ class CudaFastPaths : public DeviceFastPaths {
     check_rt(cudaIpcGetMemHandle(&h, r.p[rank_]), "IPC handle");
     // the n-th region this process makes is every rank's n-th: the key is unique
     static int made = 0;
-    const std::string key = "fastpath-ipc/" + std::to_string(made++) + "/" + std::to_string(bytes);
-    std::vector<std::string> all = coll_->exchange(key, to_hex(&h, sizeof h));
+    const std::string key = "fastpath-ipc/" + std::to_string(made++);
+    std::vector<std::string> all = coll_->exchange(key, shape + "|" + to_hex(&h, sizeof h));
     for (int i = 0; i < world_; ++i) {
+      const std::string& got = all[static_cast<size_t>(i)];
+      const size_t bar = got.find('|');
+      if (bar == std::string::npos || got.substr(0, bar) != shape)
+        throw std::runtime_error("fast path: rank " + std::to_string(i) + " runs the one-shot all-reduce as " +
+                                 got.substr(0, bar) + ", rank " + std::to_string(rank_) + " as " + shape +
+                                 ": every rank must run the same grid (the same GPU model)");
       if (i == rank_) continue;
       cudaIpcMemHandle_t peer;
-      from_hex(all[static_cast<size_t>(i)], &peer, sizeof peer);
+      from_hex(got.substr(bar + 1), &peer, sizeof peer);
       check_rt(cudaIpcOpenMemHandle(&r.p[i], peer, cudaIpcMemLazyEnablePeerAccess),
                "open rank " + std::to_string(i) + "'s buffers (the one-shot all-reduce needs GPUs of one host)");
     }
     coll_->exchange(key + "/mapped", "1");
-    return regions_.emplace(bytes, r).first->second;
+    return regions_.emplace(shape, r).first->second;
   }
 
   Collectives* coll_;
   int rank_, world_, sms_ = 1;
   std::map<std::string, CUmodule> modules_;
-  std::map<int64_t, FgRegions> regions_;
+  std::map<std::string, FgRegions> regions_;
 };
 
 }  // namespace
