@@ -42,11 +42,13 @@ std::vector<Item> parse() {
     Item it{item.substr(0, colon), colon == std::string::npos ? "" : item.substr(colon + 1)};
     bool known = false;
     for (const char* n : with_arg) known = known || (it.name == n && colon != std::string::npos && is_rank(it.arg));
-    known = known || (it.name == "fastpath_edit" && colon != std::string::npos && is_name(it.arg));
+    known = known || ((it.name == "fastpath_edit" || it.name == "perturb") && colon != std::string::npos &&
+                      is_name(it.arg));
+    known = known || (it.name == "refuse_fusion" && it.arg == "reduction");
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, attention_fallback, fastpath_edit:NAME (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction (comma-separated)");
     out.push_back(it);
   }
   return out;

@@ -10,6 +10,13 @@
 //   fastpath_edit:NAME  fast path NAME's kernel source gets one more line, as
 //                       an edit of its file would: its proof must be
 //                       invalidated (kernels/fastpaths/catalog.h)
+//   perturb:NODE        scheduler node NODE (as the ledger names it, buf12)
+//                       computes 1.5x its value where a generated kernel
+//                       fuses it with other nodes: a simulated miscompile
+//                       for `fusegate bisect` (codegen/kernel_emitter.cpp)
+//   refuse_fusion:reduction  the scheduler refuses every fusion with a
+//                       reduction: a changed fusion rule, whose kernel-count
+//                       regression `bisect` reports as the ledger diff
 #pragma once
 #include <string>
 

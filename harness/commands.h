@@ -51,4 +51,8 @@ struct AbOptions {
 int cmd_ab(const AbOptions& o);
 int cmd_prove(const std::string& fast_path, const std::vector<int>& worlds, const Selection& sel);
 
+// fusegate bisect (harness/bisect.cpp): 0 nothing to bisect, 1 culprit found
+// (or bad with every subsystem off), 2 bad input, 125 cannot test.
+int cmd_bisect(const RunSpec& spec, const std::string& json_out);
+
 }  // namespace fg

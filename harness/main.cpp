@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "fusion/bisect.h"
 #include "fusion/errors.h"
 #include "fusion/fault.h"
 #include "fusion/logs.h"
@@ -146,6 +147,17 @@ int run_main(int argc, char** argv) {
   prove->add_option("--world-size", prove_worlds, "world sizes to prove (repeatable)")->required();
   add_common(prove);
 
+  std::string bisect_json;
+  auto* bisect = app.add_subcommand("bisect", "find the fusion decision, rewrite or fast path site that makes a "
+                                              "repro's outputs fail their accuracy check");
+  bisect->add_option("repro", spec.repro, "repro name")->required();
+  bisect->add_option("--mode", mode_text, "B or C")->capture_default_str();
+  bisect->add_option("--world-size", spec.world, "ranks")->capture_default_str();
+  bisect->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
+  bisect->add_option("--json", bisect_json, "write the search and its result here");
+  add_common(bisect);
+  add_fast(bisect);
+
   int rank = 0, port = 0;
   std::string wout;
   auto* worker = app.add_subcommand("_worker", "(internal) one rank of a run");
@@ -168,7 +180,7 @@ int run_main(int argc, char** argv) {
     std::string cmd = argv[1];
     bool known = false;
     for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == cmd;
-    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain, ab, prove (see --help)");
+    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain, ab, prove, bisect (see --help)");
   }
   try {
     app.parse(argc, argv);
@@ -194,6 +206,7 @@ int run_main(int argc, char** argv) {
   // FUSEGATE_LOGS view or FUSEGATE_FAULT item is bad input before any rank starts
   check_log_views();
   fault_active("");
+  bisect_limits();  // a bad FUSEGATE_BISECT is bad input here, not in every rank
   if (!fault_argument("fastpath_edit").empty() && !find_fast_path(fault_argument("fastpath_edit")))
     user_error("FUSEGATE_FAULT: fastpath_edit:" + fault_argument("fastpath_edit") + " names no fast path; fast paths: " +
                fast_path_names());
@@ -254,6 +267,11 @@ int run_main(int argc, char** argv) {
     return cmd_ab(ab);
   }
   if (*prove) return cmd_prove(prove_name, prove_worlds, sel);
+  if (*bisect) {
+    if (!bisect_json.empty()) require_writable_file("--json", bisect_json);
+    spec.iters = 1;
+    return cmd_bisect(spec, bisect_json);
+  }
   return 2;
 }
 

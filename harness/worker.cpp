@@ -304,6 +304,16 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   const FastPathProofs proofs = proofs_for(spec);
   ex.set_fast_paths(spec.fast_paths, proofs);
   forward(*r, mode, ex, inputs, false);
+  // FUSEGATE_FAULT=perturb:NODE names a scheduler node of this run's graphs
+  // (under FUSEGATE_BISECT limits the graphs may differ: not checked there)
+  if (const std::string target = fault_argument("perturb"); !target.empty() && !std::getenv("FUSEGATE_BISECT")) {
+    bool found = false;
+    for (const CompiledGraphRt* g : ex.graphs_run())
+      for (const auto& sn : g->prog.lowered.nodes) found = found || sn.name == target;
+    if (!found)
+      user_error("FUSEGATE_FAULT=perturb:" + target + ": " + r->name + " has no scheduler node " + target +
+                 " in mode " + mode_letter(mode) + " (the ledger's names: fusegate explain " + r->name + ")");
+  }
   coll.reset_sequence();
   progress(out_path, "measured forward");
   // one forward through capture: what it launches, graphs and breaks

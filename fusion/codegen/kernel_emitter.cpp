@@ -1,5 +1,7 @@
 #include "fusion/codegen/kernel_emitter.h"
 
+#include "fusion/fault.h"
+
 #include "fusion/errors.h"
 
 namespace fg {
@@ -84,6 +86,23 @@ std::string KernelEmitter::round_to(DType t, const std::string& x) const {
   if (t == DType::F16) return "fg_round_f16(static_cast<float>(" + x + "))";
   if (t == DType::Bool) return "(" + x + " != 0)";
   return "static_cast<" + p_.compute_type(t) + ">(" + x + ")";
+}
+
+// FUSEGATE_FAULT=perturb:NODE: the node's value times 1.5, only where it is
+// computed inside a generated kernel that fuses it with other nodes (a
+// simulated miscompile of that fusion, for `fusegate bisect` and its tests).
+bool KernelEmitter::perturbs(int n) const {
+  const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+  return k_.nodes.size() >= 2 && fault_argument("perturb") == sn.name && sn.body && is_floating(sn.body->dtype);
+}
+
+// A pointwise value as the kernel uses it: `v`, or a variable holding the
+// perturbed value.
+std::string KernelEmitter::perturb(int n, const std::string& v) {
+  if (!perturbs(n)) return v;
+  const std::string t = "perturbed" + std::to_string(n) + "_" + std::to_string(tmp_++);
+  line(p_.compute_type(g_.nodes[static_cast<size_t>(n)].body->dtype) + " " + t + " = (" + v + ") * 1.5f;");
+  return t;
 }
 
 void KernelEmitter::store(int n, const std::string& v, bool per_row) {
@@ -176,7 +195,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
   for (size_t pi = 0; pi < ph.size(); ++pi) {
     if (!ph_inner[pi]) {
       for (int n : ph[pi]) {
-        std::string v = emit(body.at(n));
+        std::string v = perturb(n, emit(body.at(n)));
         value[n] = v;
         store(n, v, row_kernel);
         if (on_value) on_value(n, v);
@@ -214,6 +233,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
         line(acc[n] + (sn.reduce_op == Op::Sum ? " += " + v + ";"
                                                : " = fg_max(" + acc[n] + ", static_cast<decltype(" + acc[n] + ")>(" + v + "));"));
       } else {
+        v = perturb(n, v);
         value[n] = v;
         store(n, v);
         if (on_value) on_value(n, v);
@@ -228,6 +248,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
       std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);
       if (!combine.empty()) line(combine);
+      if (perturbs(n)) line(acc[n] + " *= 1.5f;");
       value[n] = acc[n];
       store(n, acc[n], true);
     }

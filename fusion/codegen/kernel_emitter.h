@@ -54,6 +54,11 @@ class KernelEmitter {
 
   void store(int n, const std::string& v, bool per_row = false);
 
+  // FUSEGATE_FAULT=perturb:NODE (fusion/fault.h): whether node n is
+  // perturbed here, and its value as the kernel then uses it.
+  bool perturbs(int n) const;
+  std::string perturb(int n, const std::string& v);
+
   // The nodes of one frame (numel X, rnumel R) for the current x: runs of
   // nodes share a loop over r; a node that needs a reduction finished in the
   // current run starts a new one. `on_value` sees each pointwise value.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <queue>
 
+#include "fusion/bisect.h"
 #include "fusion/errors.h"
 #include "kernels/fastpaths/catalog.h"
 
@@ -205,17 +206,29 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
       c->status = "not used: lower priority than " + other->spec->name;
       continue;
     }
+    if (bisect_limits().fast_paths >= 0 && static_cast<int64_t>(taken.size()) >= bisect_limits().fast_paths) {
+      c->status = "not used: past its FUSEGATE_BISECT limit";
+      continue;
+    }
     for (int id : c->site.covered) owner[id] = c;
     c->status = kFastPathUsed;
     taken.push_back(&c->site);
   }
-  for (const auto& c : cands) {
+  // the ledger lists the sites in the order they were considered for taking
+  // (eligible ones by priority, then the blocked): FUSEGATE_BISECT counts
+  // applications in that order
+  std::vector<const Candidate*> ledger_order(order.begin(), order.end());
+  for (const auto& c : cands)
+    if (std::find(order.begin(), order.end(), &c) == order.end()) ledger_order.push_back(&c);
+  for (const Candidate* cp : ledger_order) {
+    const Candidate& c = *cp;
     LedgerEntry e;
     e.first = "fast_path " + c.spec->name;
     e.second = refs(g, c.site.replaced);
     e.fused = c.status == kFastPathUsed;
     e.reason = e.fused ? Reject::FastPathUsed
                : c.status == kFastPathUnproven ? Reject::FastPathUnproven
+               : c.status.find("FUSEGATE_BISECT") != std::string::npos ? Reject::BisectLimit
                : c.status.rfind("not used", 0) == 0 ? Reject::FastPathOutranked
                                                      : Reject::FastPathInvalidated;
     ledger->push_back(e);

@@ -22,6 +22,10 @@ enum class Reject {
   TpAddendNotReplicated, TpAddendAfterGemm,
   // fast paths (passes/fast_paths): taken, or why not
   FastPathUsed, FastPathUnproven, FastPathInvalidated, FastPathOutranked,
+  // an application past its FUSEGATE_BISECT limit (fusion/bisect.h)
+  BisectLimit,
+  // FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)
+  FaultRefused,
 };
 const char* reject_code(Reject r);  // "memory_deps_mismatch"
 // In words ("memory deps did not match"); a reason that names a threshold

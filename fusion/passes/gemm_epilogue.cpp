@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "fusion/bisect.h"
+
 namespace fg {
 
 Graph fuse_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger) {
@@ -15,10 +17,16 @@ Graph fuse_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger) {
     if (gm.op != Op::Linear || attr_str_or(gm.attrs, "epilogue", "") != "" || is_output[static_cast<size_t>(gm.id)] ||
         users[static_cast<size_t>(gm.id)].size() != 1 || gm.type != n.type)
       continue;
-    gelu_of[gm.id] = n.id;
     LedgerEntry e;
     e.first = g.ref(gm.id) + "(linear)";
     e.second = g.ref(n.id) + "(gelu)";
+    const int64_t limit = bisect_limits().gemm_epilogue;
+    if (limit >= 0 && static_cast<int64_t>(gelu_of.size()) >= limit) {
+      e.reason = Reject::BisectLimit;
+      ledger->push_back(e);
+      continue;
+    }
+    gelu_of[gm.id] = n.id;
     e.fused = true;
     e.reason = Reject::GemmEpilogue;
     ledger->push_back(e);

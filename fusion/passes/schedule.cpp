@@ -78,6 +78,8 @@
 #include <queue>
 #include <set>
 
+#include "fusion/bisect.h"
+#include "fusion/fault.h"
 #include "fusion/errors.h"
 
 namespace fg {
@@ -287,8 +289,23 @@ class Scheduler {
       int ga = find(c.a), gb = find(c.b);
       if (ga == gb) continue;
       FusionDecision d = cost_.can_fuse(ga, gb);
+      // a test of the gate: a changed fusion rule that refuses every fusion
+      // with a reduction (FUSEGATE_FAULT=refuse_fusion:reduction)
+      if (d.ok() && fault_argument("refuse_fusion") == "reduction" &&
+          (groups_[static_cast<size_t>(ga)].reduction || groups_[static_cast<size_t>(gb)].reduction)) {
+        record(ga, gb, c.s, false, Reject::FaultRefused, round);
+        continue;
+      }
+      // FUSEGATE_BISECT=decisions:K: the first K fusions only (fusion/bisect.h)
+      if (d.ok() && bisect_limits().decisions >= 0 && fusions_ >= bisect_limits().decisions) {
+        record(ga, gb, c.s, false, Reject::BisectLimit, round);
+        continue;
+      }
       record(ga, gb, c.s, d.ok(), d.reason, round);
-      if (d.ok()) merge(ga, gb);
+      if (d.ok()) {
+        merge(ga, gb);
+        ++fusions_;
+      }
     }
   }
 
@@ -429,6 +446,7 @@ class Scheduler {
   FusionCost cost_;            // reads groups_ and group_of_
   std::map<int, int> forward_;
   std::vector<LedgerEntry> ledger_;
+  int64_t fusions_ = 0;  // fusions applied, for FUSEGATE_BISECT=decisions:K
   std::map<int, int> first_seen_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "fusion/bisect.h"
 #include "fusion/errors.h"
 
 namespace fg {
@@ -68,6 +69,9 @@ Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& re
         e.reason = Reject::TpAddendNotReplicated;
       } else if (r.id > gm.id) {
         e.reason = Reject::TpAddendAfterGemm;
+      } else if (bisect_limits().tp_rewrite >= 0 &&
+                 static_cast<int64_t>(addend_of.size()) >= bisect_limits().tp_rewrite) {
+        e.reason = Reject::BisectLimit;
       } else {
         e.fused = true;
         e.reason = Reject::TpResidualHoisted;

@@ -295,6 +295,69 @@ for a, b in zip(f["ranks"], n["ranks"]):
     assert any(x["status"] == "used" for x in a["fast_paths"])
 PY
     done ;;
+  bisect_names_the_decision)
+    # a simulated miscompile of one node where fusion puts it in a fused
+    # kernel: bisect names the decision that fused it, within
+    # subsystems + ceil(log2(applications)) + 2 runs, with replay commands
+    for c in "tp_block_llama default buf4" "tp_block_llama default buf12" "tp_block_wan default buf16" \
+             "tp_block_wan default buf19" "tp_block_llama max-autotune buf10" "tp_block_wan max-autotune buf19"; do
+      set -- $c
+      FUSEGATE_FAULT=perturb:$3 "$FG" bisect $1 --mode C --world-size 2 --fusion $2 --fast-paths none \
+        --json "$T/b.json" >"$T/out" 2>&1
+      expect_rc $? 1
+      expect_out "the culprit is application [0-9]+ of [0-9]+ of decisions"
+      expect_out "replay, good: FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
+      expect_out "replay, bad:  FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
+      expect_out "kernel: .*nodes:.* $3( |\$)"
+      python3 - "$T/b.json" "$3" <<'PY' || fail "$c: the culprit does not fuse $3, or too many runs"
+import json, math, sys
+j = json.load(open(sys.argv[1])); node = sys.argv[2]
+assert j["subsystem"] == "decisions", j
+groups = [p for side in j["entry"]["nodes"] for p in side.split("+")]
+assert node in groups, (node, j["entry"])
+assert j["entry"]["outcome"] == "fused"
+assert j["runs"] <= 4 + math.ceil(math.log2(max(1, j["applications"]))) + 2, j["runs"]
+PY
+    done ;;
+  bisect_clean_and_bad_input)
+    "$FG" bisect tp_block_llama --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "nothing to bisect"
+    FUSEGATE_FAULT=perturb:buf999 "$FG" run tp_block_llama --mode C --world-size 1 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "has no scheduler node buf999"
+    FUSEGATE_BISECT=decisions:x "$FG" run tp_block_llama >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "FUSEGATE_BISECT: 'decisions:x' is not SUBSYSTEM:K"
+    "$FG" bisect tp_block_llama --mode A >"$T/out" 2>&1; expect_rc $? 2; expect_out "use --mode B or C"
+    # a changed fusion rule: outputs right, one kernel more than the golden;
+    # not a search: the decisions that changed are the report
+    FUSEGATE_FAULT=refuse_fusion:reduction "$FG" bisect tp_block_llama --mode C --world-size 2 >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "regressed against .*tp_block_llama/C_w2.json: not a search"
+    expect_out "kernel_count 11 -> 12"; expect_out "buf2\+buf4: fused -> rejected \(fault_refused\)" ;;
+  git_bisect_run)
+    # a real `git bisect run` over a scripted history of a .fg repro, with the
+    # goldens outside the tree: the commit that adds a graph break is found
+    R="$T/hist"; mkdir -p "$R/repros"
+    git -C "$R" init -q
+    g() { git -C "$R" -c user.name=t -c user.email=t@t "$@"; }
+    cp "$SRC/repros/fg/ffn_allreduce.fg" "$R/repros/hist_block.fg"
+    g add -A; g commit -qm one
+    # its golden, blessed at the known-good commit and kept outside the tree
+    (cd "$R" && "$FG" bless hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1) \
+      >"$T/out" 2>&1 || fail "bless at the good commit"
+    echo "# a comment" >>"$R/repros/hist_block.fg"; g commit -qam two
+    line=$(grep -n "all_reduce" "$R/repros/hist_block.fg" | cut -d: -f1)
+    sed -i "${line}a\\  %dbg = print(%7) : bf16[4,32,128]" "$R/repros/hist_block.fg"; g commit -qam "three: a print"
+    first=$(git -C "$R" rev-parse HEAD)
+    echo "# another" >>"$R/repros/hist_block.fg"; g commit -qam four
+    # a commit without the repro cannot be tested: skipped, not "bad"
+    git -C "$R" rm -q repros/hist_block.fg; g commit -qm "five: repro gone"
+    args=(hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1)
+    (cd "$R" && g bisect start HEAD~1 HEAD~4 >/dev/null &&
+      FUSEGATE="$FG" git bisect run bash "$SRC/ci/bisect-step.sh" "${args[@]}") >"$T/out" 2>&1
+    expect_out "$first is the first bad commit"
+    expect_out "three: a print"
+    (cd "$R" && git bisect reset >/dev/null 2>&1; FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" "${args[@]}") \
+      >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "unknown repro 'hist_block'"; expect_out "cannot test this commit" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"

@@ -241,7 +241,9 @@ TEST(FastPaths, ANegativeSliceStartIsTheColumnItCountsTo) {
   CompiledProgram c = compile(parse_graph(text, "t.fg"), o);
   ASSERT_EQ(c.fast_paths.at("qkv_rmsnorm_tp").status, kFastPathUsed);
   for (const auto& n : c.decomposed.nodes)
-    if (n.op == Op::FastPath) EXPECT_EQ(attr_int(n.attrs, "k_start", n.op), 64);
+    if (n.op == Op::FastPath) {
+      EXPECT_EQ(attr_int(n.attrs, "k_start", n.op), 64);
+    }
 }
 
 TEST(FastPaths, UnknownNamesAreBadInput) {

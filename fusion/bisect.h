@@ -1,0 +1,33 @@
+// FUSEGATE_BISECT: how many applications of each switchable subsystem the
+// compiler makes, for `fusegate bisect` and its replay commands. The value
+// is a comma-separated list of SUBSYSTEM:K; a subsystem not listed is not
+// limited. Subsystems, in pipeline order:
+//   fast_paths     fast path sites taken (passes/fast_paths)
+//   gemm_epilogue  GELU folds into GEMMs (cuda, max-autotune)
+//   tp_rewrite     residual hoists onto rank 0's GEMM (cuda, max-autotune)
+//   decisions      fusions the scheduler applies, in ledger order, per graph
+// An application past its limit is not made; the ledger records it as
+// `bisect_limit`. Every rank reads the same environment, so every rank
+// compiles alike. A bad value is bad input (exit 2).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fg {
+
+struct BisectLimits {
+  int64_t fast_paths = -1, gemm_epilogue = -1, tp_rewrite = -1, decisions = -1;  // -1: no limit
+  bool any() const { return fast_paths >= 0 || gemm_epilogue >= 0 || tp_rewrite >= 0 || decisions >= 0; }
+};
+
+// The subsystems in pipeline order.
+const std::vector<std::string>& bisect_subsystems();
+// Parses a FUSEGATE_BISECT value; throws UserError naming what is wrong.
+BisectLimits parse_bisect(const std::string& text);
+// FUSEGATE_BISECT of this process, parsed once.
+const BisectLimits& bisect_limits();
+// The limit of one subsystem in `l` (-1: none).
+int64_t bisect_limit(const BisectLimits& l, const std::string& subsystem);
+
+}  // namespace fg

@@ -1,0 +1,36 @@
+// FUSEGATE_BISECT values (fusion/bisect.h): what they limit, and bad ones
+// refused by name.
+#include <gtest/gtest.h>
+
+#include "fusion/bisect.h"
+#include "fusion/errors.h"
+
+namespace fg {
+namespace {
+
+TEST(Bisect, LimitsParseBySubsystem) {
+  BisectLimits l = parse_bisect("decisions:3,fast_paths:0");
+  EXPECT_EQ(l.decisions, 3);
+  EXPECT_EQ(l.fast_paths, 0);
+  EXPECT_EQ(l.tp_rewrite, -1);
+  EXPECT_TRUE(l.any());
+  EXPECT_FALSE(parse_bisect("").any());
+  EXPECT_EQ(bisect_limit(l, "decisions"), 3);
+  EXPECT_EQ(bisect_limit(l, "gemm_epilogue"), -1);
+  EXPECT_EQ(bisect_subsystems(),
+            (std::vector<std::string>{"fast_paths", "gemm_epilogue", "tp_rewrite", "decisions"}));
+}
+
+TEST(Bisect, BadValuesAreNamed) {
+  for (const char* bad : {"decisions", "decisions:", "decisions:-1", "decisions:x", "fusion:2"}) {
+    try {
+      parse_bisect(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + bad + "'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fg
