@@ -139,26 +139,6 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
 
 }  // namespace
 
-namespace {
-
-// What the proofs allow in explain: source hashes are checked; the GPU is
-// not (explain runs no device).
-FastPathProofs explain_proofs(const std::string& golden_dir, Backend backend, int world) {
-  std::vector<std::string> names;
-  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
-  FastPathProofs p;
-  if (golden_dir.empty()) return p;
-  auto states = read_proofs(golden_dir, backend_name(backend), world, names,
-                            [&](const std::string& n) { return fast_path_source_hash(n, backend); }, "",
-                            backend == Backend::Cpu ? jit_compiler_version() : "");
-  for (const auto& [name, st] : states) {
-    if (!st.invalid.empty()) p.invalid[name] = st.invalid;
-    else if (st.present) p.shape_classes[name] = st.shape_classes;
-  }
-  return p;
-}
-
-}  // namespace
 
 // Captures a repro with the dry executor (its header printed when `print`):
 // the graphs it compiled.
@@ -207,7 +187,7 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
     o.fusion = p;
     o.backend = backend;
     o.fast_paths = fast;
-    o.proofs = explain_proofs(golden_dir, backend, 1);
+    o.proofs = fast_path_proofs(golden_dir, backend, 1, false);
     // a .fg repro gives every rank the same inputs (repros/registry.cpp)
     for (int id : g.input_ids()) o.replicated_inputs.insert(g.node(id).name);
     explain_one(compile(g, o), policy_name(p), dot_dir, svg);
@@ -220,7 +200,7 @@ int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const s
   if (world < 1 || world > r.max_world)
     user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
   DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)), fast,
-                 explain_proofs(golden_dir, backend, world));
+                 fast_path_proofs(golden_dir, backend, world, false));
   for (const auto& c : dry_capture(r, m, world, ex, true)) explain_one(c, policy_name(p), dot_dir, svg);
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fusion/options.h"
+#include "fusion/passes/fast_paths.h"
 
 namespace fg {
 
@@ -42,6 +43,12 @@ RunOutcome launch(const RunSpec& spec);
 
 // The body of one rank process (`fusegate _worker`). Returns its exit code.
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path);
+
+// What the proofs beside the goldens (<golden_dir>/proofs/<backend>/, read by
+// harness/proofs.h) allow at `world`: checked against the fast paths'
+// sources as built, the host compiler (cpu) and, with `check_gpu`, this
+// GPU's model (explain runs no device and passes false).
+FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, bool check_gpu);
 
 // Each fast path's status in the graphs a forward ran, with the shape classes
 // of its sites: [{"name", "status", "shape_classes"}], by name.

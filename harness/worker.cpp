@@ -196,22 +196,6 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
   return p;
 }
 
-// What the proofs beside the goldens allow this run (harness/proofs.h).
-FastPathProofs proofs_for(const RunSpec& spec) {
-  std::vector<std::string> names;
-  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
-  const std::string gpu = spec.backend == Backend::Cuda ? cuda_device_name() : "";
-  auto states = read_proofs(spec.golden_dir, backend_name(spec.backend), spec.world, names,
-                            [&](const std::string& n) { return fast_path_source_hash(n, spec.backend); }, gpu,
-                            spec.backend == Backend::Cpu ? jit_compiler_version() : "");
-  FastPathProofs p;
-  for (const auto& [name, st] : states) {
-    if (!st.invalid.empty()) p.invalid[name] = st.invalid;
-    else if (st.present) p.shape_classes[name] = st.shape_classes;
-  }
-  return p;
-}
-
 // `fusegate ab`, one rank: the generic path, the fast path (forced) and the
 // fp64 reference on the same inputs; the comparison goes into the record.
 int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
@@ -262,6 +246,22 @@ int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
 
 }  // namespace
 
+FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, bool check_gpu) {
+  FastPathProofs p;
+  if (golden_dir.empty()) return p;
+  std::vector<std::string> names;
+  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
+  const std::string gpu = check_gpu && backend == Backend::Cuda ? cuda_device_name() : "";
+  auto states = read_proofs(golden_dir, backend_name(backend), world, names,
+                            [&](const std::string& n) { return fast_path_source_hash(n, backend); }, gpu,
+                            backend == Backend::Cpu ? jit_compiler_version() : "");
+  for (const auto& [name, st] : states) {
+    if (!st.invalid.empty()) p.invalid[name] = st.invalid;
+    else if (st.present) p.shape_classes[name] = st.shape_classes;
+  }
+  return p;
+}
+
 nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& graphs, const FastPathSelection& sel,
                                   const std::set<std::string>& forced) {
   std::map<std::string, std::pair<std::string, std::set<std::string>>> by_name;
@@ -301,7 +301,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   for (const auto& s : specs) inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
   ex.set_replicated_inputs(replicated_inputs(specs));
   if (!spec.ab_fast_path.empty()) return ab_rank(spec, *r, coll, rank, inputs, replicated_inputs(specs), out_path);
-  const FastPathProofs proofs = proofs_for(spec);
+  const FastPathProofs proofs = fast_path_proofs(spec.golden_dir, spec.backend, spec.world, true);
   ex.set_fast_paths(spec.fast_paths, proofs);
   forward(*r, mode, ex, inputs, false);
   // FUSEGATE_FAULT=perturb:NODE names a scheduler node of this run's graphs

@@ -10,7 +10,10 @@
 //   - its kernel source per backend, kept as text in this folder
 //     (host/NAME.cpp, cuda/NAME.cu), embedded at build time and compiled at
 //     run time like generated kernels, so that the hash of what runs is the
-//     hash a proof records (golden/proofs/, harness/proofs.h).
+//     hash a proof records (golden/proofs/, harness/proofs.h). The two q/k
+//     fast paths repeat their row loops in their own files on purpose: a
+//     file is what one proof hashes, and an edit of one must not pass for
+//     the other.
 // This file and catalog.cpp hold no LibTorch: the compiler links them.
 #pragma once
 #include <functional>
