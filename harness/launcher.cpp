@@ -6,7 +6,9 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <dirent.h>
 #include <ftw.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -51,6 +53,23 @@ std::string last_lines(const std::string& text, int n) {
 // from this program.
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
 void remove_tree(const std::string& dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+// A rank stopped between creating a fast path's shared-memory segment and
+// unlinking it (its peer died first) leaves the segment behind; the
+// launcher removes what its ranks named (kernels/fastpaths/runtime.cpp:
+// /fusegate-<pid>-...).
+void remove_rank_segments(const std::vector<pid_t>& ranks) {
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  std::vector<std::string> doomed;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    for (pid_t p : ranks)
+      if (name.rfind("fusegate-" + std::to_string(p) + "-", 0) == 0) doomed.push_back("/" + name);
+  }
+  closedir(d);
+  for (const auto& n : doomed) shm_unlink(n.c_str());
+}
 
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -153,11 +172,13 @@ RunOutcome launch(const RunSpec& spec) {
     pids.push_back(pid);
   }
 
+  const std::vector<pid_t> started = pids;
   auto kill_all = [&] {
     for (pid_t p : pids)
       if (p > 0) { kill(-p, SIGKILL); kill(p, SIGKILL); }
     for (pid_t& p : pids)
       if (p > 0) { waitpid(p, nullptr, 0); p = -1; }
+    remove_rank_segments(started);
   };
   auto progress = [&](int rank) {
     return trim(read_text(dir + "/rank" + std::to_string(rank) + ".json.progress"));

@@ -4,7 +4,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 
 #include "fusion/errors.h"
@@ -44,9 +46,19 @@ FastPathRunner::Shared& FastPathRunner::shared(int64_t bytes) {
   // exchange below pairs up
   auto s = std::make_unique<Shared>();
   s->size = static_cast<size_t>(64 + 2 * bytes);
+  // a fresh name: a process id is reused, and a rank killed between
+  // creating its segment and unlinking it leaves the name behind
   static int created = 0;
-  const std::string mine = "/fusegate-" + std::to_string(::getpid()) + "-" + std::to_string(created++);
-  int fd = shm_open(mine.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  std::random_device rd;
+  std::string mine;
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    char tag[17];
+    std::snprintf(tag, sizeof tag, "%08x%08x", rd(), rd());
+    mine = "/fusegate-" + std::to_string(::getpid()) + "-" + std::to_string(created++) + "-" + tag;
+    fd = shm_open(mine.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   if (fd < 0) throw std::runtime_error("fast path: shm_open " + mine + ": " + std::strerror(errno));
   if (ftruncate(fd, static_cast<off_t>(s->size)) != 0) {
     ::close(fd);

@@ -57,8 +57,12 @@ PY
   bad_flag)
     "$FG" run tp_block_llama --mode Z >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown mode 'Z'" ;;
   rank_crash)
+    before=$(ls /dev/shm | grep -c '^fusegate-' || true)
     FUSEGATE_FAULT=crash:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 >"$T/out" 2>&1
-    expect_rc $? 125; expect_out "rank 1 crashed" ;;
+    expect_rc $? 125; expect_out "rank 1 crashed"
+    # rank 0 made its fast path's shared segment before its peer died: gone
+    after=$(ls /dev/shm | grep -c '^fusegate-' || true)
+    [ "$after" -le "$before" ] || fail "a crashed run left shared memory behind ($before -> $after)" ;;
   rank_hang)
     start=$(date +%s)
     FUSEGATE_FAULT=hang:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 5 >"$T/out" 2>&1
