@@ -39,17 +39,10 @@ struct AbRun {
   std::vector<std::string> shape_classes;
 };
 
-AbRun run_ab(const FastPathSpec& fp, const std::string& repro, int world, Mode mode, Backend backend,
-             const std::vector<std::string>& fg_dirs, const std::string& golden_dir, int timeout_s) {
+// `spec` names the repro, mode, world size and backend; its ab_fast_path is
+// set to `fp` here.
+AbRun run_ab(const FastPathSpec& fp, RunSpec spec) {
   AbRun out;
-  RunSpec spec;
-  spec.repro = repro;
-  spec.mode = mode;
-  spec.world = world;
-  spec.backend = backend;
-  spec.fg_dirs = fg_dirs;
-  spec.golden_dir = golden_dir;
-  spec.timeout_s = timeout_s;
   spec.ab_fast_path = fp.name;
   RunOutcome run = launch(spec);
   if (run.exit_code != 0) {
@@ -70,25 +63,26 @@ AbRun run_ab(const FastPathSpec& fp, const std::string& repro, int world, Mode m
         }
     if (status != "used") {
       out.exit_code = 2;
-      out.message = "fast path " + fp.name + " does not apply to " + repro + " in mode " + mode_letter(mode) +
-                    " at world size " + std::to_string(world) + " (rank " + std::to_string(rank) + ": " + status +
+      out.message = "fast path " + fp.name + " does not apply to " + spec.repro + " in mode " +
+                    mode_letter(spec.mode) + " at world size " + std::to_string(spec.world) + " (rank " +
+                    std::to_string(rank) + ": " + status +
                     "); it matches: " + fp.pattern;
       return out;
     }
-    if (text_of(*r, "source_hash") != fast_path_source_hash(fp.name, backend)) {
+    if (text_of(*r, "source_hash") != fast_path_source_hash(fp.name, spec.backend)) {
       out.exit_code = 125;
       out.message = "rank " + std::to_string(rank) + " ran another source of " + fp.name + " than this process has";
       return out;
     }
   }
   out.shape_classes.assign(classes.begin(), classes.end());
-  out.verdict = ab_verdict(run.record, fp.name, fp.generic_order(backend));
+  out.verdict = ab_verdict(run.record, fp.name, fp.generic_order(spec.backend));
   return out;
 }
 
-void print_ab(const FastPathSpec& fp, const std::string& repro, int world, Mode mode, Backend backend, const AbRun& r) {
-  std::cout << "fusegate ab: " << fp.name << " on " << repro << ", mode " << mode_letter(mode) << ", world size "
-            << world << ", " << backend_name(backend) << "\n";
+void print_ab(const FastPathSpec& fp, const RunSpec& spec, const AbRun& r) {
+  std::cout << "fusegate ab: " << fp.name << " on " << spec.repro << ", mode " << mode_letter(spec.mode)
+            << ", world size " << spec.world << ", " << backend_name(spec.backend) << "\n";
   std::cout << "  contract: " << fp.contract << "\n";
   std::string classes;
   for (const auto& c : r.shape_classes) classes += (classes.empty() ? "" : "; ") + c;
@@ -109,21 +103,21 @@ void print_ab(const FastPathSpec& fp, const std::string& repro, int world, Mode 
 
 }  // namespace
 
-int cmd_ab(const AbOptions& o) {
-  const FastPathSpec& fp = known_fast_path(o.fast_path);
-  if (o.repro.empty()) user_error("ab needs --repro NAME (see `fusegate list`)");
-  if (o.mode == Mode::Eager) user_error("ab compares compiled graphs: use --mode B or C (eager runs no fast path)");
-  AbRun r = run_ab(fp, o.repro, o.world, o.mode, o.backend, o.fg_dirs, o.golden_dir, o.timeout_s);
+int cmd_ab(const RunSpec& spec, const std::string& json_out) {
+  const FastPathSpec& fp = known_fast_path(spec.ab_fast_path);
+  if (spec.repro.empty()) user_error("ab needs --repro NAME (see `fusegate list`)");
+  if (spec.mode == Mode::Eager) user_error("ab compares compiled graphs: use --mode B or C (eager runs no fast path)");
+  AbRun r = run_ab(fp, spec);
   if (r.exit_code != 0) {
     std::cerr << "fusegate ab: " << r.message << "\n";
     return r.exit_code;
   }
-  print_ab(fp, o.repro, o.world, o.mode, o.backend, r);
-  if (!o.json_out.empty()) {
+  print_ab(fp, spec, r);
+  if (!json_out.empty()) {
     json rep = r.record;
     rep["fast_path"] = fp.name;
     rep["verdict"] = {{"pass", r.verdict.pass}, {"rule", r.verdict.rule}, {"failures", r.verdict.failures}};
-    write_atomic(o.json_out, dump_record(rep));
+    write_atomic(json_out, dump_record(rep));
   }
   return r.verdict.pass ? 0 : 1;
 }
@@ -165,13 +159,20 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
   for (int w : worlds) {
     for (const Repro* r : matched_at[w]) {
       std::cerr << "fusegate prove: " << name << " on " << r->name << " at world size " << w << "\n";
-      AbRun a = run_ab(fp, r->name, w, Mode::Compiled, sel.backend, sel.fg_dirs, sel.golden_dir, sel.timeout_s);
+      RunSpec spec;
+      spec.repro = r->name;
+      spec.world = w;
+      spec.backend = sel.backend;
+      spec.fg_dirs = sel.fg_dirs;
+      spec.golden_dir = sel.golden_dir;
+      spec.timeout_s = sel.timeout_s;
+      AbRun a = run_ab(fp, spec);
       if (a.exit_code != 0) {
         std::cerr << "fusegate prove: " << r->name << " w" << w << ": " << a.message << "\n";
         ++cannot;
         continue;
       }
-      print_ab(fp, r->name, w, Mode::Compiled, sel.backend, a);
+      print_ab(fp, spec, a);
       if (env.is_null() && a.record.contains("env")) env = a.record["env"];
       json outs = json::array();
       for (const auto& [rank, rr] : ranks_by_id(a.record))

@@ -82,6 +82,7 @@ std::string golden_of_job(const Selection& sel, const Job& j) {
 
 // --require-fast-path: a fast path that did not run on every rank fails.
 // Eager (mode A) runs no fast path: the requirement is for compiled modes.
+// A required fast path that did not run on a rank fails the check.
 void require_fast_paths(const Selection& sel, const nlohmann::json& rec, Verdict* v) {
   if (rec.value("mode", "") == "A") return;
   for (const auto& name : sel.require_fast_paths)
@@ -90,14 +91,11 @@ void require_fast_paths(const Selection& sel, const nlohmann::json& rec, Verdict
       if (rk.contains("fast_paths"))
         for (const auto& f : rk["fast_paths"])
           if (f["name"] == name) status = f["status"].get<std::string>();
-      if (status != "used")
-        v->findings.push_back({VerdictKind::Fail, "rank " + rk["rank"].dump() + ": required fast path " + name +
-                                                      " did not run (" + status + ")"});
+      if (status == "used") continue;
+      v->findings.push_back({VerdictKind::Fail, "rank " + rk["rank"].dump() + ": required fast path " + name +
+                                                    " did not run (" + status + ")"});
+      v->kind = VerdictKind::Fail;
     }
-  if (!sel.require_fast_paths.empty() && v->kind != VerdictKind::Missing) v->kind = overall_kind(v->findings);
-  if (v->kind == VerdictKind::Missing)
-    for (const auto& f : v->findings)
-      if (f.kind == VerdictKind::Fail) v->kind = VerdictKind::Fail;
 }
 
 // What a golden keeps: the record without timings, which vary run to run.

@@ -38,17 +38,9 @@ int cmd_explain_repro(const Repro& r, Mode mode, int world, FusionPolicy fusion,
 // in mode C at `world` (compiler only, no ranks); empty: it does not match.
 std::vector<std::string> dry_fast_path_sites(const Repro& r, int world, Backend backend, const std::string& name);
 
-// fusegate ab / prove (harness/ab.cpp).
-struct AbOptions {
-  std::string fast_path, repro, json_out;
-  int world = 1;
-  Mode mode = Mode::Compiled;
-  Backend backend = Backend::Cpu;
-  std::vector<std::string> fg_dirs;
-  std::string golden_dir;
-  int timeout_s = 120;
-};
-int cmd_ab(const AbOptions& o);
+// fusegate ab / prove (harness/ab.cpp). `ab` runs spec.repro with
+// spec.ab_fast_path forced against the generic path.
+int cmd_ab(const RunSpec& spec, const std::string& json_out);
 int cmd_prove(const std::string& fast_path, const std::vector<int>& worlds, const Selection& sel);
 
 // fusegate bisect (harness/bisect.cpp): 0 nothing to bisect, 1 culprit found

@@ -130,13 +130,13 @@ int run_main(int argc, char** argv) {
   explain->add_option("--golden-dir", sel.golden_dir, "folder of golden files (and proofs)");
   add_fast(explain);
 
-  AbOptions ab;
+  std::string ab_json;
   auto* abc = app.add_subcommand("ab", "generic path vs a fast path vs fp64 on the same inputs, per output and rank");
-  abc->add_option("--fast-path", ab.fast_path, "the fast path")->required();
-  abc->add_option("--repro", ab.repro, "repro name")->required();
-  abc->add_option("--world-size", ab.world, "ranks")->capture_default_str();
+  abc->add_option("--fast-path", spec.ab_fast_path, "the fast path")->required();
+  abc->add_option("--repro", spec.repro, "repro name")->required();
+  abc->add_option("--world-size", spec.world, "ranks")->capture_default_str();
   abc->add_option("--mode", mode_text, "B or C")->capture_default_str();
-  abc->add_option("--json", ab.json_out, "write the full report here");
+  abc->add_option("--json", ab_json, "write the full report here");
   add_common(abc);
 
   std::string prove_name;
@@ -258,13 +258,8 @@ int run_main(int argc, char** argv) {
                              sel.golden_dir);
   }
   if (*abc) {
-    ab.mode = spec.mode;
-    ab.backend = sel.backend;
-    ab.fg_dirs = sel.fg_dirs;
-    ab.golden_dir = sel.golden_dir;
-    ab.timeout_s = sel.timeout_s;
-    if (!ab.json_out.empty()) require_writable_file("--json", ab.json_out);
-    return cmd_ab(ab);
+    if (!ab_json.empty()) require_writable_file("--json", ab_json);
+    return cmd_ab(spec, ab_json);
   }
   if (*prove) return cmd_prove(prove_name, prove_worlds, sel);
   if (*bisect) {

@@ -4,6 +4,7 @@
 
 #include "fusion/bisect.h"
 #include "fusion/errors.h"
+#include "kernels/fastpaths/catalog.h"
 
 namespace fg {
 
@@ -31,9 +32,21 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
       case FusionKind::Pointwise: case FusionKind::Reduction: case FusionKind::View:
         rep[static_cast<size_t>(n.id)] = all;
         break;
+      case FusionKind::Extern:
+        // library kernels may pick algorithms per device; a fast path says
+        // which of its inputs make its result replicated (its TP contract)
+        rep[static_cast<size_t>(n.id)] = false;
+        if (n.op == Op::FastPath)
+          if (const FastPathSpec* f = find_fast_path(attr_str_or(n.attrs, "name", ""));
+              f && !f->replicated_given.empty()) {
+            bool given = true;
+            for (int i : f->replicated_given)
+              given = given && i < static_cast<int>(n.inputs.size()) && rep[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])];
+            rep[static_cast<size_t>(n.id)] = given;
+          }
+        break;
       default:
-        // library kernels may pick algorithms per device; host ops and
-        // mutations are not values of the graph
+        // host ops and mutations are not values of the graph
         rep[static_cast<size_t>(n.id)] = false;
     }
   }

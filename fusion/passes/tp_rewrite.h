@@ -9,7 +9,9 @@
 // result is the same sum, provided %r holds the same value on every rank.
 // The pass proves that before it rewrites: %r must be replicated by
 // construction (a replicated graph input, a full, the result of an
-// all-reduce or all-gather, or views / pointwise ops / reductions of such
+// all-reduce or all-gather, a fast path whose contract makes its result
+// replicated given replicated inputs (allreduce_residual_rmsnorm: its
+// residual and weight), or views / pointwise ops / reductions of such
 // values); results of library GEMMs, attention or anything reading a
 // sharded input are not. Rounding differs from the unfused order: the
 // all-reduce now carries r, so each of its hops rounds at r's magnitude.

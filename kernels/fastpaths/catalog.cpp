@@ -293,20 +293,23 @@ std::vector<FastPathSpec> make_catalog() {
                "projected dimension",
                "q and k slices of one projection (widths a multiple of 8), each through an RMSNorm whose sum of "
                "squares is all-reduced",
-               false, match_qkv_tp});
+               false, match_qkv_tp, {}});
   c.push_back({"qkv_rmsnorm_local", 10,
                "assumes the full normalized dim: normalizes q and k over the columns this rank holds, in one "
                "kernel; right only where a rank holds the whole dimension (world size 1, or a per-shard norm)",
                "q and k slices of one projection (widths a multiple of 8), each through an RMSNorm (all-reduced or "
                "not)",
                true,
-               match_qkv_local});
+               match_qkv_local, {}});
   c.push_back({"allreduce_residual_rmsnorm", 10,
                "replicated output: one-shot all-reduce over the ranks' buffers (shared memory on cpu, CUDA IPC on "
                "cuda; ranks on one host), summed in rank order so every rank holds the same bits, fused with the "
                "residual add and the RMSNorm",
                "all_reduce(g) + r, then an RMSNorm over the whole last dim of the sum (a multiple of 8)", false,
-               match_allreduce_norm});
+               match_allreduce_norm,
+               // every rank sums the same partials in the same order: the
+               // result is replicated when the residual and the weight are
+               {1, 2}});
   return c;
 }
 

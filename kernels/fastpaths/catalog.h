@@ -46,6 +46,10 @@ struct FastPathSpec {
   // on the host backend (the cuda kernels reduce in their own order)
   bool generic_order_host = false;
   std::function<std::vector<FastPathSite>(const Graph&)> match;
+  // The inputs (by position) whose being the same on every rank makes the
+  // result the same on every rank; empty: the result is never (a shard).
+  // What passes/tp_rewrite's proof of replication reads of a fast path.
+  std::vector<int> replicated_given;
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
 };
 

@@ -22,6 +22,23 @@ graph g(%x: bf16[8,64], %w: bf16[64,64], %wo: bf16[64,64]) {
 }
 )";
 
+// A fast path's result is replicated as its contract says: the all-reduce +
+// norm fast path's when its residual and weight are.
+TEST(TpRewrite, AFastPathResultIsReplicatedAsItsContractSays) {
+  const char* text = R"(
+graph g(%p: bf16[8,64], %x: bf16[8,64], %ln: bf16[64]) {
+  %3 = fast_path(%p, %x, %ln) {dtype = "bf16", eps = 1e-06, hidden = 64, name = "allreduce_residual_rmsnorm", shape = [2, 8, 64]} : bf16[2,8,64]
+  %4 = slice(%3) {dim = 0, end = 2, start = 1, step = 1} : bf16[1,8,64]
+  return %4
+}
+)";
+  Graph g = parse_graph(text, "t.fg");
+  EXPECT_TRUE(replicated_nodes(g, {"x", "ln"})[3]);
+  EXPECT_TRUE(replicated_nodes(g, {"x", "ln"})[4]);  // a view of it
+  EXPECT_FALSE(replicated_nodes(g, {"ln"})[3]);      // a sharded residual
+  EXPECT_FALSE(replicated_nodes(g, {"x"})[3]);
+}
+
 TEST(TpRewrite, ReplicatedValuesFollowInputsCollectivesAndPointwiseOps) {
   Graph g = parse_graph(kBlock, "t.fg");
   std::vector<bool> rep = replicated_nodes(g, {"x"});
