@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "kernels/collectives/collectives.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/fastpaths/catalog.h"
@@ -66,6 +67,9 @@ FastPathRunner::Shared& FastPathRunner::shared(int64_t bytes) {
     throw std::runtime_error("fast path: cannot size shared memory " + mine + ": " + std::strerror(errno));
   }
   ::close(fd);
+  // FUSEGATE_FAULT=crash_in_fast_path:R: rank R dies holding a named segment
+  // while its peers wait in the exchange below (the launcher must clean up)
+  if (fault_argument("crash_in_fast_path") == std::to_string(rank_)) std::abort();
   // the n-th region this process makes is every rank's n-th: the key is unique
   static int regions = 0;
   const std::string key = "fastpath-shm/" + std::to_string(regions++) + "/" + std::to_string(bytes);

@@ -57,12 +57,27 @@ PY
   bad_flag)
     "$FG" run tp_block_llama --mode Z >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown mode 'Z'" ;;
   rank_crash)
-    before=$(ls /dev/shm | grep -c '^fusegate-' || true)
+    # a leaked segment is one whose owner (/fusegate-<pid>-...) is gone; the
+    # segments of tests running beside this one belong to live processes, and
+    # their launchers remove them when they stop their ranks
+    orphans() {
+      for f in /dev/shm/fusegate-*; do
+        [ -e "$f" ] || continue
+        pid=${f#/dev/shm/fusegate-}; pid=${pid%%-*}
+        [ -d "/proc/$pid" ] || echo "$f"
+      done | sort
+    }
+    before=$(orphans)
     FUSEGATE_FAULT=crash:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 >"$T/out" 2>&1
     expect_rc $? 125; expect_out "rank 1 crashed"
-    # rank 0 made its fast path's shared segment before its peer died: gone
-    after=$(ls /dev/shm | grep -c '^fusegate-' || true)
-    [ "$after" -le "$before" ] || fail "a crashed run left shared memory behind ($before -> $after)" ;;
+    # rank 1 dies holding its fast path's named segment while rank 0, holding
+    # its own, waits for the exchange: the launcher removes both
+    FUSEGATE_FAULT=crash_in_fast_path:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 \
+      --fast-paths all >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "rank 1 crashed"
+    sleep 1
+    left=$(comm -13 <(echo "$before") <(orphans))
+    [ -z "$left" ] || fail "a crashed run left shared memory behind: $left" ;;
   rank_hang)
     start=$(date +%s)
     FUSEGATE_FAULT=hang:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 5 >"$T/out" 2>&1
