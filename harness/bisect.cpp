@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -68,14 +69,40 @@ std::string limits_text(const std::map<std::string, long long>& limits) {
 }
 
 std::string describe(const json& e) {
-  std::string nodes;
-  if (const json* n = field(e, "nodes"))
-    for (const auto& x : *n) nodes += (nodes.empty() ? "" : " + ") + x.get<std::string>();
-  std::string score;
-  if (const json* sc = field(e, "score"))
-    for (const auto& x : *sc) score += (score.empty() ? "" : ", ") + x.dump();
-  return nodes + " (graph " + text_of(e, "graph") + ", round " + text_of(e, "round") + ", score (" + score + ")" +
-         (text_of(e, "reason").empty() ? "" : ", " + text_of(e, "reason")) + ")";
+  const std::string at = ledger_source_text(e);
+  return ledger_entry_text(e, false) + " (graph " +
+         text_of(e, "graph") + ", round " + text_of(e, "round") +
+         (text_of(e, "reason").empty() ? "" : ", " + text_of(e, "reason")) + ")" +
+         (at.empty() ? "" : "\n  repro source: " + at);
+}
+
+// The text of the culprit's repro lines, read where the record's paths lead:
+// as written (absolute, or relative to here), else beside the golden
+// directory (C++ repros are named from the project root: "repros/x.cpp").
+std::string source_excerpt(const json& e, const std::string& golden_dir) {
+  const json* src = field(e, "source");
+  if (!src || !src->is_array()) return "";
+  std::string out;
+  int shown = 0;
+  for (const json& x : *src) {
+    if (!x.is_string() || shown == 8) continue;
+    const std::string l = x.get<std::string>();
+    const size_t colon = l.rfind(':', l.find(' '));
+    if (colon == std::string::npos) continue;
+    const std::string file = l.substr(0, colon);
+    const long want = std::atol(l.c_str() + colon + 1);
+    std::filesystem::path path = file;
+    if (!std::filesystem::exists(path)) path = std::filesystem::path(golden_dir).parent_path() / file;
+    std::ifstream in(path);
+    std::string text;
+    for (long n = 1; in && std::getline(in, text); ++n)
+      if (n == want) {
+        out += "    " + file + ":" + std::to_string(want) + " | " + text.substr(text.find_first_not_of(' ') == std::string::npos ? 0 : text.find_first_not_of(' ')) + "\n";
+        ++shown;
+        break;
+      }
+  }
+  return out;
 }
 
 // The kernel that holds the culprit's nodes and its source, from `explain`
@@ -199,7 +226,10 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
       if (regressed) {
         std::cout << "fusegate bisect: " << base.repro << "'s outputs pass their accuracy check, but the run "
                   << "regressed against " << gpath << ": not a search; what changed:\n";
-        for (const auto& l : lines) std::cout << "  " << l << "\n";
+        for (std::string l : lines) {
+          for (size_t at = l.find('\n'); at != std::string::npos; at = l.find('\n', at + 1)) l.insert(at + 1, "  ");
+          std::cout << "  " << l << "\n";
+        }
         if (!json_out.empty())
           write_atomic(json_out, dump_record({{"result", "regression against the golden"},
                                               {"golden", gpath},
@@ -289,6 +319,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   std::cout << "\nfusegate bisect: " << base.repro << ": the culprit is application " << k << " of "
             << counts[culprit_sub] << " of " << culprit_sub << " (" << step << " runs)\n"
             << "  " << describe(entry) << "\n";
+  std::cout << source_excerpt(entry, base.golden_dir);
   std::cout << culprit_kernel(base, bad_env, entry);
   std::cout << "  replay, good: FUSEGATE_BISECT=" << good_env << " fusegate run " << base.repro << flags << "\n"
             << "  replay, bad:  FUSEGATE_BISECT=" << bad_env << " fusegate run " << base.repro << flags << "\n";

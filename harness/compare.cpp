@@ -231,6 +231,54 @@ std::string decision(const json& entry) {
   return reason.empty() ? outcome : outcome + " (" + reason + ")";
 }
 
+}  // namespace
+
+std::string ledger_source_text(const json& entry) {
+  const json* src = field(entry, "source");
+  if (!src || !src->is_array()) return "";
+  // "file:line (fn)" -> runs of lines per (file, fn), in the record's order
+  struct Run {
+    std::string file, fn;
+    std::vector<long> lines;
+  };
+  std::vector<Run> runs;
+  for (const json& x : *src) {
+    if (!x.is_string()) continue;
+    const std::string l = x.get<std::string>();
+    const size_t space = l.find(' ');
+    const size_t colon = l.rfind(':', space);
+    if (colon == std::string::npos) continue;
+    Run r{l.substr(0, colon), space == std::string::npos ? "" : l.substr(space + 1), {}};
+    const long line = std::atol(l.c_str() + colon + 1);
+    if (runs.empty() || runs.back().file != r.file || runs.back().fn != r.fn) runs.push_back(r);
+    runs.back().lines.push_back(line);
+  }
+  std::string out;
+  for (const Run& r : runs) {
+    std::string lines;
+    for (size_t i = 0; i < r.lines.size();) {
+      size_t j = i;
+      while (j + 1 < r.lines.size() && r.lines[j + 1] == r.lines[j] + 1) ++j;
+      lines += (lines.empty() ? "" : ",") + std::to_string(r.lines[i]) +
+               (j > i ? "-" + std::to_string(r.lines[j]) : "");
+      i = j + 1;
+    }
+    out += (out.empty() ? "" : "; ") + r.file + ":" + lines + (r.fn.empty() ? "" : " " + r.fn);
+  }
+  return out;
+}
+
+std::string ledger_entry_text(const json& entry, bool with_source) {
+  std::string score;
+  if (const json* sc = field(entry, "score"))
+    if (sc->is_array())
+      for (const auto& x : *sc) score += (score.empty() ? "" : ", ") + x.dump();
+  const std::string at = with_source ? ledger_source_text(entry) : "";
+  return nodes_key(entry) + " score (" + score + ")" + (at.empty() ? "" : " at " + at);
+}
+
+namespace {
+
 // A fusion-rule change shows here as a readable diff of decisions, even when
 // the kernel count did not move.
 void compare_ledger(Ctx& c, const json& run, const json& gold) {
@@ -247,17 +295,17 @@ void compare_ledger(Ctx& c, const json& run, const json& gold) {
     size_t n = seen[key]++;
     auto it = golden.find(key);
     if (it == golden.end() || n >= it->second.size()) {
-      lines.push_back(key + ": new candidate, " + decision(e));
+      lines.push_back(ledger_entry_text(e) + ": new candidate, " + decision(e));
       continue;
     }
     const json& g = *it->second[n];
     if (text_of(g, "outcome") != text_of(e, "outcome") ||
         text_of(g, "reason") != text_of(e, "reason"))
-      lines.push_back(key + ": " + decision(g) + " -> " + decision(e));
+      lines.push_back(ledger_entry_text(e) + ": " + decision(g) + " -> " + decision(e));
   }
   for (auto& [key, entries] : golden)
     for (size_t n = seen[key]; n < entries.size(); ++n)
-      lines.push_back(key + ": no longer a candidate (was " + decision(*entries[n]) + ")");
+      lines.push_back(ledger_entry_text(*entries[n]) + ": no longer a candidate (was " + decision(*entries[n]) + ")");
   if (!lines.empty())
     c.add(VerdictKind::Pass, "fusion decisions changed:\n  " + join(lines, "\n  "));
 }

@@ -54,4 +54,12 @@ bool fingerprints_close(const nlohmann::json& a, const nlohmann::json& b, std::s
 Verdict compare_across_worlds(const nlohmann::json& base, const nlohmann::json& other,
                               const std::string& check_id);
 
+// A ledger entry as a reader needs it: "buf2+buf4 score (2, 0, 66048, -1)
+// at repros/x.cpp:17-21 (norm)" (no "at" when the record has no source, or
+// `with_source` is false).
+std::string ledger_entry_text(const nlohmann::json& entry, bool with_source = true);
+// Only the "at ..." part ("" without source): consecutive lines of one
+// function as a range, functions separated by "; ".
+std::string ledger_source_text(const nlohmann::json& entry);
+
 }  // namespace fg

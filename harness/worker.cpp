@@ -439,6 +439,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
                              {"outcome", e.fused ? "fused" : "rejected"},
                              {"reason", reject_code(e.reason)},
                              {"round", e.round}});
+      if (!e.source.empty()) j["ledger"].back()["source"] = e.source;
       decisions += e.first + "|" + e.second + "|" + (e.fused ? "1" : "0") + ";";
     }
     ++gi;

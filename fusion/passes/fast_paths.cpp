@@ -225,6 +225,7 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
     LedgerEntry e;
     e.first = "fast_path " + c.spec->name;
     e.second = refs(g, c.site.replaced);
+    for (int id : c.site.covered) e.add_source(g.node(id).loc);
     e.fused = c.status == kFastPathUsed;
     e.reason = e.fused ? Reject::FastPathUsed
                : c.status == kFastPathUnproven ? Reject::FastPathUnproven

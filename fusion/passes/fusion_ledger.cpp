@@ -1,9 +1,28 @@
 #include "fusion/passes/fusion_ledger.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <utility>
+
 #include "fusion/ir/text.h"
 #include "fusion/passes/fusion_cost.h"
 
 namespace fg {
+
+void LedgerEntry::add_source(const std::vector<std::string>& lines) {
+  for (const auto& l : lines)
+    if (std::find(source.begin(), source.end(), l) == source.end()) source.push_back(l);
+  // by file, then line as a number ("x.cpp:9" before "x.cpp:17")
+  auto key = [](const std::string& l) {
+    const size_t colon = l.rfind(':', l.find(' '));
+    return std::make_pair(l.substr(0, colon), colon == std::string::npos ? 0L : std::atol(l.c_str() + colon + 1));
+  };
+  std::sort(source.begin(), source.end(), [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
+}
+
+void LedgerEntry::add_source(const SourceLoc& l) {
+  if (l.known()) add_source(std::vector<std::string>{l.str()});
+}
 
 const char* reject_code(Reject r) {
   switch (r) {

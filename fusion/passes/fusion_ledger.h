@@ -6,6 +6,9 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "fusion/ir/types.h"
 
 namespace fg {
 
@@ -39,6 +42,11 @@ struct LedgerEntry {
   bool fused = false;
   Reject reason = Reject::None;  // why rejected; for a fused entry, None or how it fused
   int round = 0;
+  // where the repro made the nodes involved ("repros/x.cpp:42 (forward)"),
+  // sorted, each once; empty for graphs built without locations
+  std::vector<std::string> source;
+  void add_source(const SourceLoc& l);
+  void add_source(const std::vector<std::string>& lines);
 };
 
 }  // namespace fg

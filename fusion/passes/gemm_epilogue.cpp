@@ -20,6 +20,8 @@ Graph fuse_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger) {
     LedgerEntry e;
     e.first = g.ref(gm.id) + "(linear)";
     e.second = g.ref(n.id) + "(gelu)";
+    e.add_source(gm.loc);
+    e.add_source(n.loc);
     const int64_t limit = bisect_limits().gemm_epilogue;
     if (limit >= 0 && static_cast<int64_t>(gelu_of.size()) >= limit) {
       e.reason = Reject::BisectLimit;

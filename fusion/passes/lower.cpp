@@ -96,6 +96,7 @@ struct Value {
   int buffer = -1;
   Layout layout;
   std::set<std::string> origins;
+  std::set<std::string> lines;  // repro source locations of the graph nodes it covers
   bool storage() const { return buffer >= 0; }
 };
 
@@ -180,12 +181,14 @@ class Lowerer {
     return b.id;
   }
 
-  Value from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins = {}) {
+  Value from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins = {},
+                     std::set<std::string> lines = {}) {
     Value v;
     v.type = TensorType{t, l.sizes};
     v.buffer = buffer;
     v.layout = l;
     v.origins = std::move(origins);
+    v.lines = std::move(lines);
     v.load = make_loader([buffer, l, t](const Coords& c) { return ex_load(buffer, t, ix_linear(c, l.strides, l.offset)); });
     return v;
   }
@@ -224,6 +227,7 @@ class Lowerer {
     sn.store = l;
     sn.writes = {b};
     sn.origins.assign(v.origins.begin(), v.origins.end());
+    sn.lines.assign(v.lines.begin(), v.lines.end());
     add_node(std::move(sn));
     return from_storage(b, l, v.type.dtype);
   }
@@ -231,6 +235,12 @@ class Lowerer {
   const Value& in(const Node& n, size_t k) { return values_[static_cast<size_t>(n.inputs[k])]; }
 
   std::string origin_of(const Node& n) const { return n.origin.empty() ? op_info(n.op).aten : n.origin; }
+  // Where the repro made `n` (nothing when unknown: a graph built in code).
+  static std::set<std::string> line_of(const Node& n) {
+    if (!n.loc.known()) return {};
+    return {n.loc.str()};
+  }
+  static void merge(std::set<std::string>& into, const std::set<std::string>& from) { into.insert(from.begin(), from.end()); }
 
   Value lower_node(const Node& n) {
     switch (fusion_kind(n.op)) {
@@ -258,11 +268,15 @@ class Lowerer {
   Value lower_pointwise(const Node& n) {
     Value v;
     v.type = n.type;
-    if (n.op != Op::Full) v.origins.insert(origin_of(n));
+    if (n.op != Op::Full) {
+      v.origins.insert(origin_of(n));
+      v.lines = line_of(n);
+    }
     std::vector<Value> ins;
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       ins.push_back(in(n, k));
       v.origins.insert(ins.back().origins.begin(), ins.back().origins.end());
+      merge(v.lines, ins.back().lines);
     }
     Shape out = n.type.shape;
     Op op = n.op;
@@ -323,6 +337,8 @@ class Lowerer {
     for (auto d : dims) { r *= s[static_cast<size_t>(d)]; rshape.push_back(s[static_cast<size_t>(d)]); }
     std::set<std::string> origins = x.origins;
     origins.insert(origin_of(n));
+    std::set<std::string> lines = x.lines;
+    merge(lines, line_of(n));
     DType t = n.type.dtype;
     Op op = n.op;
 
@@ -342,6 +358,7 @@ class Lowerer {
       Value v;
       v.type = n.type;
       v.origins = origins;
+      v.lines = lines;
       LoadFn xl = x.load;
       v.load = memo([xl, full, rshape, r, op, t](const Coords& oc) {
         ExprP acc;
@@ -365,6 +382,7 @@ class Lowerer {
     sn.store = l;
     sn.writes = {b};
     sn.origins.assign(origins.begin(), origins.end());
+    sn.lines.assign(lines.begin(), lines.end());
     add_node(std::move(sn));
     return from_storage(b, l, t);
   }
@@ -442,11 +460,13 @@ class Lowerer {
       default:
         internal_error("unknown view op");
     }
-    if (layout) return from_storage(x.buffer, *layout, n.type.dtype, x.origins);
+    if (layout) return from_storage(x.buffer, *layout, n.type.dtype, x.origins, x.lines);
     Value v;
     v.type = n.type;
     v.origins = x.origins;
     v.origins.insert(origin_of(n));
+    v.lines = x.lines;
+    merge(v.lines, line_of(n));
     LoadFn inner = x.load;
     v.load = memo([inner, map](const Coords& c) { return (*inner)(map(c)); });
     return v;
@@ -483,6 +503,7 @@ class Lowerer {
     sn.store = l;
     sn.writes = {b};
     sn.origins = {n.inputs.size() == 3 ? "addmm" : "mm"};
+    for (const auto& l2 : line_of(n)) sn.lines.push_back(l2);
     add_node(std::move(sn));
     return from_storage(b, l, n.type.dtype);
   }
@@ -511,6 +532,7 @@ class Lowerer {
     sn.out_buffer = b;
     sn.writes = {b};
     sn.origins = {origin_of(n)};
+    for (const auto& l2 : line_of(n)) sn.lines.push_back(l2);
     add_node(std::move(sn));
     return from_storage(b, l, n.type.dtype);
   }
@@ -538,6 +560,7 @@ class Lowerer {
       sn.writes = {sn.out_buffer};
     }
     sn.origins = {origin_of(n)};
+    for (const auto& l2 : line_of(n)) sn.lines.push_back(l2);
     int b = sn.out_buffer;
     add_node(std::move(sn));
     return from_storage(b, Layout::contiguous(n.type.shape), n.type.dtype);
@@ -559,6 +582,9 @@ class Lowerer {
     std::set<std::string> o = src.origins;
     o.insert("copy_");
     sn.origins.assign(o.begin(), o.end());
+    std::set<std::string> lines = src.lines;
+    merge(lines, line_of(n));
+    sn.lines.assign(lines.begin(), lines.end());
     sn.name = "mut" + std::to_string(out_.nodes.size());
     add_node(std::move(sn));
     return dst;

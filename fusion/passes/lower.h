@@ -55,6 +55,7 @@ struct SchedNode {
   int out_buffer = -1;
   SourceLoc loc;
   std::vector<std::string> origins;  // sorted ATen names of the graph nodes it covers
+  std::vector<std::string> lines;    // sorted repro source locations of those nodes ("repros/x.cpp:42 (forward)")
 
   // Pointwise: `shape` is the output shape and `body` is over vars i0..ik.
   // Reduction: `shape` is the input shape, `body` is over its full coords

@@ -368,6 +368,8 @@ class Scheduler {
     e.fused = fused;
     e.reason = r;
     e.round = round;
+    for (int g : {ga, gb})
+      for (int n : groups_[static_cast<size_t>(g)].nodes) e.add_source(g_.nodes[static_cast<size_t>(n)].lines);
     ledger_.push_back(e);
   }
 

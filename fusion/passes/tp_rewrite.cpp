@@ -78,6 +78,8 @@ Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& re
       LedgerEntry e;
       e.first = g.ref(gm.id) + "(linear)";
       e.second = g.ref(n.id) + "(add)";
+      e.add_source(gm.loc);
+      e.add_source(n.loc);
       if (!rep[static_cast<size_t>(r.id)]) {
         e.reason = Reject::TpAddendNotReplicated;
       } else if (r.id > gm.id) {

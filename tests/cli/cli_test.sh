@@ -328,6 +328,9 @@ PY
       expect_out "replay, good: FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
       expect_out "replay, bad:  FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
       expect_out "kernel: .*nodes:.* $3( |\$)"
+      # the repro lines of the fused nodes, and their text
+      expect_out "repro source: repros/$1.cpp:[0-9]+"
+      expect_out "^    repros/$1.cpp:[0-9]+ \| .*[a-z_]+\("
       python3 - "$T/b.json" "$3" <<'PY' || fail "$c: the culprit does not fuse $3, or too many runs"
 import json, math, sys
 j = json.load(open(sys.argv[1])); node = sys.argv[2]
@@ -335,6 +338,7 @@ assert j["subsystem"] == "decisions", j
 groups = [p for side in j["entry"]["nodes"] for p in side.split("+")]
 assert node in groups, (node, j["entry"])
 assert j["entry"]["outcome"] == "fused"
+assert j["entry"]["source"] and all(s.startswith("repros/") for s in j["entry"]["source"]), j["entry"]
 assert j["runs"] <= 4 + math.ceil(math.log2(max(1, j["applications"]))) + 2, j["runs"]
 PY
     done ;;
@@ -350,7 +354,9 @@ PY
     # not a search: the decisions that changed are the report
     FUSEGATE_FAULT=refuse_fusion:reduction "$FG" bisect tp_block_llama --mode C --world-size 2 >"$T/out" 2>&1
     expect_rc $? 1; expect_out "regressed against .*tp_block_llama/C_w2.json: not a search"
-    expect_out "kernel_count 11 -> 12"; expect_out "buf2\+buf4: fused -> rejected \(fault_refused\)" ;;
+    expect_out "kernel_count 11 -> 12"
+    # the changed decision with its nodes, score, reason and repro line
+    expect_out "buf2\+buf4 score \(2, 0, [0-9]+, -1\) at repros/tp_block_llama.cpp:[0-9]+ \(attention\): fused -> rejected \(fault_refused\)" ;;
   git_bisect_run)
     # a real `git bisect run` over a scripted history of a .fg repro, with the
     # goldens outside the tree: the commit that adds a graph break is found

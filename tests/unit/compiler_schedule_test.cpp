@@ -54,6 +54,35 @@ graph g(%x: bf16[2,64,256], %w: bf16[256]) {
   EXPECT_EQ(c.program.kernels[0].name, "cpu_per_fused__to_copy_add_mean_mul_pow_rsqrt_0") << dump(c);
 }
 
+// Each scheduler node and ledger entry names the repro lines of the graph
+// nodes it covers: a value realized for a GEMM keeps its producers' lines,
+// not the GEMM's.
+TEST(Schedule, NodesAndDecisionsKeepTheirSourceLines) {
+  auto c = compile_text(R"(
+graph g(%x: f32[8,16], %w: f32[32,16]) {
+  %2 = relu(%x) : f32[8,16]
+  %3 = neg(%2) : f32[8,16]
+  %4 = linear(%3, %w) : f32[8,32]
+  %5 = sigmoid(%4) : f32[8,32]
+  %6 = sum(%5) {dims = [1], keepdim = 0} : f32[8]
+  return %5, %6
+}
+)");
+  ASSERT_EQ(c.lowered.nodes.size(), 4u) << dump(c);
+  EXPECT_EQ(c.lowered.nodes[0].lines, (std::vector<std::string>{"test.fg:3", "test.fg:4"})) << dump(c);
+  EXPECT_EQ(c.lowered.nodes[1].lines, (std::vector<std::string>{"test.fg:5"})) << dump(c);
+  // the sum inlines the sigmoid it reads; the returned sigmoid is its own node
+  EXPECT_EQ(c.lowered.nodes[2].lines, (std::vector<std::string>{"test.fg:6", "test.fg:7"})) << dump(c);
+  EXPECT_EQ(c.lowered.nodes[3].lines, (std::vector<std::string>{"test.fg:6"})) << dump(c);
+  bool found = false;
+  for (const auto& e : c.schedule.ledger)
+    if (e.fused && e.reason == Reject::None) {
+      found = true;
+      EXPECT_EQ(e.source, (std::vector<std::string>{"test.fg:6", "test.fg:7"})) << dump(c);
+    }
+  EXPECT_TRUE(found) << dump(c);
+}
+
 TEST(Schedule, LinearIsExternAndNotFused) {
   auto c = compile_text(R"(
 graph g(%x: f32[8,16], %w: f32[32,16]) {

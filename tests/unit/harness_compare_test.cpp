@@ -511,5 +511,19 @@ TEST(CompareAcrossWorlds, MissingOutputFailsShardIsOnlyNoted) {
   EXPECT_NE(all(v).find("output out is missing at world 2"), std::string::npos) << all(v);
 }
 
+TEST(LedgerText, SourceLinesAsRangesPerFunction) {
+  json e = {{"nodes", {"buf2", "buf4"}},
+            {"score", {2, 0, 66048, -1}},
+            {"source", {"repros/x.cpp:17 (norm)", "repros/x.cpp:18 (norm)", "repros/x.cpp:20 (norm)",
+                        "repros/x.cpp:31 (mlp)", "repros/fg/y.fg:3"}}};
+  EXPECT_EQ(ledger_source_text(e), "repros/x.cpp:17-18,20 (norm); repros/x.cpp:31 (mlp); repros/fg/y.fg:3");
+  EXPECT_EQ(ledger_entry_text(e),
+            "buf2+buf4 score (2, 0, 66048, -1) at repros/x.cpp:17-18,20 (norm); repros/x.cpp:31 (mlp); repros/fg/y.fg:3");
+  EXPECT_EQ(ledger_entry_text(e, false), "buf2+buf4 score (2, 0, 66048, -1)");
+  e.erase("source");
+  EXPECT_EQ(ledger_source_text(e), "");
+  EXPECT_EQ(ledger_entry_text(e), "buf2+buf4 score (2, 0, 66048, -1)");
+}
+
 }  // namespace
 }  // namespace fg
