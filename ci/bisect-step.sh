@@ -9,10 +9,10 @@
 # into build-bisect/ (a commit that does not build cannot be tested: 125).
 # `fusegate check` answers 0 pass and 1 regression; everything that means
 # "this commit cannot be judged" becomes 125: bad input there (exit 2: a
-# repro or flag the commit does not have, a --backend cuda run without a
-# GPU), a check that cannot test (125), a golden that is missing for the
-# selection (MISSING), or any other exit. `git bisect run` would read an
-# exit 2 as "bad".
+# repro or flag the commit does not have), a check that cannot test (125:
+# a --backend cuda run without a GPU or a CUDA build, a rank that crashed),
+# a golden that is missing for the selection (MISSING), or any other exit.
+# `git bisect run` would read an exit 2 as "bad".
 set -uo pipefail
 fg="${FUSEGATE:-}"
 if [ -z "$fg" ]; then

@@ -8,7 +8,7 @@
 namespace fg {
 
 const std::vector<std::string>& bisect_subsystems() {
-  static const std::vector<std::string> s = {"fast_paths", "gemm_epilogue", "tp_rewrite", "decisions"};
+  static const std::vector<std::string> s = {"fast_paths", "gemm_epilogue", "tp_rewrite", "decisions", "codegen_variants"};
   return s;
 }
 
@@ -17,6 +17,7 @@ int64_t bisect_limit(const BisectLimits& l, const std::string& subsystem) {
   if (subsystem == "gemm_epilogue") return l.gemm_epilogue;
   if (subsystem == "tp_rewrite") return l.tp_rewrite;
   if (subsystem == "decisions") return l.decisions;
+  if (subsystem == "codegen_variants") return l.codegen_variants;
   return -1;
 }
 
@@ -35,10 +36,11 @@ BisectLimits parse_bisect(const std::string& text) {
                     : name == "gemm_epilogue" ? &l.gemm_epilogue
                     : name == "tp_rewrite"    ? &l.tp_rewrite
                     : name == "decisions"     ? &l.decisions
+                    : name == "codegen_variants" ? &l.codegen_variants
                                               : nullptr;
     if (!slot || !digits)
       user_error("FUSEGATE_BISECT: '" + item +
-                 "' is not SUBSYSTEM:K; subsystems: fast_paths, gemm_epilogue, tp_rewrite, decisions; K a count");
+                 "' is not SUBSYSTEM:K; subsystems: fast_paths, gemm_epilogue, tp_rewrite, decisions, codegen_variants; K a count");
     *slot = std::stoll(k);
   }
   return l;

@@ -6,6 +6,8 @@
 //   gemm_epilogue  GELU folds into GEMMs (cuda, max-autotune)
 //   tp_rewrite     residual hoists onto rank 0's GEMM (cuda, max-autotune)
 //   decisions      fusions the scheduler applies, in ledger order, per graph
+//   codegen_variants  generated kernels written in chunks of 8 (16-byte
+//                  vector loads and stores; cuda), in launch order, per graph
 // An application past its limit is not made; the ledger records it as
 // `bisect_limit`. Every rank reads the same environment, so every rank
 // compiles alike. A bad value is bad input (exit 2).
@@ -17,8 +19,10 @@
 namespace fg {
 
 struct BisectLimits {
-  int64_t fast_paths = -1, gemm_epilogue = -1, tp_rewrite = -1, decisions = -1;  // -1: no limit
-  bool any() const { return fast_paths >= 0 || gemm_epilogue >= 0 || tp_rewrite >= 0 || decisions >= 0; }
+  int64_t fast_paths = -1, gemm_epilogue = -1, tp_rewrite = -1, decisions = -1, codegen_variants = -1;  // -1: no limit
+  bool any() const {
+    return fast_paths >= 0 || gemm_epilogue >= 0 || tp_rewrite >= 0 || decisions >= 0 || codegen_variants >= 0;
+  }
 };
 
 // The subsystems in pipeline order.

@@ -1,6 +1,8 @@
-// Two error channels (STYLE 8): UserError for bad input (a malformed .fg, an
-// unknown repro, a bad flag), InternalError for compiler bugs. Messages start
-// lower-case, name the thing, and say what to do.
+// Error channels (STYLE 8): UserError for bad input (a malformed .fg, an
+// unknown repro, a bad flag: exit 2), InternalError for compiler bugs, and
+// CannotTest for a machine that cannot run what was asked (no GPU, no CUDA
+// build: exit 125, which `git bisect run` reads as "skip", not "bad").
+// Messages start lower-case, name the thing, and say what to do.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -13,9 +15,13 @@ struct UserError : std::runtime_error {
 struct InternalError : std::logic_error {
   explicit InternalError(const std::string& m) : std::logic_error(m) {}
 };
+struct CannotTest : std::runtime_error {
+  explicit CannotTest(const std::string& m) : std::runtime_error(m) {}
+};
 
 [[noreturn]] void user_error(const std::string& msg);
 [[noreturn]] void internal_error(const std::string& msg);
+[[noreturn]] void cannot_test(const std::string& msg);
 
 #define FG_CHECK(cond, msg)                                                   \
   do {                                                                        \

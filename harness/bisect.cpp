@@ -53,9 +53,24 @@ std::vector<const json*> applications(const json& record, const std::string& sub
   std::vector<const json*> out;
   auto ranks = ranks_by_id(record);
   if (ranks.empty()) return out;
+  if (subsystem == "codegen_variants") {
+    // not fusion decisions: the kernels written in chunks (RECORD.md)
+    if (const json* v = field(*ranks.begin()->second, "codegen_variants"))
+      if (v->is_array())
+        for (const json& e : *v) out.push_back(&e);
+    return out;
+  }
   if (const json* ledger = field(*ranks.begin()->second, "ledger"))
     for (const json& e : *ledger)
       if (applies(e, subsystem)) out.push_back(&e);
+  return out;
+}
+
+std::string nodes_text(const json& e) {
+  std::string out;
+  if (const json* n = field(e, "nodes"))
+    if (n->is_array())
+      for (const auto& x : *n) out += (out.empty() ? "" : "+") + text_of(&x);
   return out;
 }
 
@@ -70,6 +85,11 @@ std::string limits_text(const std::map<std::string, long long>& limits) {
 
 std::string describe(const json& e) {
   const std::string at = ledger_source_text(e);
+  if (field(e, "variant"))
+    return "kernel " + text_of(e, "kernel") + " (nodes " + nodes_text(e) + ", graph " + text_of(e, "graph") +
+           ") written " + (text_of(e, "variant") == "chunked" ? "in chunks of 8 (16-byte vector loads and stores)"
+                                                               : text_of(e, "variant")) +
+           (at.empty() ? "" : "\n  repro source: " + at);
   return ledger_entry_text(e, false) + " (graph " +
          text_of(e, "graph") + ", round " + text_of(e, "round") +
          (text_of(e, "reason").empty() ? "" : ", " + text_of(e, "reason")) + ")" +
@@ -244,15 +264,33 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
     if (!json_out.empty()) write_atomic(json_out, dump_record({{"result", "nothing to bisect"}, {"steps", steps}}));
     return 0;
   }
+  // FUSEGATE_BISECT limits count per graph, while the applications below are
+  // counted over all of them: with graph breaks the search would name the
+  // wrong application. Say so rather than answer wrong.
+  for (const auto& [rank, r] : ranks_by_id(full))
+    if (const json* gc = field(*r, "graph_count"); gc && gc->is_number_integer() && gc->get<int>() > 1) {
+      std::cout << "fusegate bisect: " << base.repro << " runs as " << gc->get<int>()
+                << " graphs (graph breaks: fusegate explain " << base.repro
+                << " names them); bisect limits count per graph, so it searches one graph only: cannot test. "
+                   "Remove the breaks, or bisect by hand with FUSEGATE_BISECT (fusion/bisect.h)\n";
+      if (!json_out.empty())
+        write_atomic(json_out, dump_record({{"result", "cannot test: several graphs"}, {"steps", steps}}));
+      return 125;
+    }
   size_t total = 0;
   for (const auto& s : subs) total += counts[s] = applications(full, s).size();
   size_t biggest = 1;
   for (const auto& [s, n] : counts) biggest = std::max(biggest, n);
-  bound = 2 + static_cast<int>(subs.size()) + static_cast<int>(std::ceil(std::log2(static_cast<double>(biggest))));
+  int applied = 0;
+  for (const auto& [s, n] : counts) applied += n > 0 ? 1 : 0;
+  bound = 2 + applied + static_cast<int>(std::ceil(std::log2(static_cast<double>(biggest))));
 
   // 2. everything off
+  // (a subsystem the full run never applied needs no limit: the replay
+  // commands name only those that matter)
   std::map<std::string, long long> off;
-  for (const auto& s : subs) off[s] = 0;
+  for (const auto& s : subs)
+    if (counts[s] > 0) off[s] = 0;
   v = run(off, bound, nullptr);
   if (v < 0) return 125;
   if (v == 1) {
@@ -272,6 +310,12 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   for (const auto& s : subs) {
     if (counts[s] == 0) continue;
     limits.erase(s);  // on, unlimited
+    if (limits.empty()) {
+      // every applied subsystem on: the run as configured, known bad
+      bad_record = full;
+      culprit_sub = s;
+      break;
+    }
     v = run(limits, bound, &bad_record);
     if (v < 0) return 125;
     if (v == 1) {

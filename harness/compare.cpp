@@ -274,7 +274,7 @@ std::string ledger_entry_text(const json& entry, bool with_source) {
     if (sc->is_array())
       for (const auto& x : *sc) score += (score.empty() ? "" : ", ") + x.dump();
   const std::string at = with_source ? ledger_source_text(entry) : "";
-  return nodes_key(entry) + " score (" + score + ")" + (at.empty() ? "" : " at " + at);
+  return nodes_key(entry) + (score.empty() ? "" : " score (" + score + ")") + (at.empty() ? "" : " at " + at);
 }
 
 namespace {

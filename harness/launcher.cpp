@@ -83,8 +83,8 @@ void validate_spec(const RunSpec& spec) {
   const Repro* r = find_repro(repros, spec.repro);
   if (!r) user_error("unknown repro '" + spec.repro + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
   if (spec.backend == Backend::Cuda && !cuda_backend_built())
-    user_error("--backend cuda: this fusegate was built against a LibTorch without CUDA; build it against a CUDA "
-               "LibTorch (python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')");
+    cannot_test("--backend cuda: this fusegate was built against a LibTorch without CUDA; build it against a CUDA "
+                "LibTorch (python3 -c 'import torch;print(torch.utils.cmake_prefix_path)') on a machine with a GPU");
   if (spec.world < 1 || spec.world < r->min_world || spec.world > r->max_world)
     user_error("world size " + std::to_string(spec.world) + " is out of range for " + r->name + " (1.." +
                std::to_string(r->max_world) + ")");
@@ -199,6 +199,10 @@ RunOutcome launch(const RunSpec& spec) {
       kill_all();
       if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
         out.exit_code = 2;
+        out.message = "rank " + std::to_string(rank) + ": " + trim(last_lines(log, 3));
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 125 && log.find("cannot test: ") != std::string::npos) {
+        // the rank found this machine unable to run it (no GPU): not a crash
+        out.exit_code = 125;
         out.message = "rank " + std::to_string(rank) + ": " + trim(last_lines(log, 3));
       } else {
         out.exit_code = 125;

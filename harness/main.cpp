@@ -278,6 +278,9 @@ int main(int argc, char** argv) {
   } catch (const fg::UserError& e) {
     std::cerr << "fusegate: error: " << e.what() << "\n";
     return 2;
+  } catch (const fg::CannotTest& e) {
+    std::cerr << "fusegate: cannot test: " << e.what() << "\n";
+    return 125;
   } catch (const fg::InternalError& e) {
     std::cerr << "fusegate: " << e.what() << "\n";
     return 125;

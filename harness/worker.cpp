@@ -444,6 +444,25 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     }
     ++gi;
   }
+  // codegen variants (FUSEGATE_BISECT=codegen_variants): the generated
+  // kernels written in chunks of 8, in launch order per graph (cuda only)
+  gi = 0;
+  for (const CompiledGraphRt* g : graphs_run) {
+    for (const Kernel& k : g->prog.program.kernels) {
+      if (!k.chunked) continue;
+      std::string nodes;
+      LedgerEntry where;
+      for (int n : k.nodes) {
+        const SchedNode& sn = g->prog.lowered.nodes[static_cast<size_t>(n)];
+        nodes += (nodes.empty() ? "" : "+") + sn.name;
+        where.add_source(sn.lines);
+      }
+      nlohmann::json v = {{"graph", gi}, {"kernel", k.name}, {"nodes", {nodes}}, {"variant", "chunked"}};
+      if (!where.source.empty()) v["source"] = where.source;
+      j["codegen_variants"].push_back(v);
+    }
+    ++gi;
+  }
   std::string graphs;
   for (const auto& h : res.graph_hashes) graphs += h + ";";
   j["hashes"] = {{"graphs", hash_text(graphs)}, {"decisions", hash_text(decisions)}, {"collectives", hash_text(collectives)}};

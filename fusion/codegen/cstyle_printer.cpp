@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "fusion/bisect.h"
 #include "fusion/codegen/kernel_emitter.h"
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
@@ -171,6 +172,14 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   KernelEmitter em(*this, g_, k, nullptr);
   bool has_red = false;
   for (int n : gr.nodes) has_red = has_red || g_.nodes[static_cast<size_t>(n)].is_reduction();
+  // chunks of 8 are a codegen variant FUSEGATE_BISECT=codegen_variants:K
+  // can switch off: the K-th kernel that could have them is the last that
+  // does (fusion/bisect.h); the rest run element by element
+  const bool variant = has_red ? can_chunk(1, R) : can_chunk(X, 1);
+  const int64_t limit = bisect_limits().codegen_variants;
+  if (variant) ++variants_;
+  chunks_allowed_ = !(variant && limit >= 0 && variants_ > limit);
+  k.chunked = variant && chunks_allowed_;
   std::map<int, ExprP> body;
   std::map<int, bool> inner;
   em.place(gr.nodes, X, R, &body, &inner);
@@ -197,6 +206,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
     em.close();
   }
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
+  chunks_allowed_ = true;
   return k;
 }
 

@@ -45,8 +45,11 @@ class CStylePrinter {
   // loads and stores that are contiguous and 16-byte aligned over a chunk
   // move as one wide access.
   static constexpr int64_t kChunkLanes = 8;
-  // Whether a kernel over (numel, rnumel) runs in chunks.
-  virtual bool chunked(int64_t numel, int64_t rnumel) const { return false; }
+  // Whether a kernel over (numel, rnumel) runs in chunks (never for a
+  // kernel past FUSEGATE_BISECT=codegen_variants:K).
+  bool chunked(int64_t numel, int64_t rnumel) const { return chunks_allowed_ && can_chunk(numel, rnumel); }
+  // Whether the dialect can run a kernel over (numel, rnumel) in chunks.
+  virtual bool can_chunk(int64_t numel, int64_t rnumel) const { return false; }
   // The loop over this thread's chunks, and the lines that open it (they
   // define q, the chunk's index, and skip chunks past the end).
   virtual std::string chunk_loop(int64_t numel, int64_t rnumel) const { return ""; }
@@ -90,6 +93,8 @@ class CStylePrinter {
   std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
 
  private:
+  bool chunks_allowed_ = true;
+  int64_t variants_ = 0;  // kernels of this graph that could run in chunks, for FUSEGATE_BISECT
   Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);
 };
 

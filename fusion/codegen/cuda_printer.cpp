@@ -246,14 +246,14 @@ __device__ __forceinline__ void fg_store_chunk_f32(float* p, const FgOutChunk& c
 
 KernelProgram generate_cuda(const LoweredGraph& g, const Schedule& s) { return CudaPrinter(g).print(s); }
 
-LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count) {
+LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count, bool chunked) {
   LaunchShape l;
   if (rnumel > 1) {
     // a row per block; rows in flight: as many blocks as fit on the chip
     l.threads = cuda_row_threads(rnumel);
     l.blocks = std::min<int64_t>(numel, static_cast<int64_t>(sm_count) * (2048 / l.threads) * 4);
   } else {
-    int64_t items = cuda_chunked(numel, 1) ? numel / kLanes : numel;  // chunks or elements
+    int64_t items = chunked ? numel / kLanes : numel;  // chunks or elements
     l.threads = kPointwiseThreads;
     l.blocks = std::min<int64_t>((items + kPointwiseThreads - 1) / kPointwiseThreads, static_cast<int64_t>(sm_count) * 16);
   }

@@ -37,7 +37,7 @@ class CudaPrinter : public CStylePrinter {
   std::string arg_ref(size_t i) const override { return "args.p[" + std::to_string(i) + "]"; }
   int64_t row_registers(int64_t rnumel) const override;
   std::string inner_loop_prologue(int64_t rnumel) const override;
-  bool chunked(int64_t numel, int64_t rnumel) const override { return cuda_chunked(numel, rnumel); }
+  bool can_chunk(int64_t numel, int64_t rnumel) const override { return cuda_chunked(numel, rnumel); }
   std::string chunk_loop(int64_t numel, int64_t rnumel) const override;
   std::string chunk_prologue(int64_t numel, int64_t rnumel) const override;
   std::string lane_loop() const override;
@@ -62,7 +62,8 @@ struct LaunchShape {
   int64_t blocks = 1;
   int threads = 1;
 };
-LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count);
+// `chunked`: the kernel was written in chunks (Kernel::chunked).
+LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count, bool chunked);
 // Threads a row kernel runs per row: about 16 elements a thread (two chunks
 // of 8), in whole warps, at most 1024. The printer and the launcher both use
 // it.

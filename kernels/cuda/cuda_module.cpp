@@ -92,7 +92,7 @@ class CudaModule : public KernelModule {
       CUfunction f = nullptr;
       if (k.generated()) check(cuModuleGetFunction(&f, module_, k.name.c_str()), "find kernel " + k.name);
       fns_.push_back(f);
-      shapes_.push_back(cuda_launch_shape(k.numel, k.rnumel, sms));
+      shapes_.push_back(cuda_launch_shape(k.numel, k.rnumel, sms, k.chunked));
     }
   }
   ~CudaModule() override {
@@ -122,7 +122,7 @@ bool cuda_backend_built() { return true; }
 
 int cuda_select_device(int rank) {
   int n = c10::cuda::device_count();
-  if (n < 1) user_error("--backend cuda: no GPU is visible to this process");
+  if (n < 1) cannot_test("--backend cuda: no GPU is visible to this process (CUDA_VISIBLE_DEVICES, the driver)");
   int dev = rank % n;
   c10::cuda::set_device(static_cast<c10::DeviceIndex>(dev));
   cudaFree(nullptr);  // makes the device's primary context current for the driver API

@@ -188,6 +188,18 @@ PY
   unknown_fault)
     FUSEGATE_FAULT=atention_fallback "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 2; expect_out "unknown fault 'atention_fallback'"; expect_out "attention_fallback" ;;
+  cuda_cannot_test)
+    # (registered only for a build without CUDA) no GPU backend here: cannot
+    # test (125), which `git bisect run` skips, not bad input (2), which it
+    # would call bad
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --backend cuda --mode C --world-size 1 \
+      >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "cannot test: --backend cuda: this fusegate was built against a LibTorch without CUDA"
+    "$FG" bisect ffn_allreduce --repro-dir "$T/repros" --backend cuda --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 125
+    FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" --golden-dir "$T/golden" ffn_allreduce --repro-dir "$T/repros" \
+      --backend cuda --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "cannot test this commit" ;;
   profile_needs_cuda)
     "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --profile "$T/p.json" >"$T/out" 2>&1
     expect_rc $? 2; expect_out "--profile .*needs --backend cuda" ;;
@@ -349,6 +361,13 @@ PY
     expect_out "has no scheduler node buf999"
     FUSEGATE_BISECT=decisions:x "$FG" run tp_block_llama >"$T/out" 2>&1; expect_rc $? 2
     expect_out "FUSEGATE_BISECT: 'decisions:x' is not SUBSYSTEM:K"
+    # a repro with a graph break: limits count per graph, so no answer
+    # rather than a wrong one (buf5: the second graph's fused norm)
+    line=$(grep -n "linear(%5, %w2)" "$T/repros/ffn_allreduce.fg" | cut -d: -f1)
+    sed -i "${line}a\\  %dbg = print(%6) : bf16[4,32,128]" "$T/repros/ffn_allreduce.fg"
+    FUSEGATE_QUIET_PRINT=1 FUSEGATE_FAULT=perturb:buf5 "$FG" bisect ffn_allreduce --repro-dir "$T/repros" --mode C \
+      --world-size 1 --fast-paths none >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "runs as 2 graphs .*searches one graph only: cannot test"
     "$FG" bisect tp_block_llama --mode A >"$T/out" 2>&1; expect_rc $? 2; expect_out "use --mode B or C"
     # a changed fusion rule: outputs right, one kernel more than the golden;
     # not a search: the decisions that changed are the report

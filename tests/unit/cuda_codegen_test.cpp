@@ -100,7 +100,8 @@ TEST(CudaCodegen, RowReductionIsOneBlockPerRowWithCombinedPartials) {
   // x is read, and the result written, 16 bytes (8 lanes) at a time
   EXPECT_NE(k.source.find("row0[c] = fg_load_chunk(p0 + (8*q + 2048*x));"), std::string::npos) << k.source;
   EXPECT_NE(k.source.find("fg_store_chunk_bf16("), std::string::npos) << k.source;
-  LaunchShape l = cuda_launch_shape(k.numel, k.rnumel, 132);
+  EXPECT_TRUE(k.chunked);
+  LaunchShape l = cuda_launch_shape(k.numel, k.rnumel, 132, k.chunked);
   EXPECT_EQ(l.threads, 128);
   EXPECT_EQ(l.blocks, 128);
 }
@@ -119,9 +120,10 @@ TEST(CudaCodegen, ChunksAreWideWhereContiguousAndAligned) {
   EXPECT_NE(all.find("p1[2048*((x) % 16) + ((x) / 16)]"), std::string::npos) << all;
   EXPECT_NE(all.find("fg_store_chunk_bf16(p0 + (8*q), w0)"), std::string::npos) << all;  // the transposed result
   EXPECT_NE(all.find("p1[((x) % 16) + 64*((x) / 16) + 1]"), std::string::npos) << all;
-  LaunchShape l = cuda_launch_shape(32768, 1, 132);
+  LaunchShape l = cuda_launch_shape(32768, 1, 132, true);
   EXPECT_EQ(l.threads, 256);
   EXPECT_EQ(l.blocks, 16);  // 4096 chunks
+  EXPECT_EQ(cuda_launch_shape(32768, 1, 132, false).blocks, 128);  // element by element
 }
 
 TEST(CudaCodegen, MaxAutotuneKeepsGemmsAsLibraryCalls) {

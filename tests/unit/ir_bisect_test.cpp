@@ -18,7 +18,10 @@ TEST(Bisect, LimitsParseBySubsystem) {
   EXPECT_EQ(bisect_limit(l, "decisions"), 3);
   EXPECT_EQ(bisect_limit(l, "gemm_epilogue"), -1);
   EXPECT_EQ(bisect_subsystems(),
-            (std::vector<std::string>{"fast_paths", "gemm_epilogue", "tp_rewrite", "decisions"}));
+            (std::vector<std::string>{"fast_paths", "gemm_epilogue", "tp_rewrite", "decisions", "codegen_variants"}));
+  BisectLimits v = parse_bisect("codegen_variants:2");
+  EXPECT_EQ(bisect_limit(v, "codegen_variants"), 2);
+  EXPECT_TRUE(v.any());
 }
 
 TEST(Bisect, BadValuesAreNamed) {
