@@ -2,7 +2,9 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bench|kernels|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|all]     (default: all)
+# bisect: `fusegate bisect` of simulated miscompiles on cuda, timed, and the
+# element-by-element variant (codegen_variants:0) against the chunked one.
 # prove: `fusegate ab` and `fusegate prove` of every fast path on this GPU
 # (world size 1, and 2 with two GPUs; qkv_rmsnorm_local at 1 only), packed
 # as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py.
@@ -93,6 +95,35 @@ if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
   phase checked
   python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt"
   rm -rf "$OUTDIR/records"
+fi
+if [ "$what" = bisect ]; then
+  # simulated miscompiles on cuda: bisect names the fusion decision (buf4:
+  # the first norm's fused row) and the codegen variant; warm timings
+  for c in "tp_block_llama default buf4" "tp_block_wan default buf16" "tp_block_llama max-autotune buf10"; do
+    set -- $c
+    s=$(date +%s%N)
+    FUSEGATE_FAULT=perturb:$3 $FG bisect $1 --backend cuda --mode C --world-size $bench_world --fusion $2 \
+      --fast-paths none >"$OUTDIR/bisect-$1-$3.txt" 2>&1
+    r=$?; e=$(date +%s%N)
+    printf "bisect %s %s perturb:%s world %s: exit %s, %s, %d ms\n" "$1" "$2" "$3" "$bench_world" "$r" \
+      "$(grep -oE 'the culprit is .*' "$OUTDIR/bisect-$1-$3.txt" | head -1)" "$(( (e - s) / 1000000 ))"
+    grep -E "^  (buf|kernel:|replay)" "$OUTDIR/bisect-$1-$3.txt" | head -4
+    [ $r -ne 1 ] && rc=1
+  done
+  # the chunked variant must give the same digests as element by element
+  $FG run tp_block_llama --backend cuda --mode C --world-size 1 --out "$OUTDIR/chunks.json" >/dev/null 2>&1
+  FUSEGATE_BISECT=codegen_variants:0 $FG run tp_block_llama --backend cuda --mode C --world-size 1 \
+    --out "$OUTDIR/nochunks.json" >/dev/null 2>&1
+  python3 - "$OUTDIR/chunks.json" "$OUTDIR/nochunks.json" <<'PY' || rc=1
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+ra, rb = a["ranks"][0], b["ranks"][0]
+assert ra.get("codegen_variants") and not rb.get("codegen_variants"), "variants not switched"
+same = [x["exact"] == y["exact"] for x, y in zip(ra["outputs"], rb["outputs"])]
+print("codegen_variants:0 against chunks: %d kernels chunked vs 0, outputs bit-identical: %s, accuracy %s/%s"
+      % (len(ra["codegen_variants"]), all(same), ra["accuracy"]["status"], rb["accuracy"]["status"]))
+assert rb["accuracy"]["status"] == "pass"
+PY
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --world-size "$bench_world" \
