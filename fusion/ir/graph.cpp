@@ -121,6 +121,15 @@ void verify(const Graph& g, bool as_user) {
       fail(&n, e.what());
     }
     if (t != n.type && n.op != Op::Nonzero) fail(&n, "declared type " + n.type.str() + " but the op gives " + t.str());
+    // every dim at least 1 (nonzero's -1: known at run time), and an element
+    // count the compiler's 64-bit index arithmetic holds
+    int64_t numel = 1;
+    for (int64_t d : n.type.shape) {
+      if (d == -1 && n.op == Op::Nonzero) continue;
+      if (d < 1) fail(&n, "type " + n.type.str() + " has a dim below 1");
+      if (__builtin_mul_overflow(numel, d, &numel) || numel > (int64_t{1} << 48))
+        fail(&n, "type " + n.type.str() + " has more than 2^48 elements");
+    }
   }
   for (int o : g.outputs)
     if (o < 0 || o >= static_cast<int>(g.nodes.size())) fail(nullptr, "output " + std::to_string(o) + " does not exist");

@@ -441,6 +441,9 @@ TensorType infer_collective_mutation_host(Op op, const std::vector<TensorType>& 
       int64_t w = attr_int(attrs, "world", op);
       if (w < 1) type_error(op, "world must be >= 1");
       if (out.shape.empty()) type_error(op, "needs rank >= 1");
+      // ranks' pieces are stacked along dim 0; a `dim` attribute must say so
+      if (attrs.count("dim") && norm_dim(attr_int(attrs, "dim", op), out.shape.size(), op) != 0)
+        type_error(op, "works along dim 0 only, not dim " + std::to_string(attr_int(attrs, "dim", op)));
       if (op == Op::AllGather) {
         out.shape[0] *= w;
       } else {

@@ -323,13 +323,28 @@ class Parser {
     return v;
   }
 
-  TensorType parse_type() {
+  // A tensor type; every dim at least 1 (`dynamic_ok`: -1 stands for a
+  // size known only at run time, as nonzero gives), and the element count
+  // within what the compiler's 64-bit index arithmetic holds.
+  TensorType parse_type(bool dynamic_ok = false) {
     Token d = expect_kind(Tok::Ident, "a type");
     TensorType t;
     if (!parse_dtype(d.text, &t.dtype)) fail(d, "unknown dtype '" + d.text + "'");
+    Token dims = cur_;
     t.shape = parse_int_list();
+    int64_t numel = 1;
+    for (size_t k = 0; k < t.shape.size(); ++k) {
+      const int64_t x = t.shape[k];
+      if (x == -1 && dynamic_ok) continue;
+      if (x < 1)
+        fail(dims, "dim " + std::to_string(k) + " of " + t.str() + " is " + std::to_string(x) +
+                       ": every dim must be at least 1");
+      if (__builtin_mul_overflow(numel, x, &numel) || numel > kMaxTypeNumel)
+        fail(dims, t.str() + " has more than 2^48 elements: beyond what fusegate compiles");
+    }
     return t;
   }
+  static constexpr int64_t kMaxTypeNumel = int64_t{1} << 48;
 
   Attr parse_attr_value() {
     switch (cur_.kind) {
@@ -391,20 +406,23 @@ class Parser {
     Token ref = expect_kind(Tok::Ref, "a statement like '%x = op(...) : type' or 'return'");
     int line = ref.line;
     int id = static_cast<int>(g.nodes.size());
-    std::string name = define(ref, id);
+    if (values_.count(ref.text)) fail(ref, "redefinition of value %" + ref.text);
     expect_punct('=');
     Token op_tok = expect_kind(Tok::Ident, "an op name");
     Op op;
     if (!op_from_name(op_tok.text, &op)) fail(op_tok, "unknown op '" + op_tok.text + "'");
     if (op == Op::Input) fail(op_tok, "inputs are declared in the graph header, not as statements");
     expect_punct('(');
+    // the value is defined after its operands are read: %2 = relu(%2) uses
+    // an undefined value
     std::vector<int> ins = parse_uses();
     expect_punct(')');
+    std::string name = define(ref, id);
     Attrs attrs;
     if (at_punct('{')) attrs = parse_attrs();
     expect_punct(':');
     Token type_tok = cur_;
-    TensorType declared = parse_type();
+    TensorType declared = parse_type(op == Op::Nonzero);
     // Graph::add takes full's type on trust, so check here what verify would
     // otherwise report without a column.
     if (op == Op::Full) {

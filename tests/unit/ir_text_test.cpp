@@ -228,6 +228,48 @@ TEST(IrTextErrors, UndefinedValue) {
   EXPECT_EQ(msg, "m.fg:2:12: error: use of undefined value %q");
 }
 
+// Graphs the compiler cannot hold are bad input (exit 2) with file:line:col,
+// never an internal compiler error.
+TEST(IrTextErrors, SelfUseIsAnUndefinedValue) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4]) {\n  %1 = relu(%1) : f32[4]\n  return %1\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:2:13: error: use of undefined value %1");
+}
+
+TEST(IrTextErrors, DimsBelowOneAreRefused) {
+  std::string zero = user_error_of([] {
+    parse_graph("graph g(%x: f32[0,4]) {\n  %1 = relu(%x) : f32[0,4]\n  return %1\n}\n", "m.fg");
+  });
+  EXPECT_EQ(zero, "m.fg:1:16: error: dim 0 of f32[0,4] is 0: every dim must be at least 1");
+  std::string neg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4,4]) {\n  %1 = relu(%x) : f32[4,-4]\n  return %1\n}\n", "m.fg");
+  });
+  EXPECT_EQ(neg, "m.fg:2:22: error: dim 1 of f32[4,-4] is -4: every dim must be at least 1");
+}
+
+TEST(IrTextErrors, ElementCountThatOverflowsIsRefused) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[4000000000,4000000000,4000000000]) {\n  return %x\n}\n", "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:1:16: error: f32[4000000000,4000000000,4000000000] has more than 2^48 elements: beyond what "
+                 "fusegate compiles");
+}
+
+TEST(IrTextErrors, CollectiveDimOutOfRangeOrNotZero) {
+  std::string far = user_error_of([] {
+    parse_graph("graph g(%x: f32[4,4]) {\n  %1 = all_gather(%x) {dim = 7, world = 2} : f32[8,4]\n  return %1\n}\n",
+                "m.fg");
+  });
+  EXPECT_EQ(far, "m.fg:2:8: error: all_gather: dim 7 out of range for rank 2");
+  std::string one = user_error_of([] {
+    parse_graph(
+        "graph g(%x: f32[4,4]) {\n  %1 = reduce_scatter(%x) {dim = 1, world = 2} : f32[2,4]\n  return %1\n}\n",
+        "m.fg");
+  });
+  EXPECT_EQ(one, "m.fg:2:8: error: reduce_scatter: works along dim 0 only, not dim 1");
+}
+
 TEST(IrTextErrors, UndefinedOutput) {
   std::string msg = user_error_of([] { parse_graph("graph g(%x: f32[4]) {\n  return %x, %nope\n}\n", "m.fg"); });
   EXPECT_EQ(msg, "m.fg:2:14: error: use of undefined value %nope");
