@@ -143,8 +143,8 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
     verdicts.push_back(v);
   }
   std::cout << verdict_table(verdicts);
-  if (!opts.junit.empty()) write_atomic(opts.junit, junit_xml(verdicts, "fusegate"));
-  if (!opts.markdown.empty()) write_atomic(opts.markdown, markdown_summary(verdicts));
+  if (!opts.junit.empty()) write_atomic(opts.junit, junit_xml(verdicts, "fusegate", opts.strict));
+  if (!opts.markdown.empty()) write_atomic(opts.markdown, markdown_summary(verdicts, opts.strict));
   return exit_code(verdicts, opts.strict);
 }
 

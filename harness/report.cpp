@@ -133,13 +133,37 @@ std::string findings_text(const Verdict& v, bool gating_only) {
 
 }  // namespace
 
-std::string junit_xml(const std::vector<Verdict>& verdicts, const std::string& suite) {
-  Tally t(verdicts);
+namespace {
+
+// A verdict as JUnit says it, agreeing with exit_code(): FAIL fails;
+// IMPROVED passes (its note and bless command in system-out) and MISSING is
+// skipped, except under --strict, where both fail; CANNOT_TEST is an error.
+enum class JunitAs { Passed, Failure, Skipped, Error };
+JunitAs junit_as(VerdictKind k, bool strict) {
+  switch (k) {
+    case VerdictKind::Fail: return JunitAs::Failure;
+    case VerdictKind::Improved: return strict ? JunitAs::Failure : JunitAs::Passed;
+    case VerdictKind::Missing: return strict ? JunitAs::Failure : JunitAs::Skipped;
+    case VerdictKind::CannotTest: return JunitAs::Error;
+    default: return JunitAs::Passed;
+  }
+}
+
+}  // namespace
+
+std::string junit_xml(const std::vector<Verdict>& verdicts, const std::string& suite, bool strict) {
+  size_t failures = 0, errors = 0, skipped = 0;
+  for (const Verdict& v : verdicts) {
+    JunitAs a = junit_as(v.kind, strict);
+    failures += a == JunitAs::Failure;
+    errors += a == JunitAs::Error;
+    skipped += a == JunitAs::Skipped;
+  }
   std::string s = xml_escape(suite, true);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<testsuite name=\"" + s + "\" tests=\"" + std::to_string(verdicts.size()) +
-         "\" failures=\"" + std::to_string(t.fail + t.improved) + "\" errors=\"0\" skipped=\"" +
-         std::to_string(t.missing + t.cannot) + "\">\n";
+         "\" failures=\"" + std::to_string(failures) + "\" errors=\"" + std::to_string(errors) + "\" skipped=\"" +
+         std::to_string(skipped) + "\">\n";
   for (const Verdict& v : verdicts) {
     out += "  <testcase classname=\"" + s + "\" name=\"" + xml_escape(v.check_id, true) + "\"";
     std::string notes = findings_text(v, false);
@@ -153,12 +177,19 @@ std::string junit_xml(const std::vector<Verdict>& verdicts, const std::string& s
     std::string body = findings_text(v, true);
     if (needs_bless(v.kind) && !v.bless_command.empty())
       body += "bless with: " + v.bless_command + "\n";
-    if (gating(v.kind)) {
-      out += "    <failure type=\"" + std::string(verdict_name(v.kind)) + "\" message=\"" +
-             xml_escape(message, true) + "\">" + xml_escape(body, false) + "</failure>\n";
-    } else if (v.kind != VerdictKind::Pass) {
+    const JunitAs as = junit_as(v.kind, strict);
+    if (as == JunitAs::Failure || as == JunitAs::Error) {
+      if (strict && (v.kind == VerdictKind::Improved || v.kind == VerdictKind::Missing))
+        message += " (fails under --strict)";
+      const char* tag = as == JunitAs::Failure ? "failure" : "error";
+      out += "    <" + std::string(tag) + " type=\"" + verdict_name(v.kind) + "\" message=\"" +
+             xml_escape(message, true) + "\">" + xml_escape(body, false) + "</" + tag + ">\n";
+    } else if (as == JunitAs::Skipped) {
       out += "    <skipped message=\"" + xml_escape(message, true) + "\"/>\n";
       if (!body.empty()) out += "    <system-err>" + xml_escape(body, false) + "</system-err>\n";
+    } else if (v.kind != VerdictKind::Pass) {
+      // passed, with what a reader should act on (IMPROVED: bless it)
+      notes = std::string(verdict_name(v.kind)) + ": " + message + "\n" + body + notes;
     }
     if (!notes.empty()) out += "    <system-out>" + xml_escape(notes, false) + "</system-out>\n";
     out += "  </testcase>\n";
@@ -189,8 +220,13 @@ std::string md_escape(const std::string& s) {
 
 }  // namespace
 
-std::string markdown_summary(const std::vector<Verdict>& verdicts) {
-  std::string out = "| check | verdict | detail |\n|---|---|---|\n";
+std::string markdown_summary(const std::vector<Verdict>& verdicts, bool strict) {
+  // the gate's answer first, as its exit code gives it
+  const int rc = exit_code(verdicts, strict);
+  std::string out = std::string("**gate: ") +
+                    (rc == 0 ? "passed" : rc == 1 ? "failed" : "cannot test") + " (exit " + std::to_string(rc) +
+                    (strict ? ", --strict: IMPROVED and MISSING fail" : "") + ")**\n\n";
+  out += "| check | verdict | detail |\n|---|---|---|\n";
   for (const Verdict& v : verdicts) {
     const Finding* h = headline(v);
     std::string detail = h ? truncate(first_line(h->message), 100) : "";
@@ -221,9 +257,11 @@ int exit_code(const std::vector<Verdict>& verdicts, bool strict) {
     return std::any_of(verdicts.begin(), verdicts.end(),
                        [&](const Verdict& v) { return v.kind == k; });
   };
+  // under --strict an IMPROVED or MISSING fails like a FAIL: a found
+  // failure outranks the checks that could not test
   if (any(VerdictKind::Fail)) return 1;
-  if (any(VerdictKind::CannotTest)) return 125;
   if (strict && (any(VerdictKind::Improved) || any(VerdictKind::Missing))) return 1;
+  if (any(VerdictKind::CannotTest)) return 125;
   return 0;
 }
 

@@ -15,17 +15,19 @@ namespace fg {
 // test".
 std::string verdict_table(const std::vector<Verdict>& verdicts);
 
-// One testsuite, one testcase per verdict. FAIL and IMPROVED are failures
-// (an improvement still needs a bless before the gate goes green); MISSING
-// and CANNOT_TEST are skipped.
-std::string junit_xml(const std::vector<Verdict>& verdicts, const std::string& suite);
+// One testsuite, one testcase per verdict, saying what exit_code() says:
+// FAIL is a failure; IMPROVED passes (the note and the bless command in its
+// system-out) and MISSING is skipped, except with `strict`, where both are
+// failures; CANNOT_TEST is an error. A consumer that fails on failures and
+// errors agrees with the exit code.
+std::string junit_xml(const std::vector<Verdict>& verdicts, const std::string& suite, bool strict);
 
 // A Markdown table plus the findings, for a pull-request comment or a CI
-// job summary.
-std::string markdown_summary(const std::vector<Verdict>& verdicts);
+// job summary; its first line is the gate's answer and exit code.
+std::string markdown_summary(const std::vector<Verdict>& verdicts, bool strict);
 
-// 1 if any FAIL; else 125 if any CANNOT_TEST (git bisect's "skip"); else, with
-// `strict`, 1 if any IMPROVED or MISSING (the ratchet); else 0.
+// 1 if any FAIL, or with `strict` any IMPROVED or MISSING (the ratchet);
+// else 125 if any CANNOT_TEST (git bisect's "skip"); else 0.
 int exit_code(const std::vector<Verdict>& verdicts, bool strict);
 
 }  // namespace fg

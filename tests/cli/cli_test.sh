@@ -188,6 +188,54 @@ PY
   unknown_fault)
     FUSEGATE_FAULT=atention_fallback "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 2; expect_out "unknown fault 'atention_fallback'"; expect_out "attention_fallback" ;;
+  junit_read_back)
+    # the JUnit file, read by a real consumer, agrees with the verdict table
+    # and the exit code, with and without --strict: one IMPROVED (the golden
+    # records a kernel more), one MISSING (a golden removed), CANNOT_TEST
+    # (rank 1 crashes at world size 2)
+    python3 - "$G" <<'PY'
+import json, sys
+p = sys.argv[1]; r = json.load(open(p))
+for k in r["ranks"]: k["kernel_count"] += 1
+open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    rm "$T/golden/cpu/ffn_allreduce/B_w1.json"
+    for strict in "" --strict; do
+      FUSEGATE_FAULT=crash:1 "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode B \
+        --mode C --world-size 1 --world-size 2 --junit "$T/j.xml" --markdown "$T/m.md" $strict >"$T/out" 2>&1
+      rc=$?
+      if [ -n "$strict" ]; then expect_rc $rc 1; else expect_rc $rc 125; fi
+      expect_out "IMPROVED"; expect_out "MISSING"; expect_out "CANNOT_TEST"
+      /usr/bin/python3 - "$T/j.xml" "$T/out" "$T/m.md" "$rc" "$strict" <<'PY' || fail "JUnit or Markdown disagrees (strict='$strict')"
+import re, sys
+from junitparser import JUnitXml, Failure, Error, Skipped
+xml, out, md, rc, strict = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), bool(sys.argv[5])
+m = re.search(r"(\d+) checks: (\d+) passed, (\d+) failed, (\d+) improved, (\d+) missing, (\d+) cannot test",
+              open(out).read())
+n, p, f, i, mi, c = map(int, m.groups())
+assert i >= 1 and mi >= 1 and c >= 1, m.group(0)
+doc = JUnitXml.fromfile(xml)
+suites = [doc] if doc._tag == "testsuite" else list(doc)
+got = {"failure": 0, "error": 0, "skipped": 0, "passed": 0}
+cases = 0
+for s in suites:
+    for case in s:
+        cases += 1
+        kinds = [type(r) for r in case.result]
+        key = "failure" if Failure in kinds else "error" if Error in kinds else "skipped" if Skipped in kinds else "passed"
+        got[key] += 1
+want = {"failure": f + (i + mi if strict else 0), "error": c, "skipped": 0 if strict else mi,
+        "passed": p + (0 if strict else i)}
+assert cases == n, (cases, n)
+assert got == want, (got, want)
+assert suites[0].failures == want["failure"] and suites[0].errors == c and suites[0].skipped == want["skipped"], \
+    (suites[0].failures, suites[0].errors, suites[0].skipped)
+# a consumer that fails on failures and errors agrees with the exit code
+assert (got["failure"] + got["error"] > 0) == (rc != 0), (got, rc)
+first = open(md).readline()
+assert ("exit %d" % rc) in first, first
+PY
+    done ;;
   cuda_cannot_test)
     # (registered only for a build without CUDA) no GPU backend here: cannot
     # test (125), which `git bisect run` skips, not bad input (2), which it

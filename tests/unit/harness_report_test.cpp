@@ -59,8 +59,11 @@ TEST(ExitCode, Matrix) {
     EXPECT_EQ(code({K::Pass, K::Fail}, strict), 1);
     EXPECT_EQ(code({K::CannotTest}, strict), 125);
     EXPECT_EQ(code({K::CannotTest, K::Fail}, strict), 1);
-    EXPECT_EQ(code({K::Improved, K::CannotTest}, strict), 125);
   }
+  // under --strict an IMPROVED fails like a FAIL, which outranks CANNOT_TEST
+  EXPECT_EQ(code({K::Improved, K::CannotTest}, false), 125);
+  EXPECT_EQ(code({K::Improved, K::CannotTest}, true), 1);
+  EXPECT_EQ(code({K::Missing, K::CannotTest}, true), 1);
   EXPECT_EQ(code({K::Improved}, false), 0);
   EXPECT_EQ(code({K::Improved}, true), 1);
   EXPECT_EQ(code({K::Missing, K::Pass}, false), 0);
@@ -108,26 +111,40 @@ TEST(VerdictTable, LongFindingTruncatedInRowButFullBelow) {
   EXPECT_NE(t.find(longmsg), std::string::npos);
 }
 
-TEST(JunitXml, CountsAndElements) {
-  std::string x = junit_xml(one_of_each(), "fusegate check");
+// JUnit says what the exit code says: without --strict only FAIL fails
+// (exit 1 here because of it), IMPROVED passes with its bless command,
+// MISSING is skipped, CANNOT_TEST is an error.
+TEST(JunitXml, CountsAndElementsAgreeWithTheExitCode) {
+  std::string x = junit_xml(one_of_each(), "fusegate check", false);
   EXPECT_EQ(x.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", 0), 0u);
-  EXPECT_NE(x.find("<testsuite name=\"fusegate check\" tests=\"5\" failures=\"2\" errors=\"0\" "
-                   "skipped=\"2\">"),
+  EXPECT_NE(x.find("<testsuite name=\"fusegate check\" tests=\"5\" failures=\"1\" errors=\"1\" "
+                   "skipped=\"1\">"),
             std::string::npos)
       << x;
   EXPECT_EQ(count(x, "<testcase "), 5u) << x;
-  EXPECT_EQ(count(x, "<failure "), 2u) << x;
-  EXPECT_EQ(count(x, "<skipped "), 2u) << x;
-  EXPECT_NE(x.find("type=\"IMPROVED\""), std::string::npos) << x;
+  EXPECT_EQ(count(x, "<failure "), 1u) << x;
+  EXPECT_EQ(count(x, "<error "), 1u) << x;
+  EXPECT_EQ(count(x, "<skipped "), 1u) << x;
+  EXPECT_NE(x.find("<error type=\"CANNOT_TEST\""), std::string::npos) << x;
+  EXPECT_EQ(x.find("type=\"IMPROVED\""), std::string::npos) << x;  // passed, not failed
+  EXPECT_NE(x.find("<system-out>IMPROVED: rank 0: kernel_count 12 -&gt; 11"), std::string::npos) << x;
   EXPECT_NE(x.find("fusegate bless wan --mode C --world-size 2"), std::string::npos) << x;
-  EXPECT_NE(x.find("-&gt; 13"), std::string::npos) << x;
   EXPECT_NE(x.find("</testsuite>\n"), std::string::npos) << x;
+}
+
+TEST(JunitXml, StrictFailsImprovedAndMissing) {
+  std::string x = junit_xml(one_of_each(), "fusegate check", true);
+  EXPECT_NE(x.find("tests=\"5\" failures=\"3\" errors=\"1\" skipped=\"0\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure type=\"IMPROVED\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure type=\"MISSING\""), std::string::npos) << x;
+  EXPECT_NE(x.find("(fails under --strict)"), std::string::npos) << x;
+  EXPECT_EQ(count(x, "<skipped "), 0u) << x;
 }
 
 TEST(JunitXml, EscapesMarkupQuotesAndControlCharacters) {
   std::string x = junit_xml(
       {verdict("a<b>&\"c'", VerdictKind::Fail, {{VerdictKind::Fail, "bad \"x\" <y> & z\x01"}})},
-      "s&s");
+      "s&s", false);
   EXPECT_NE(x.find("name=\"a&lt;b&gt;&amp;&quot;c&apos;\""), std::string::npos) << x;
   EXPECT_NE(x.find("message=\"bad &quot;x&quot; &lt;y&gt; &amp; z\xEF\xBF\xBD\""),
             std::string::npos)
@@ -137,11 +154,20 @@ TEST(JunitXml, EscapesMarkupQuotesAndControlCharacters) {
   EXPECT_EQ(x.find('\x01'), std::string::npos) << x;
 }
 
+TEST(MarkdownSummary, FirstLineIsTheExitCode) {
+  using K = VerdictKind;
+  std::vector<Verdict> improved = {verdict("a", K::Pass), verdict("b", K::Improved, {{K::Improved, "fewer"}})};
+  EXPECT_EQ(markdown_summary(improved, false).rfind("**gate: passed (exit 0)**", 0), 0u);
+  EXPECT_EQ(markdown_summary(improved, true).rfind("**gate: failed (exit 1, --strict: IMPROVED and MISSING fail)**", 0),
+            0u);
+  EXPECT_EQ(markdown_summary({verdict("c", K::CannotTest)}, false).rfind("**gate: cannot test (exit 125)**", 0), 0u);
+}
+
 TEST(MarkdownSummary, TableEscapesPipesAndListsDetails) {
   std::vector<Verdict> vs = one_of_each();
   vs.push_back(verdict("x|y", VerdictKind::Fail, {{VerdictKind::Fail, "a|b"}}));
-  std::string md = markdown_summary(vs);
-  EXPECT_EQ(md.rfind("| check | verdict | detail |\n|---|---|---|\n", 0), 0u) << md;
+  std::string md = markdown_summary(vs, false);
+  EXPECT_EQ(md.rfind("**gate: failed (exit 1)**\n\n| check | verdict | detail |\n|---|---|---|\n", 0), 0u) << md;
   EXPECT_NE(md.find("| x\\|y | **FAIL** | a\\|b |"), std::string::npos) << md;
   EXPECT_NE(md.find("6 checks: 1 passed, 2 failed, 1 improved, 1 missing, 1 cannot test"),
             std::string::npos)
