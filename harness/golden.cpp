@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -314,6 +316,48 @@ std::optional<json> load_golden(const std::string& path) {
   return j;
 }
 
+namespace {
+// The temporary file write_atomic() is writing now, for a stop signal's
+// handler (a fixed buffer: the handler may only call unlink).
+char g_inflight[4096];
+volatile sig_atomic_t g_inflight_set = 0;
+
+void set_inflight(const std::string& tmp) {
+  g_inflight_set = 0;
+  if (tmp.size() >= sizeof g_inflight) return;
+  std::memcpy(g_inflight, tmp.c_str(), tmp.size() + 1);
+  g_inflight_set = 1;
+}
+}  // namespace
+
+void unlink_inflight_write() {
+  if (g_inflight_set) ::unlink(g_inflight);
+}
+
+void sweep_stale_writes(const std::string& golden_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(golden_dir, ec)) return;
+  // ".<name>.tmp.<pid>.<n>.<stamp>" (write_atomic): never a golden, whose
+  // name does not start with a dot
+  std::vector<fs::path> doomed;
+  for (auto it = fs::recursive_directory_iterator(golden_dir, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (name.empty() || name[0] != '.' || at == std::string::npos || !it->is_regular_file(ec)) continue;
+    int dots = 0;
+    bool digits = true;
+    for (size_t i = at + 5; i < name.size(); ++i) {
+      if (name[i] == '.') ++dots;
+      else digits = digits && name[i] >= '0' && name[i] <= '9';
+    }
+    if (dots != 2 || !digits) continue;
+    const long pid = std::atol(name.c_str() + at + 5);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) doomed.push_back(it->path());
+  }
+  for (const auto& p : doomed) fs::remove(p, ec);
+}
+
 void write_atomic(const std::string& path, const std::string& text) {
   fs::path target(path);
   fs::path dir = target.parent_path();
@@ -343,6 +387,10 @@ void write_atomic(const std::string& path, const std::string& text) {
     user_error(path + ": error: cannot create a temporary file beside it (" + std::strerror(err) +
                "); check the folder's permissions");
   }
+  set_inflight(tmp);
+  struct Clear {
+    ~Clear() { g_inflight_set = 0; }
+  } clear;
   auto fail = [&](const char* step) {
     int err = errno;
     ::close(fd);

@@ -42,6 +42,12 @@ std::optional<nlohmann::json> read_json_file(const std::string& path, const std:
 // one, never a mix: creates parent folders, writes a temporary file beside
 // the target, syncs it, renames it over the target.
 void write_atomic(const std::string& path, const std::string& text);
+// Removes the temporary file write_atomic() is writing now, if any; safe in
+// a signal handler.
+void unlink_inflight_write();
+// Removes write_atomic() temporaries under `golden_dir` left by processes
+// that are gone (killed mid-write); never a golden.
+void sweep_stale_writes(const std::string& golden_dir);
 
 // Line-based unified diff (3 lines of context); empty when equal.
 std::string unified_diff(const std::string& old_text, const std::string& new_text,

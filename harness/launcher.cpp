@@ -11,7 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +24,7 @@
 #include "fusion/capture/session.h"
 #include "fusion/errors.h"
 #include "fusion/passes/schedule.h"
+#include "harness/golden.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/fastpaths/catalog.h"
@@ -71,6 +74,59 @@ void remove_rank_segments(const std::vector<pid_t>& ranks) {
   for (const auto& n : doomed) shm_unlink(n.c_str());
 }
 
+bool process_alive(pid_t p) { return p > 0 && (kill(p, 0) == 0 || errno == EPERM); }
+
+// What a stop signal (SIGINT, SIGTERM, SIGHUP) must not leave behind: the
+// ranks of the run in flight (killed in the handler), then its scratch
+// folder and shared memory (removed by launch(), which polls g_stop).
+constexpr int kMaxRanks = 256;
+volatile sig_atomic_t g_stop = 0;
+volatile sig_atomic_t g_in_launch = 0;
+pid_t g_ranks[kMaxRanks];
+volatile sig_atomic_t g_nranks = 0;
+
+void on_stop_signal(int sig) {
+  g_stop = sig;
+  for (int i = 0; i < g_nranks; ++i)
+    if (g_ranks[i] > 0) {
+      kill(-g_ranks[i], SIGKILL);
+      kill(g_ranks[i], SIGKILL);
+    }
+  unlink_inflight_write();
+  if (!g_in_launch) {
+    // nothing else in flight: die of the signal, as without the handler
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
+
+// Leftovers of launchers that died without cleaning up (SIGKILL, a crash):
+// scratch folders whose launcher is gone, and fast path segments whose rank
+// is gone. A folder without its launcher's pid file may be one being made
+// now: left alone.
+void sweep_stale_runs() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("fusegate-run-", 0) != 0 || !e.is_directory(ec)) continue;
+    std::ifstream in(e.path() / "launcher.pid");
+    long pid = 0;
+    if (!(in >> pid) || process_alive(static_cast<pid_t>(pid))) continue;
+    remove_tree(e.path().string());
+  }
+  if (DIR* d = opendir("/dev/shm")) {
+    std::vector<std::string> doomed;
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind("fusegate-", 0) != 0) continue;
+      const long pid = std::atol(name.c_str() + 9);
+      if (pid > 0 && !process_alive(static_cast<pid_t>(pid))) doomed.push_back("/" + name);
+    }
+    closedir(d);
+    for (const auto& n : doomed) shm_unlink(n.c_str());
+  }
+}
+
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -118,6 +174,13 @@ void validate_spec(const RunSpec& spec) {
   }
 }
 
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
 RunOutcome launch(const RunSpec& spec) {
   validate_spec(spec);
   RunOutcome out;
@@ -129,8 +192,22 @@ RunOutcome launch(const RunSpec& spec) {
   c10d::TCPStore store("127.0.0.1", so);
   int port = store.getPort();
 
+  sweep_stale_runs();
   char tmpl[] = "/tmp/fusegate-run-XXXXXX";
   std::string dir = mkdtemp(tmpl);
+  {
+    // whose folder this is, for the next launcher's sweep if this one dies
+    std::ofstream pid_file(dir + "/launcher.pid");
+    pid_file << ::getpid() << "\n";
+  }
+  g_nranks = 0;
+  g_in_launch = 1;
+  struct LaunchScope {
+    ~LaunchScope() {
+      g_nranks = 0;
+      g_in_launch = 0;
+    }
+  } scope;
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < spec.world; ++rank) {
@@ -170,6 +247,10 @@ RunOutcome launch(const RunSpec& spec) {
       _exit(127);
     }
     pids.push_back(pid);
+    if (rank < kMaxRanks) {
+      g_ranks[rank] = pid;
+      g_nranks = rank + 1;
+    }
   }
 
   const std::vector<pid_t> started = pids;
@@ -186,6 +267,15 @@ RunOutcome launch(const RunSpec& spec) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(spec.timeout_s);
   int alive = spec.world;
   while (alive > 0) {
+    if (const int sig = g_stop) {
+      // stopped from outside: the handler killed the ranks; clean up, then
+      // die of the signal
+      kill_all();
+      remove_tree(dir);
+      g_nranks = 0;
+      signal(sig, SIG_DFL);
+      raise(sig);
+    }
     for (int rank = 0; rank < spec.world; ++rank) {
       pid_t& p = pids[static_cast<size_t>(rank)];
       if (p <= 0) continue;

@@ -225,6 +225,9 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   if (*worker) return worker_main(spec, rank, port, wout);
+  install_stop_handlers();
+  // temporaries of a bless or prove that was killed mid-write
+  if (*check || *bless || *prove) sweep_stale_writes(sel.golden_dir);
   if (*run) {
     RunOutcome o = launch(spec);
     if (o.exit_code != 0) {

@@ -40,6 +40,9 @@ struct RunOutcome {
 
 // Starts the ranks and gathers their records; never leaves a process behind.
 RunOutcome launch(const RunSpec& spec);
+// SIGINT, SIGTERM and SIGHUP stop a run without leftovers: its ranks,
+// scratch folder, shared memory and a golden half written (launcher.cpp).
+void install_stop_handlers();
 
 // The body of one rank process (`fusegate _worker`). Returns its exit code.
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path);

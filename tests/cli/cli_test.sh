@@ -188,6 +188,50 @@ PY
   unknown_fault)
     FUSEGATE_FAULT=atention_fallback "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 2; expect_out "unknown fault 'atention_fallback'"; expect_out "attention_fallback" ;;
+  leftovers_after_kill)
+    # nothing is left behind by a run or a bless that is stopped, and what a
+    # SIGKILL leaves is swept at the next start; goldens are never touched
+    dead=$(sh -c 'echo $$')  # a process that has exited
+    D="$T/golden/cpu/ffn_allreduce"
+    echo junk >"$D/.C_w1.json.tmp.$dead.0.123"
+    echo junk >"$D/.C_w1.json.tmp.$$.0.456"  # a live writer's: kept
+    "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 0
+    [ ! -e "$D/.C_w1.json.tmp.$dead.0.123" ] || fail "a dead bless's temporary file was left beside the golden"
+    [ -e "$D/.C_w1.json.tmp.$$.0.456" ] || fail "a live process's temporary file was removed"
+    rm -f "$D/.C_w1.json.tmp.$$.0.456"
+    check --strict; expect_rc $? 0
+    # a launcher stopped by SIGTERM removes its ranks and scratch folder
+    started() {  # the scratch folder of launcher $1, once it exists
+      for i in $(seq 1 200); do
+        d=$(grep -lx "$1" /tmp/fusegate-run-*/launcher.pid 2>/dev/null | head -1)
+        [ -n "$d" ] && { dirname "$d"; return 0; }
+        sleep 0.1
+      done
+      return 1
+    }
+    FUSEGATE_FAULT=hang:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 60 \
+      >"$T/out" 2>&1 &
+    lp=$!
+    sd=$(started $lp) || fail "the launcher made no scratch folder with its pid"
+    sleep 1
+    kill -TERM $lp; wait $lp; rc=$?
+    [ $rc -eq 143 ] || fail "a launcher stopped by SIGTERM exited $rc, not 143"
+    sleep 0.5
+    [ ! -e "$sd" ] || fail "SIGTERM left the scratch folder $sd"
+    if pgrep -f "_worker ffn_allreduce.*$T" >/dev/null; then fail "SIGTERM left rank processes"; fi
+    # SIGKILL cannot be caught: the ranks die with their parent, the folder
+    # stays until the next launcher sweeps it
+    FUSEGATE_FAULT=hang:1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 60 \
+      >"$T/out" 2>&1 &
+    lp=$!
+    sd=$(started $lp) || fail "the launcher made no scratch folder with its pid"
+    sleep 1
+    kill -KILL $lp; wait $lp
+    sleep 0.5
+    [ -e "$sd" ] || fail "expected SIGKILL to leave $sd (the test needs it)"
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1; expect_rc $? 0
+    [ ! -e "$sd" ] || fail "the next run did not sweep the folder $sd of a killed launcher" ;;
   junit_read_back)
     # the JUnit file, read by a real consumer, agrees with the verdict table
     # and the exit code, with and without --strict: one IMPROVED (the golden
