@@ -99,7 +99,7 @@ std::string describe(const json& e) {
 // The text of the culprit's repro lines, read where the record's paths lead:
 // as written (absolute, or relative to here), else beside the golden
 // directory (C++ repros are named from the project root: "repros/x.cpp").
-std::string source_excerpt(const json& e, const std::string& golden_dir) {
+std::string source_excerpt(const json& e, const std::string& golden_dir, const std::vector<std::string>& fg_dirs) {
   const json* src = field(e, "source");
   if (!src || !src->is_array()) return "";
   std::string out;
@@ -113,6 +113,9 @@ std::string source_excerpt(const json& e, const std::string& golden_dir) {
     const long want = std::atol(l.c_str() + colon + 1);
     std::filesystem::path path = file;
     if (!std::filesystem::exists(path)) path = std::filesystem::path(golden_dir).parent_path() / file;
+    // a .fg repro of a --repro-dir is named "<folder>/x.fg"
+    for (const auto& d : fg_dirs)
+      if (!std::filesystem::exists(path)) path = std::filesystem::path(d).parent_path() / file;
     std::ifstream in(path);
     std::string text;
     for (long n = 1; in && std::getline(in, text); ++n)
@@ -363,7 +366,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   std::cout << "\nfusegate bisect: " << base.repro << ": the culprit is application " << k << " of "
             << counts[culprit_sub] << " of " << culprit_sub << " (" << step << " runs)\n"
             << "  " << describe(entry) << "\n";
-  std::cout << source_excerpt(entry, base.golden_dir);
+  std::cout << source_excerpt(entry, base.golden_dir, base.fg_dirs);
   std::cout << culprit_kernel(base, bad_env, entry);
   std::cout << "  replay, good: FUSEGATE_BISECT=" << good_env << " fusegate run " << base.repro << flags << "\n"
             << "  replay, bad:  FUSEGATE_BISECT=" << bad_env << " fusegate run " << base.repro << flags << "\n";

@@ -115,7 +115,8 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
     std::string path = golden_of_job(sel, j);
     std::optional<nlohmann::json> golden = load_golden(path);  // a corrupted golden is bad input: exit 2
     std::string bless = bless_command(j.spec.repro, mode_letter(j.spec.mode), j.spec.world, backend_name(sel.backend),
-                                      policy_name(sel.fusion), sel.fast_paths.text());
+                                      policy_name(sel.fusion), sel.fast_paths.text()) +
+                        sel.repeat_flags;
     RunOutcome run = launch(j.spec);
     if (run.exit_code != 0) {
       Verdict v;

@@ -18,6 +18,9 @@ struct Selection {
   int timeout_s = 120;
   FastPathSelection fast_paths;
   std::vector<std::string> require_fast_paths;  // each must run ("used"), else the check fails
+  // the flags the user gave that a bless of the same checks must repeat
+  // (--repro-dir, --golden-dir, --timeout), shell-quoted, each after a space
+  std::string repeat_flags;
 };
 
 struct CheckOptions {

@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -187,6 +189,21 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  }
+  {
+    // what a bless hint must repeat for the same checks to be blessed
+    auto quoted = [](const std::string& s) {
+      bool plain = !s.empty();
+      for (char c : s) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+=:,", c));
+      if (plain) return s;
+      std::string q = "'";
+      for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return q + "'";
+    };
+    for (const auto& d : extra_dirs) sel.repeat_flags += " --repro-dir " + quoted(d);
+    if (sel.golden_dir != std::string(FUSEGATE_SOURCE_DIR) + "/golden")
+      sel.repeat_flags += " --golden-dir " + quoted(sel.golden_dir);
+    if (sel.timeout_s != 120) sel.repeat_flags += " --timeout " + std::to_string(sel.timeout_s);
   }
   extra_dirs.insert(extra_dirs.end(), sel.fg_dirs.begin(), sel.fg_dirs.end());
   sel.fg_dirs = extra_dirs;

@@ -52,6 +52,17 @@ Repro fg_repro(const std::string& path) {
   std::vector<Graph> gs = parse_graph_file(path);
   if (gs.size() != 1) user_error(path + ": a .fg repro holds exactly one graph, found " + std::to_string(gs.size()));
   auto g = std::make_shared<Graph>(gs[0]);
+  // Locations that go into records and goldens name the file from its repro
+  // folder, never by an absolute path that differs between machines:
+  // ".../repros/fg/x.fg" as "repros/fg/x.fg" (as C++ repros are named),
+  // any other folder as "<folder>/x.fg".
+  const std::filesystem::path p(path);
+  const size_t at = path.rfind("/repros/");
+  const std::string shown = at != std::string::npos
+                                ? path.substr(at + 1)
+                                : (p.parent_path().filename() / p.filename()).string();
+  for (Node& n : g->nodes)
+    if (n.loc.known()) n.loc.file = shown;
   Repro r;
   r.name = std::filesystem::path(path).stem().string();
   r.description = ".fg text graph (" + std::filesystem::path(path).filename().string() + ")";

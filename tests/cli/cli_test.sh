@@ -46,8 +46,14 @@ p = sys.argv[1]; r = json.load(open(p))
 for k in r["ranks"]: k["kernel_count"] += 1
 open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
 PY
-    check; expect_rc $? 0; expect_out "IMPROVED"; expect_out "fusegate bless ffn_allreduce --mode C --world-size 1"
-    check --strict; expect_rc $? 1 ;;
+    check; expect_rc $? 0; expect_out "IMPROVED"
+    # the hint repeats every flag the run needs: run as printed, it blesses
+    # the scratch golden and the strict check passes
+    expect_out "bless with: fusegate bless ffn_allreduce --mode C --world-size 1 --repro-dir $T/repros --golden-dir $T/golden\$"
+    check --strict; expect_rc $? 1
+    hint=$(grep -m1 -E "^  bless with: fusegate bless " "$T/out" | sed 's/^  bless with: fusegate //')
+    eval "\"\$FG\" $hint" >/dev/null 2>&1 || fail "the bless hint failed: $hint"
+    check --strict; expect_rc $? 0 ;;
   corrupted_golden)
     sed -i '3s/.*/  "broken": ,/' "$G"
     check; expect_rc $? 2; expect_out "C_w1.json:3:" ;;
@@ -188,6 +194,25 @@ PY
   unknown_fault)
     FUSEGATE_FAULT=atention_fallback "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 2; expect_out "unknown fault 'atention_fallback'"; expect_out "attention_fallback" ;;
+  relative_locations)
+    # a --repro-dir repro's break is stored by its folder and file, not by an
+    # absolute path that differs between machines
+    mkdir -p "$T/myfg"; cp "$T/repros/ffn_allreduce.fg" "$T/myfg/"
+    line=$(grep -n "all_reduce" "$T/myfg/ffn_allreduce.fg" | cut -d: -f1)
+    sed -i "${line}a\\  %dbg = print(%7) : bf16[4,32,128]" "$T/myfg/ffn_allreduce.fg"
+    FUSEGATE_QUIET_PRINT=1 "$FG" run ffn_allreduce --repro-dir "$T/myfg" --mode C --world-size 1 --out "$T/rec.json" \
+      >"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/rec.json" "$T" "$((line + 1))" <<'PY' || fail "locations are not relative to the repro folder"
+import json, sys
+rec, tmp, line = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+text = json.dumps(rec)
+assert tmp not in text, "an absolute path is in the record"
+locs = [b["location"] for b in rec["ranks"][0]["breaks"]]
+assert locs == ["myfg/ffn_allreduce.fg:" + line], locs
+assert any(s.startswith("myfg/ffn_allreduce.fg:") for e in rec["ranks"][0]["ledger"] for s in e.get("source", [])), \
+    rec["ranks"][0]["ledger"]
+PY
+    ;;
   leftovers_after_kill)
     # nothing is left behind by a run or a bless that is stopped, and what a
     # SIGKILL leaves is swept at the next start; goldens are never touched

@@ -307,6 +307,17 @@ TEST(CompareWithGolden, OtherEnvComparesFingerprintsWithinTolerance) {
   }
   Verdict v = check(run, make_record());
   EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  // green, and saying that the digests were not compared, and why
+  std::string f = finding(v, VerdictKind::Pass);
+  EXPECT_NE(f.find("exact digests not compared: this environment differs from the golden's (fingerprint 9f3c -> "
+                   "other-machine)"),
+            std::string::npos)
+      << all(v);
+  run["env"]["compiler"] = "g++ 13.1.0";
+  f = finding(check(run, make_record()), VerdictKind::Pass);
+  EXPECT_NE(f.find("(compiler g++ 12.2.0 -> g++ 13.1.0)"), std::string::npos) << f;
+  // the same environment says nothing
+  EXPECT_TRUE(check(make_record(), make_record()).findings.empty());
 }
 
 TEST(CompareWithGolden, OtherEnvFarFingerprintFailsWithFigures) {
