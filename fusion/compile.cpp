@@ -81,6 +81,24 @@ std::string print_lowered(const LoweredGraph& g) {
   return o.str();
 }
 
+std::vector<std::string> agreement_items(const CompiledProgram& p, const std::string& graph_hash) {
+  std::vector<std::string> items{"graph " + graph_hash};
+  for (size_t i = 0; i < p.schedule.ledger.size(); ++i) {
+    const LedgerEntry& e = p.schedule.ledger[i];
+    items.push_back("decision " + std::to_string(i) + ": " + e.first + " + " + e.second + " " +
+                    (e.fused ? "fused" : "rejected") + (e.reason == Reject::None ? "" : std::string(" (") +
+                                                                                          reject_code(e.reason) + ")"));
+  }
+  for (const auto& [name, st] : p.fast_paths) items.push_back("fast path " + name + ": " + st.status);
+  for (size_t i = 0; i < p.program.kernels.size(); ++i) {
+    const Kernel& k = p.program.kernels[i];
+    if (k.kind != "collective" && k.kind != "fast_path") continue;
+    const SchedNode& sn = p.lowered.nodes[static_cast<size_t>(k.nodes.at(0))];
+    items.push_back("launch " + std::to_string(i) + ": " + k.name + " " + sn.op.type.str());
+  }
+  return items;
+}
+
 std::string print_ledger(const Schedule& s) {
   std::ostringstream o;
   o << "fusion decisions (" << s.ledger.size() << "):\n";

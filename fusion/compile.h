@@ -41,4 +41,12 @@ std::string print_lowered(const LoweredGraph& g);
 std::string print_schedule(const LoweredGraph& g, const Schedule& s, const KernelProgram& p);
 std::string print_ledger(const Schedule& s);
 
+// What every rank must have compiled alike before a collective runs, one
+// item a line: the graph's hash, each fusion decision in ledger order, each
+// fast path's status, and each collective or fast path launch with its
+// shape. Ranks compare these (harness: agreement before the first
+// collective) so that a rank that compiled differently fails in seconds
+// instead of leaving its peers waiting in a collective.
+std::vector<std::string> agreement_items(const CompiledProgram& p, const std::string& graph_hash);
+
 }  // namespace fg

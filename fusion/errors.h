@@ -18,6 +18,11 @@ struct InternalError : std::logic_error {
 struct CannotTest : std::runtime_error {
   explicit CannotTest(const std::string& m) : std::runtime_error(m) {}
 };
+// Ranks that compiled differently (exit 1: a regression the gate found,
+// caught before a collective could hang on it).
+struct RanksDisagree : std::runtime_error {
+  explicit RanksDisagree(const std::string& m) : std::runtime_error(m) {}
+};
 
 [[noreturn]] void user_error(const std::string& msg);
 [[noreturn]] void internal_error(const std::string& msg);

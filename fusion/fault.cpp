@@ -29,7 +29,7 @@ bool is_rank(const std::string& s) {
 }
 
 std::vector<Item> parse() {
-  static const char* const with_arg[] = {"crash", "hang", "crash_in_fast_path"};
+  static const char* const with_arg[] = {"crash", "hang", "crash_in_fast_path", "diverge_fusion"};
   static const char* const plain[] = {"attention_fallback"};
   std::vector<Item> out;
   const char* env = std::getenv("FUSEGATE_FAULT");
@@ -48,7 +48,7 @@ std::vector<Item> parse() {
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction (comma-separated)");
     out.push_back(it);
   }
   return out;
@@ -56,8 +56,8 @@ std::vector<Item> parse() {
 
 // Parsed once per process (each test sets the variable for the processes it
 // starts); attention asks on every forward.
-const std::vector<Item>& items() {
-  static const std::vector<Item> parsed = parse();
+std::vector<Item>& items() {
+  static std::vector<Item> parsed = parse();
   return parsed;
 }
 
@@ -68,6 +68,8 @@ bool fault_active(const std::string& name) {
     if (it.name == name && it.arg.empty()) return true;
   return false;
 }
+
+void fault_enable(const std::string& name, const std::string& arg) { items().push_back({name, arg}); }
 
 std::string fault_argument(const std::string& name) {
   for (const Item& it : items())

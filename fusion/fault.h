@@ -26,5 +26,8 @@ namespace fg {
 bool fault_active(const std::string& name);
 // The argument of `name:ARG` in FUSEGATE_FAULT, or "" when absent.
 std::string fault_argument(const std::string& name);
+// Adds a fault to this process only (diverge_fusion:R becomes
+// refuse_fusion:reduction on rank R).
+void fault_enable(const std::string& name, const std::string& arg);
 
 }  // namespace fg

@@ -119,10 +119,12 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
                         sel.repeat_flags;
     RunOutcome run = launch(j.spec);
     if (run.exit_code != 0) {
+      // exit 1: the ranks compiled differently (a regression found before a
+      // collective could hang on it); anything else: cannot test
       Verdict v;
       v.check_id = j.id;
-      v.kind = VerdictKind::CannotTest;
-      v.findings.push_back({VerdictKind::CannotTest, run.message});
+      v.kind = run.exit_code == 1 ? VerdictKind::Fail : VerdictKind::CannotTest;
+      v.findings.push_back({v.kind, run.message});
       verdicts.push_back(v);
       continue;
     }

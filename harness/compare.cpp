@@ -216,6 +216,29 @@ void compare_kernel_names(Ctx& c, const json& run, const json& gold) {
   c.add(VerdictKind::Pass, "kernels changed: " + join(parts, "; "));
 }
 
+// The three hashes against the golden's: a changed collective sequence
+// (kinds, sizes, order) fails, as ranks of two versions would then wait on
+// different collectives; a changed graph or decision hash is a note (the
+// counts, the ledger diff and the digests say whether it matters).
+void compare_hashes(Ctx& c, const json& run, const json& gold) {
+  const json* r = field(run, "hashes");
+  const json* g = field(gold, "hashes");
+  if (!r || !g || !r->is_object() || !g->is_object()) return;
+  const std::string rc = text_of(*r, "collectives"), gc = text_of(*g, "collectives");
+  if (!gc.empty() && !rc.empty() && rc != gc)
+    c.add(VerdictKind::Fail, "collective sequence changed (hash " + gc + " -> " + rc +
+                                 "): the ranks issue other collectives, sizes or order than when the golden was "
+                                 "blessed; bless if intended" +
+                                 (c.bless.empty() ? "" : " with: " + c.bless));
+  for (const char* k : {"graphs", "decisions"}) {
+    const std::string a = text_of(*g, k), b = text_of(*r, k);
+    if (!a.empty() && !b.empty() && a != b)
+      c.add(VerdictKind::Pass, std::string(k) + " hash " + a + " -> " + b +
+                                   (std::string(k) == "graphs" ? " (the captured graphs changed)"
+                                                               : " (fusion decisions changed)"));
+  }
+}
+
 // -- fusion ledger -----------------------------------------------------------
 
 std::string nodes_key(const json& entry) {
@@ -532,6 +555,7 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
       compare_breaks(c, *r, *g->second);
       compare_kernel_names(c, *r, *g->second);
       compare_ledger(c, *r, *g->second);
+      compare_hashes(c, *r, *g->second);
       compare_fast_paths(c, *r, *g->second);
       compare_outputs(c, *r, *g->second, same_env);
     }

@@ -290,6 +290,11 @@ RunOutcome launch(const RunSpec& spec) {
       if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
         out.exit_code = 2;
         out.message = "rank " + std::to_string(rank) + ": " + trim(last_lines(log, 3));
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && log.find("ranks disagree: ") != std::string::npos) {
+        // the ranks compiled differently: a regression, found in seconds
+        out.exit_code = 1;
+        const size_t at = log.find("ranks disagree: ");
+        out.message = trim(log.substr(at + 16, log.find('\n', at) - at - 16));
       } else if (WIFEXITED(status) && WEXITSTATUS(status) == 125 && log.find("cannot test: ") != std::string::npos) {
         // the rank found this machine unable to run it (no GPU): not a crash
         out.exit_code = 125;
@@ -306,9 +311,25 @@ RunOutcome launch(const RunSpec& spec) {
       return out;
     }
     if (alive > 0 && std::chrono::steady_clock::now() > deadline) {
-      // the hung rank is the one that got least far; the others wait on it
+      // a rank whose heartbeat stopped is the one that stopped answering
+      // (the others, waiting on it in a collective, still beat); without
+      // one, the hung rank is the one that got least far
       std::string culprit, waiting;
-      int worst = 1 << 30;
+      double stalest = 0;
+      for (int rank = 0; rank < spec.world; ++rank) {
+        if (pids[static_cast<size_t>(rank)] <= 0) continue;
+        std::error_code ec;
+        const auto t = std::filesystem::last_write_time(dir + "/rank" + std::to_string(rank) + ".json.heartbeat", ec);
+        if (ec) continue;
+        const double age =
+            std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - t).count();
+        if (age > 2.0 && age > stalest) {
+          stalest = age;
+          culprit = std::to_string(rank) + " (stopped answering: no heartbeat for " +
+                    std::to_string(static_cast<int>(age)) + " s; last step: '" + progress(rank) + "')";
+        }
+      }
+      int worst = culprit.empty() ? 1 << 30 : -(1 << 30);
       const std::vector<std::string> steps = {"joining the process group", "joined", "warm-up forward",
                                               "measured forward", "reference runs", "A/B: generic path",
                                               "A/B: fast path", "A/B: fp64 reference", "done"};

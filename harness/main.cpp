@@ -298,6 +298,9 @@ int main(int argc, char** argv) {
   } catch (const fg::UserError& e) {
     std::cerr << "fusegate: error: " << e.what() << "\n";
     return 2;
+  } catch (const fg::RanksDisagree& e) {
+    std::cerr << "fusegate: ranks disagree: " << e.what() << "\n";
+    return 1;
   } catch (const fg::CannotTest& e) {
     std::cerr << "fusegate: cannot test: " << e.what() << "\n";
     return 125;

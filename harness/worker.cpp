@@ -5,7 +5,12 @@
 #include <torch/version.h>
 #include <xxhash.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -60,6 +65,38 @@ void progress(const std::string& out_path, const std::string& step) {
   std::ofstream f(out_path + ".progress", std::ios::trunc);
   f << step << "\n";
 }
+
+// Touches `<out>.heartbeat` every 100 ms from its own thread, so the
+// launcher can tell a rank that stopped answering (stopped, swapped out,
+// wedged in the kernel: no heartbeat) from ranks that are only waiting on it
+// in a collective (their threads still beat).
+class Heartbeat {
+ public:
+  explicit Heartbeat(std::string path) : path_(std::move(path)) {
+    beat();
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        beat();
+      }
+    });
+  }
+  ~Heartbeat() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  void beat() {
+    int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    ::futimens(fd, nullptr);  // now
+    ::close(fd);
+  }
+  std::string path_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
 
 struct ForwardResult {
   std::vector<at::Tensor> outputs;
@@ -281,12 +318,17 @@ nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& gra
 
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path) {
   at::set_num_threads(1);  // ranks share the cores; one thread keeps results deterministic
+  Heartbeat heartbeat(out_path + ".heartbeat");
   progress(out_path, "joining the process group");
   bool cuda = spec.backend == Backend::Cuda;
   if (cuda) cuda_select_device(rank);  // before NCCL: one GPU a rank
   Collectives coll("127.0.0.1", port, rank, spec.world, spec.timeout_s, cuda ? "nccl" : "gloo");
   progress(out_path, "joined");
   maybe_fault(rank, out_path);
+  // FUSEGATE_FAULT=diverge_fusion:R: rank R alone compiles with another
+  // fusion rule, as a rank of another version would (the agreement check
+  // before the first collective must catch it)
+  if (fault_argument("diverge_fusion") == std::to_string(rank)) fault_enable("refuse_fusion", "reduction");
 
   auto repros = all_repros(spec.fg_dirs);
   const Repro* r = find_repro(repros, spec.repro);

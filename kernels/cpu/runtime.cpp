@@ -1,5 +1,6 @@
 #include "kernels/cpu/runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -239,6 +240,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.proofs = fast_proofs_;
     rt->prog = compile(g, o);
     rt->guard = guard;
+    agree(rt->prog, graph_hash(g), index);
     bool any = false;
     for (const auto& k : rt->prog.program.kernels) any = any || k.generated();
     if (any) rt->module = backend_ == Backend::Cuda ? load_cuda_module(rt->prog.program) : load_host_module(rt->prog.program);
@@ -253,6 +255,38 @@ std::vector<ConcreteP> AtenExecutor::wrap_all(std::vector<at::Tensor> ts) {
   std::vector<ConcreteP> r;
   for (auto& t : ts) r.push_back(wrap_aten(std::move(t)));
   return r;
+}
+
+void AtenExecutor::agree(const CompiledProgram& p, const std::string& hash, int index) {
+  if (!coll_ || world_ < 2) return;
+  // the n-th graph this executor compiles pairs with every rank's n-th
+  const std::vector<std::string> mine = agreement_items(p, hash);
+  std::string text;
+  for (const auto& l : mine) text += l + "\n";
+  const std::vector<std::string> all =
+      coll_->exchange("agree/" + std::to_string(agreement_id_) + "/" + std::to_string(agreed_++), text);
+  auto lines = [](const std::string& t) {
+    std::vector<std::string> out;
+    std::istringstream in(t);
+    std::string l;
+    while (std::getline(in, l)) out.push_back(l);
+    return out;
+  };
+  const std::vector<std::string> ref = lines(all.at(0));
+  for (size_t r = 1; r < all.size(); ++r) {
+    const std::vector<std::string> other = lines(all[r]);
+    for (size_t i = 0; i < std::max(ref.size(), other.size()); ++i) {
+      const std::string a = i < ref.size() ? ref[i] : "(nothing)";
+      const std::string b = i < other.size() ? other[i] : "(nothing)";
+      if (a == b) continue;
+      // name the item ("decision 14") and both ranks' versions of it
+      const std::string what = (i < ref.size() ? a : b).substr(0, (i < ref.size() ? a : b).find(':'));
+      throw RanksDisagree("rank " + std::to_string(r) + " differs from rank 0 at " + what + " of graph " +
+                          std::to_string(index) + ": rank 0 has '" + a + "', rank " + std::to_string(r) +
+                          " has '" + b + "' (found before the graph's first collective, which would otherwise "
+                          "wait on mismatched peers)");
+    }
+  }
 }
 
 std::vector<at::Tensor> AtenExecutor::replay(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins) {

@@ -140,6 +140,15 @@ class AtenExecutor : public Executor {
  private:
   std::string guard_key(const std::vector<at::Tensor>& ins, std::vector<Layout>* layouts) const;
   std::vector<at::Tensor> execute(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins, int index);
+  // Ranks compare what they compiled before any collective of it runs
+  // (agreement_items); throws RanksDisagree naming the first difference.
+  void agree(const CompiledProgram& p, const std::string& hash, int index);
+  int agreed_ = 0;                  // graphs agreed on by this executor
+  int agreement_id_ = next_id();    // executors of a rank, in creation order
+  static int next_id() {
+    static int n = 0;
+    return n++;
+  }
   static std::vector<ConcreteP> wrap_all(std::vector<at::Tensor> ts);
   Collectives* coll_;
   Backend backend_;

@@ -194,6 +194,40 @@ PY
   unknown_fault)
     FUSEGATE_FAULT=atention_fallback "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 2; expect_out "unknown fault 'atention_fallback'"; expect_out "attention_fallback" ;;
+  hung_rank_named)
+    # a rank that stops answering (SIGSTOP) is the one named, not a rank
+    # waiting on it in a collective: three tries, all right
+    for try in 1 2 3; do
+      "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 5 --iters 200 >"$T/out" 2>&1 &
+      lp=$!
+      sd=""
+      for i in $(seq 1 200); do
+        d=$(grep -lx "$lp" /tmp/fusegate-run-*/launcher.pid 2>/dev/null | head -1)
+        if [ -n "$d" ] && [ -e "$(dirname "$d")/rank1.json.heartbeat" ]; then sd=$(dirname "$d"); break; fi
+        sleep 0.05
+      done
+      [ -n "$sd" ] || fail "rank 1 of the run never started beating"
+      r1=$(pgrep -P $lp -f -- "--rank 1 " | head -1)
+      [ -n "$r1" ] || fail "no rank 1 process under launcher $lp"
+      sleep 0.3
+      kill -STOP "$r1"
+      wait $lp; rc=$?
+      expect_rc $rc 125
+      expect_out "rank 1 \(stopped answering: no heartbeat for [0-9]+ s"
+    done ;;
+  ranks_disagree)
+    # rank 1 compiles with another fusion rule: the ranks compare what they
+    # compiled before the first collective and stop in seconds, naming the
+    # first decision that differs (exit 1), instead of hanging in it
+    start=$(date +%s)
+    FUSEGATE_FAULT=diverge_fusion:1 "$FG" run tp_block_llama --mode C --world-size 2 --timeout 60 >"$T/out" 2>&1
+    rc=$?; took=$(( $(date +%s) - start ))
+    expect_rc $rc 1
+    expect_out "rank 1 differs from rank 0 at decision [0-9]+ of graph 0: rank 0 has '.*buf2 \+ buf4 fused', rank 1 has '.*buf2 \+ buf4 rejected \(fault_refused\)'"
+    [ "$took" -lt 10 ] || fail "took ${took}s to find ranks that compiled differently"
+    # in check, a FAIL (a regression found), not CANNOT_TEST
+    FUSEGATE_FAULT=diverge_fusion:1 "$FG" check tp_block_llama --mode C --world-size 2 --timeout 60 >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "tp_block_llama/C/w2/cpu +FAIL"; expect_out "differs from rank 0 at decision" ;;
   relative_locations)
     # a --repro-dir repro's break is stored by its folder and file, not by an
     # absolute path that differs between machines

@@ -320,6 +320,23 @@ TEST(CompareWithGolden, OtherEnvComparesFingerprintsWithinTolerance) {
   EXPECT_TRUE(check(make_record(), make_record()).findings.empty());
 }
 
+TEST(CompareWithGolden, HashesAgainstTheGolden) {
+  json run = make_record();
+  for (auto& r : run["ranks"]) r["hashes"]["collectives"] = "c2";
+  Verdict v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::Fail).find("rank 0: collective sequence changed (hash c1 -> c2)"),
+            std::string::npos)
+      << all(v);
+  run = make_record();
+  for (auto& r : run["ranks"]) r["hashes"]["graphs"] = "g2";
+  v = check(run, make_record());
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::Pass).find("graphs hash g1 -> g2 (the captured graphs changed)"),
+            std::string::npos)
+      << all(v);
+}
+
 TEST(CompareWithGolden, OtherEnvFarFingerprintFailsWithFigures) {
   json run = make_record();
   run["env"]["fingerprint"] = "other-machine";
