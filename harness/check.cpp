@@ -8,6 +8,7 @@
 #include "harness/commands.h"
 #include "harness/compare.h"
 #include "harness/golden.h"
+#include "harness/quarantine.h"
 #include "harness/report.h"
 #include "repros/registry.h"
 
@@ -108,6 +109,17 @@ nlohmann::json golden_of(nlohmann::json rec) {
 
 int cmd_check(const Selection& sel, const CheckOptions& opts) {
   std::vector<Job> jobs = expand(sel);
+  // the quarantine is read (and refused if malformed) before any run
+  const std::string qpath = sel.golden_dir + "/quarantine.json";
+  const std::vector<QuarantineEntry> quarantine = load_quarantine(qpath);
+  {
+    const auto repros = all_repros(sel.fg_dirs);
+    for (const auto& e : quarantine)
+      if (!find_repro(repros, e.id.substr(0, e.id.find('/'))))
+        user_error(qpath + ": error: quarantined check '" + e.id + "' names no repro; known repros: " +
+                   repro_names(repros));
+  }
+  const std::string as_of = opts.as_of.empty() ? today_utc() : opts.as_of;
   std::vector<Verdict> verdicts;
   std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
   for (const Job& j : jobs) {
@@ -145,6 +157,7 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
     require_fast_paths(sel, run.record, &v);
     verdicts.push_back(v);
   }
+  for (Verdict& v : verdicts) apply_quarantine(quarantine, as_of, &v);
   std::cout << verdict_table(verdicts);
   if (!opts.junit.empty()) write_atomic(opts.junit, junit_xml(verdicts, "fusegate", opts.strict));
   if (!opts.markdown.empty()) write_atomic(opts.markdown, markdown_summary(verdicts, opts.strict));

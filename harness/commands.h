@@ -26,6 +26,7 @@ struct Selection {
 struct CheckOptions {
   bool strict = false;
   std::string junit, markdown, records_dir;
+  std::string as_of;  // YYYY-MM-DD: the date quarantine expiry is judged at (empty: today, UTC)
 };
 
 int cmd_check(const Selection& sel, const CheckOptions& opts);

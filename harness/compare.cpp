@@ -15,6 +15,7 @@ const char* verdict_name(VerdictKind k) {
     case VerdictKind::Improved: return "IMPROVED";
     case VerdictKind::Missing: return "MISSING";
     case VerdictKind::CannotTest: return "CANNOT_TEST";
+    case VerdictKind::Flaky: return "FLAKY";
   }
   return "UNKNOWN";
 }

@@ -8,9 +8,11 @@
 
 namespace fg {
 
-enum class VerdictKind { Pass, Fail, Improved, Missing, CannotTest };
+// Flaky: a failing or untestable check under an unexpired quarantine
+// (harness/quarantine.h); it does not fail the gate.
+enum class VerdictKind { Pass, Fail, Improved, Missing, CannotTest, Flaky };
 
-// "PASS", "FAIL", "IMPROVED", "MISSING", "CANNOT_TEST".
+// "PASS", "FAIL", "IMPROVED", "MISSING", "CANNOT_TEST", "FLAKY".
 const char* verdict_name(VerdictKind k);
 
 // One observation. Pass-kind findings are informative (a renamed kernel, a

@@ -15,6 +15,7 @@
 #include "fusion/logs.h"
 #include "harness/commands.h"
 #include "harness/golden.h"
+#include "harness/quarantine.h"
 #include "harness/run.h"
 #include "kernels/fastpaths/catalog.h"
 #include "repros/registry.h"
@@ -109,6 +110,8 @@ int run_main(int argc, char** argv) {
   check->add_option("--junit", copts.junit, "write JUnit XML here");
   check->add_option("--markdown", copts.markdown, "write a Markdown summary here");
   check->add_option("--records", copts.records_dir, "keep every RunRecord in this folder");
+  check->add_option("--as-of", copts.as_of,
+                    "judge quarantine expiry at this date, YYYY-MM-DD (bisecting old commits); default today (UTC)");
 
   std::string why;
   auto* bless = app.add_subcommand("bless", "run and write the goldens (atomically), showing the diff");
@@ -234,6 +237,8 @@ int run_main(int argc, char** argv) {
     if (!copts.junit.empty()) require_writable_file("--junit", copts.junit);
     if (!copts.markdown.empty()) require_writable_file("--markdown", copts.markdown);
     if (!copts.records_dir.empty()) require_writable_dir("--records", copts.records_dir);
+    if (!copts.as_of.empty() && parse_date(copts.as_of).empty())
+      user_error("--as-of '" + copts.as_of + "' is not a date YYYY-MM-DD");
   }
   if (*explain && !dot_dir.empty()) require_writable_dir("--dot", dot_dir);
 

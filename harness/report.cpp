@@ -31,7 +31,7 @@ const Finding* headline(const Verdict& v) {
 }
 
 struct Tally {
-  size_t pass = 0, fail = 0, improved = 0, missing = 0, cannot = 0;
+  size_t pass = 0, fail = 0, improved = 0, missing = 0, cannot = 0, flaky = 0;
   explicit Tally(const std::vector<Verdict>& vs) {
     for (const Verdict& v : vs) {
       switch (v.kind) {
@@ -40,13 +40,15 @@ struct Tally {
         case VerdictKind::Improved: ++improved; break;
         case VerdictKind::Missing: ++missing; break;
         case VerdictKind::CannotTest: ++cannot; break;
+        case VerdictKind::Flaky: ++flaky; break;
       }
     }
   }
   std::string line(size_t total) const {
     return std::to_string(total) + " checks: " + std::to_string(pass) + " passed, " +
            std::to_string(fail) + " failed, " + std::to_string(improved) + " improved, " +
-           std::to_string(missing) + " missing, " + std::to_string(cannot) + " cannot test";
+           std::to_string(missing) + " missing, " + std::to_string(cannot) + " cannot test" +
+           (flaky ? ", " + std::to_string(flaky) + " flaky (quarantined)" : "");
   }
 };
 
@@ -145,6 +147,7 @@ JunitAs junit_as(VerdictKind k, bool strict) {
     case VerdictKind::Improved: return strict ? JunitAs::Failure : JunitAs::Passed;
     case VerdictKind::Missing: return strict ? JunitAs::Failure : JunitAs::Skipped;
     case VerdictKind::CannotTest: return JunitAs::Error;
+    case VerdictKind::Flaky: return JunitAs::Skipped;  // with the quarantine's reason
     default: return JunitAs::Passed;
   }
 }

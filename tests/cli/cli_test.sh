@@ -194,6 +194,34 @@ PY
   unknown_fault)
     FUSEGATE_FAULT=atention_fallback "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 2; expect_out "unknown fault 'atention_fallback'"; expect_out "attention_fallback" ;;
+  quarantine)
+    # a failing check under an unexpired quarantine is FLAKY (exit 0, JUnit
+    # skipped with the reason); at its expiry date it fails, saying so;
+    # bless leaves the file alone; a malformed file is bad input
+    python3 - "$G" <<'PY'
+import json, sys
+p = sys.argv[1]; r = json.load(open(p))
+for k in r["ranks"]: k["kernel_count"] -= 1
+open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    cat >"$T/golden/quarantine.json" <<'Q'
+{"format_version": 1, "checks": [{"id": "ffn_allreduce/C/w1/cpu", "reason": "kernel count flips on busy hosts",
+  "link": "https://tracker.example/FG-7", "expires": "2030-01-01"}]}
+Q
+    sum=$(sha256sum "$T/golden/quarantine.json")
+    check --strict --junit "$T/q.xml"; expect_rc $? 0
+    expect_out "ffn_allreduce/C/w1/cpu +FLAKY"; expect_out "1 flaky \(quarantined\)"
+    grep -q '<skipped message="quarantined: kernel count flips on busy hosts (https://tracker.example/FG-7), until 2030-01-01"' \
+      "$T/q.xml" || fail "JUnit lacks the skipped case with the quarantine's reason"
+    check --strict --as-of 2030-01-01; expect_rc $? 1
+    expect_out "quarantine expired on 2030-01-01 \(kernel count flips"
+    check --as-of 2030-13-01; expect_rc $? 2; expect_out "--as-of '2030-13-01' is not a date"
+    "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 0
+    [ "$(sha256sum "$T/golden/quarantine.json")" = "$sum" ] || fail "bless touched the quarantine"
+    echo '{"format_version": 1, "checks": [{"id": "nope/C/w1/cpu", "reason": "r", "link": "l", "expires": "2030-01-01"}]}' \
+      >"$T/golden/quarantine.json"
+    check; expect_rc $? 2; expect_out "quarantined check 'nope/C/w1/cpu' names no repro" ;;
   hung_rank_named)
     # a rank that stops answering (SIGSTOP) is the one named, not a rank
     # waiting on it in a collective: three tries, all right
