@@ -403,6 +403,31 @@ void compare_outputs(Ctx& c, const json& run, const json& gold, bool same_env) {
                 (c.bless.empty() ? "" : " with: " + c.bless));
 }
 
+// A repro that drives recompiles (RECORD.md `recompiles`): the same shapes
+// again must not recompile, a changed sequence length exactly once.
+void check_recompiles(Ctx& c, const json& run) {
+  const json* rc = field(run, "recompiles");
+  if (!rc) return;
+  const json* same = field(*rc, "same_shapes");
+  const json* changed = field(*rc, "changed_shapes");
+  if (!same || !same->is_number_integer() || !changed || !changed->is_number_integer()) {
+    c.add(VerdictKind::Fail, "recompiles: the record lacks same_shapes or changed_shapes");
+    return;
+  }
+  if (same->get<int>() != 0)
+    c.add(VerdictKind::Fail, "calling the forward again with the same shapes recompiled " + same->dump() +
+                                 " time(s) (guards that do not hold: expected 0)");
+  // each graph of the forward compiles once more (one, without breaks)
+  const json* graphs = field(run, "graph_count");
+  const int want = graphs && graphs->is_number_integer() ? graphs->get<int>() : 1;
+  if (changed->get<int>() != want)
+    c.add(VerdictKind::Fail, "a changed sequence length recompiled " + changed->dump() +
+                                 " time(s), expected exactly " + std::to_string(want) + " (once per graph)" +
+                                 (changed->get<int>() == 0 ? " (a stale graph ran on new shapes: a guard is missing)"
+                                                           : "") +
+                                 "; guard: " + text_of(*rc, "guard"));
+}
+
 void check_accuracy(Ctx& c, const json& run) {
   const json* acc = field(run, "accuracy");
   if (!acc || !acc->is_object()) return;
@@ -497,6 +522,7 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
   for (auto& [id, r] : run_ranks) {
     Ctx c{"rank " + std::to_string(id), bless_command, &out};
     check_accuracy(c, *r);
+    check_recompiles(c, *r);
   }
   for (Finding& f : cross_rank_findings(run)) out.push_back(std::move(f));
   // a fast path asked for and blocked is said, once (every rank compiled the same graphs)

@@ -433,6 +433,21 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   j["graph_break_count"] = static_cast<int>(res.breaks.size());
   j["breaks"] = nlohmann::json::array();
   for (const auto& b : res.breaks) j["breaks"].push_back({{"reason", b.reason}, {"location", b.loc.str()}});
+  if (r->reshaped_inputs && mode != Mode::Eager) {
+    // recompiles as a driven invariant: the same forward, same shapes, then
+    // a changed sequence length (the record's `recompiles`)
+    progress(out_path, "recompile check");
+    const int before = ex.recompile_count();
+    forward(*r, mode, ex, inputs, false);
+    const int same = ex.recompile_count() - before;
+    std::map<std::string, at::Tensor> reshaped;
+    for (const auto& s : r->reshaped_inputs(spec.world))
+      reshaped[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
+    forward(*r, mode, ex, reshaped, false);
+    j["recompiles"] = {{"same_shapes", same},
+                       {"changed_shapes", ex.recompile_count() - before - same},
+                       {"guard", ex.last_failed_guard()}};
+  }
   j["recompile_count"] = ex.recompile_count();
   j["kernel_count"] = static_cast<int>(launches.size());
   nlohmann::json by_kind = {{"poi", 0}, {"red", 0}, {"per", 0}, {"tem", 0}, {"extern", 0}, {"collective", 0},

@@ -126,7 +126,8 @@ BlockDims anchor_block() {
 }
 
 std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs) {
-  std::vector<Repro> rs{tp_block_llama(), tp_block_wan(), tp_block_llama(anchor_block()), tp_block_wan(anchor_block())};
+  std::vector<Repro> rs{tp_block_llama(),      tp_block_wan(), tp_block_llama(anchor_block()), tp_block_wan(anchor_block()),
+                        tp_block_llama_seq()};
   for (const auto& dir : fg_dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) continue;

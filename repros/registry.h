@@ -35,6 +35,10 @@ struct Repro {
   bool replicated_outputs = true;    // every rank ends with the same values
   int min_world = 1, max_world = 1 << 20;
   std::optional<Backend> only_backend;  // run only there (a GPU-sized block)
+  // Set: after its counted forwards the worker calls the forward again with
+  // the same inputs (must not recompile) and with these (a changed sequence
+  // length: must recompile exactly once), recording both in `recompiles`.
+  std::function<std::vector<InputSpec>(int world)> reshaped_inputs;
 };
 
 // The sizes of a transformer block (per model, before sharding).
@@ -70,6 +74,8 @@ Repro residual_block(const BlockDims& d, const std::string& name, const std::str
 
 // Built-in repro definitions, at a given size.
 Repro tp_block_llama(const BlockDims& d = cpu_block());
+// tp_block_llama, then called again at half the sequence length (recompiles).
+Repro tp_block_llama_seq();
 Repro tp_block_wan(const BlockDims& d = cpu_block());
 
 }  // namespace fg

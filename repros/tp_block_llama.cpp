@@ -14,16 +14,16 @@ namespace {
 
 Tensor attention(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
   const int64_t heads = d.heads / s.world_size();
-  const int64_t local = heads * d.head_dim;
+  const int64_t local = heads * d.head_dim, batch = x.shape()[0], seq = x.shape()[1];  // two lengths: _seq
   Tensor o;
   {
     Tensor h = rms_norm(x, w["ln1"], 1e-6);
     Tensor qkv = linear(h, w["w_qkv"]);
     auto split = [&](int64_t i) {
-      return transpose(reshape(slice(qkv, -1, i * local, (i + 1) * local), {d.batch, d.seq, heads, d.head_dim}), 1, 2);
+      return transpose(reshape(slice(qkv, -1, i * local, (i + 1) * local), {batch, seq, heads, d.head_dim}), 1, 2);
     };
     Tensor a = sdpa_causal(split(0), split(1), split(2));
-    o = linear(reshape(transpose(a, 1, 2), {d.batch, d.seq, local}), w["w_o"]);
+    o = linear(reshape(transpose(a, 1, 2), {batch, seq, local}), w["w_o"]);
   }
   s.all_reduce_(o);
   return o;
@@ -51,6 +51,17 @@ Repro tp_block_llama(const BlockDims& d) {
       d, "tp_block_llama",
       "Llama decoder block: RMSNorm, QKV, causal SDPA, O, all-reduce, RMSNorm, SwiGLU MLP, all-reduce",
       "repros/tp_block_llama.cpp", own, attention, mlp);
+}
+
+Repro tp_block_llama_seq() {
+  Repro r = tp_block_llama();
+  r.name = "tp_block_llama_seq";
+  r.description = "tp_block_llama called again with the same shapes (no recompile) and at half the sequence "
+                  "length (exactly one recompile)";
+  BlockDims half = cpu_block();
+  half.seq /= 2;
+  r.reshaped_inputs = tp_block_llama(half).inputs;
+  return r;
 }
 
 }  // namespace fg

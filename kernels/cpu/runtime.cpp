@@ -222,10 +222,12 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
   auto site = site_guard_.find(index);
   if (site != site_guard_.end() && site->second != key && !cache_.count(key)) {
     ++recompiles_;
+    last_failed_guard_ = failed_guard(g, site_guard_text_[index], guard);
     if (log_enabled("recompiles"))
-      log_write("recompiles", "recompiling graph " + std::to_string(index) + ": guards changed (" + guard + ")");
+      log_write("recompiles", "recompiling graph " + std::to_string(index) + ": guard failed: " + last_failed_guard_);
   }
   site_guard_[index] = key;
+  site_guard_text_[index] = guard;
 
   auto it = cache_.find(key);
   if (it == cache_.end()) {
@@ -287,6 +289,26 @@ void AtenExecutor::agree(const CompiledProgram& p, const std::string& hash, int 
                           "wait on mismatched peers)");
     }
   }
+}
+
+// The first input whose type or layout differs between two guards:
+// "input x: BFloat16[2,64,256]... -> BFloat16[2,32,256]...".
+std::string AtenExecutor::failed_guard(const Graph& g, const std::string& was, const std::string& now) {
+  auto parts = [](const std::string& s) {
+    std::vector<std::string> out;
+    std::istringstream in(s.substr(0, s.find('|')));
+    std::string p;
+    while (std::getline(in, p, ';')) out.push_back(p);
+    return out;
+  };
+  const std::vector<std::string> a = parts(was), b = parts(now);
+  const std::vector<int> ids = g.input_ids();
+  for (size_t k = 0; k < std::max(a.size(), b.size()); ++k) {
+    const std::string x = k < a.size() ? a[k] : "(none)", y = k < b.size() ? b[k] : "(none)";
+    if (x != y)
+      return "input " + (k < ids.size() ? g.node(ids[k]).name : std::to_string(k)) + ": " + x + " -> " + y;
+  }
+  return "the graph changed";
 }
 
 std::vector<at::Tensor> AtenExecutor::replay(const CompiledGraphRt& rt, const std::vector<at::Tensor>& ins) {

@@ -129,6 +129,8 @@ class AtenExecutor : public Executor {
   const std::vector<LaunchRecord>& launches() const { return launches_; }
   const std::vector<const CompiledGraphRt*>& graphs_run() const { return graphs_run_; }
   int recompile_count() const { return recompiles_; }
+  // The guard that failed at the last recompile ("input x: ... -> ...").
+  const std::string& last_failed_guard() const { return last_failed_guard_; }
   double compile_ms() const { return compile_ms_; }
   // Runs a graph compiled earlier on new inputs after checking its guards,
   // without capture: what a compiled function does once its guards pass.
@@ -144,6 +146,9 @@ class AtenExecutor : public Executor {
   // (agreement_items); throws RanksDisagree naming the first difference.
   void agree(const CompiledProgram& p, const std::string& hash, int index);
   int agreed_ = 0;                  // graphs agreed on by this executor
+  static std::string failed_guard(const Graph& g, const std::string& was, const std::string& now);
+  std::map<int, std::string> site_guard_text_;  // site -> its guard, for the recompiles log
+  std::string last_failed_guard_;
   int agreement_id_ = next_id();    // executors of a rank, in creation order
   static int next_id() {
     static int n = 0;

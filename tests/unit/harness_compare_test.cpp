@@ -320,6 +320,24 @@ TEST(CompareWithGolden, OtherEnvComparesFingerprintsWithinTolerance) {
   EXPECT_TRUE(check(make_record(), make_record()).findings.empty());
 }
 
+TEST(CompareWithGolden, DrivenRecompilesMustBeZeroThenOne) {
+  json run = make_record();
+  for (auto& r : run["ranks"]) r["recompiles"] = {{"same_shapes", 0}, {"changed_shapes", 1}, {"guard", "input x: a -> b"}};
+  EXPECT_EQ(check(run, run).kind, VerdictKind::Pass) << all(check(run, run));
+  json again = run;
+  again["ranks"][0]["recompiles"]["same_shapes"] = 1;
+  Verdict v = check(again, run);
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("with the same shapes recompiled 1 time(s)"), std::string::npos) << all(v);
+  json stale = run;
+  stale["ranks"][0]["recompiles"]["changed_shapes"] = 0;
+  v = check(stale, run);
+  EXPECT_EQ(v.kind, VerdictKind::Fail);
+  EXPECT_NE(all(v).find("a stale graph ran on new shapes"), std::string::npos) << all(v);
+  // without a golden too: a run-only invariant
+  EXPECT_EQ(compare_with_golden(stale, nullptr, "g.json", "x", "").kind, VerdictKind::Fail);
+}
+
 TEST(CompareWithGolden, HashesAgainstTheGolden) {
   json run = make_record();
   for (auto& r : run["ranks"]) r["hashes"]["collectives"] = "c2";
