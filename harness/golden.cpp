@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <vector>
 
@@ -250,19 +251,99 @@ class SchemaCheck {
   std::map<std::string, int> lines_;
 };
 
+// Every key a RunRecord defines (harness/RECORD.md), with its type and the
+// type of its elements; `required` keys must be there. Keys it does not know
+// are left alone (a newer fusegate may add some). A mistyped value is named
+// by its JSON path and line: "ranks[0].kernels[1]: integer, expected an
+// object".
+enum class T { Int, Num, Str, Bool, Obj, Arr };
+const char* t_word(T t) {
+  switch (t) {
+    case T::Int: return "an integer";
+    case T::Num: return "a number";
+    case T::Str: return "a string";
+    case T::Bool: return "a boolean";
+    case T::Obj: return "an object";
+    case T::Arr: return "an array";
+  }
+  return "?";
+}
+bool is(const json& v, T t) {
+  switch (t) {
+    case T::Int: return v.is_number_integer();
+    case T::Num: return v.is_number() || v.is_null();  // NaN and Inf are stored as null
+    case T::Str: return v.is_string();
+    case T::Bool: return v.is_boolean();
+    case T::Obj: return v.is_object();
+    case T::Arr: return v.is_array();
+  }
+  return false;
+}
+
+struct Field {
+  const char* key;
+  T type;
+  bool required;
+  std::optional<T> elem = std::nullopt;  // arrays: every element; objects: every value
+};
+
+void check_fields(SchemaCheck& sc, const json& o, const std::string& at, std::initializer_list<Field> fields) {
+  for (const Field& f : fields) {
+    const std::string kp = at.empty() ? f.key : at + "." + f.key;
+    auto it = o.find(f.key);
+    if (it == o.end()) {
+      if (f.required) sc.fail(at, "lacks " + kp + " (" + t_word(f.type) + ")");
+      continue;
+    }
+    if (!is(*it, f.type)) sc.fail(kp, "has " + kp + " as " + type_word(*it) + ", expected " + t_word(f.type));
+    if (!f.elem) continue;
+    size_t i = 0;
+    for (auto e = it->begin(); e != it->end(); ++e, ++i) {
+      const std::string ep = it->is_object() ? kp + "." + e.key() : kp + "[" + std::to_string(i) + "]";
+      if (!is(*e, *f.elem)) sc.fail(ep, "has " + ep + " as " + type_word(*e) + ", expected " + t_word(*f.elem));
+    }
+  }
+}
+
 void check_schema(const std::string& path, const std::string& text, const json& j) {
   SchemaCheck sc(path, text);
   if (!j.is_object())
     sc.fail("", std::string("is ") + type_word(j) + ", expected an object holding a RunRecord");
-  sc.require(j, "", "ranks", true);
+  check_fields(sc, j, "",
+               {{"repro", T::Str, false}, {"mode", T::Str, false}, {"world_size", T::Int, false},
+                {"backend", T::Str, false}, {"fusion", T::Str, false}, {"fast_paths", T::Str, false},
+                {"env", T::Obj, false}, {"ranks", T::Arr, true, T::Obj}});
   const json& ranks = j.at("ranks");
   for (size_t r = 0; r < ranks.size(); ++r) {
-    std::string rp = "ranks[" + std::to_string(r) + "]";
-    if (!ranks[r].is_object())
-      sc.fail(rp, "has " + rp + " as " + type_word(ranks[r]) + ", expected an object");
-    for (const char* k : {"graph_count", "graph_break_count", "kernel_count"})
-      sc.require(ranks[r], rp, k, false);
-    for (const char* k : {"breaks", "kernels", "outputs"}) sc.require(ranks[r], rp, k, true);
+    const json& rk = ranks[r];
+    const std::string rp = "ranks[" + std::to_string(r) + "]";
+    check_fields(sc, rk, rp,
+                 {{"rank", T::Int, false}, {"graph_count", T::Int, true}, {"graph_break_count", T::Int, true},
+                  {"kernel_count", T::Int, true}, {"recompile_count", T::Int, false},
+                  {"breaks", T::Arr, true, T::Obj}, {"kernels", T::Arr, true, T::Obj},
+                  {"outputs", T::Arr, true, T::Obj}, {"ledger", T::Arr, false, T::Obj},
+                  {"kernel_count_by_kind", T::Obj, false, T::Int}, {"device_kernel_count", T::Int, false},
+                  {"aten_op_count", T::Int, false}, {"fast_paths", T::Arr, false, T::Obj},
+                  {"hashes", T::Obj, false, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
+                  {"codegen_variants", T::Arr, false, T::Obj}});
+    for (size_t i = 0; i < rk.at("breaks").size(); ++i)
+      check_fields(sc, rk["breaks"][i], rp + ".breaks[" + std::to_string(i) + "]",
+                   {{"reason", T::Str, true}, {"location", T::Str, true}});
+    for (size_t i = 0; i < rk.at("kernels").size(); ++i)
+      check_fields(sc, rk["kernels"][i], rp + ".kernels[" + std::to_string(i) + "]",
+                   {{"name", T::Str, true}, {"kind", T::Str, true}, {"ops", T::Arr, false, T::Str},
+                    {"graph", T::Int, false}, {"device_kernels", T::Arr, false, T::Str},
+                    {"aten_ops", T::Obj, false, T::Int}});
+    for (size_t i = 0; i < rk.at("outputs").size(); ++i)
+      check_fields(sc, rk["outputs"][i], rp + ".outputs[" + std::to_string(i) + "]",
+                   {{"name", T::Str, true}, {"exact", T::Str, false}, {"fingerprint", T::Obj, false},
+                    {"replicated", T::Bool, false}});
+    if (rk.contains("ledger"))
+      for (size_t i = 0; i < rk["ledger"].size(); ++i)
+        check_fields(sc, rk["ledger"][i], rp + ".ledger[" + std::to_string(i) + "]",
+                     {{"nodes", T::Arr, true, T::Str}, {"outcome", T::Str, true}, {"reason", T::Str, false},
+                      {"score", T::Arr, false, T::Num}, {"graph", T::Int, false}, {"round", T::Int, false},
+                      {"source", T::Arr, false, T::Str}});
   }
 }
 

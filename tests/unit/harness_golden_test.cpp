@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -181,6 +182,51 @@ TEST(LoadGolden, MistypedKeyNamesKeyPathAndItsLine) {
   EXPECT_NE(msg.find("ranks[1].kernel_count"), std::string::npos) << msg;
   int line = line_of_nth(text, "\"kernel_count\"", 1);
   EXPECT_NE(msg.find(p.string() + ":" + std::to_string(line) + ":"), std::string::npos) << msg;
+}
+
+// Element types too: "kernels": [1, 2] was accepted once.
+TEST(LoadGolden, MistypedElementsAreNamedByPath) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  auto error_with = [&](const std::function<void(json&)>& edit) {
+    json j = valid_record();
+    edit(j);
+    write_file(p, dump_record(j));
+    return load_error(p);
+  };
+  EXPECT_NE(error_with([](json& j) { j["ranks"][0]["kernels"] = {1, 2}; })
+                .find("has ranks[0].kernels[0] as integer, expected an object"),
+            std::string::npos);
+  EXPECT_NE(error_with([](json& j) { j["ranks"][1]["kernels"][0]["name"] = 7; })
+                .find("has ranks[1].kernels[0].name as integer, expected a string"),
+            std::string::npos);
+  EXPECT_NE(error_with([](json& j) { j["ranks"][0]["hashes"] = {{"graphs", 1}}; })
+                .find("has ranks[0].hashes.graphs as integer, expected a string"),
+            std::string::npos);
+  EXPECT_NE(error_with([](json& j) {
+              j["ranks"][0]["ledger"] = json::array({{{"nodes", {"buf1", 2}}, {"outcome", "fused"}}});
+            }).find("has ranks[0].ledger[0].nodes[1] as integer, expected a string"),
+            std::string::npos);
+  EXPECT_NE(error_with([](json& j) { j["world_size"] = "2"; }).find("has world_size as string, expected an integer"),
+            std::string::npos);
+  EXPECT_NE(error_with([](json& j) { j["ranks"][0]["outputs"][0].erase("name"); })
+                .find("lacks ranks[0].outputs[0].name"),
+            std::string::npos);
+}
+
+// Every golden in the repository passes the loader's checks (cpu and cuda).
+TEST(LoadGolden, EveryCommittedGoldenLoads) {
+  int n = 0;
+  for (const char* backend : {"cpu", "cuda"}) {
+    const fs::path root = fs::path(FUSEGATE_SOURCE_DIR) / "golden" / backend;
+    if (!fs::exists(root)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (e.path().extension() != ".json") continue;
+      EXPECT_NO_THROW(load_golden(e.path().string())) << load_error(e.path());
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 100) << "found too few goldens: the test would vouch for nothing";
 }
 
 TEST(LoadGolden, MissingKeyNamesKeyPathAndEnclosingLine) {
