@@ -105,12 +105,10 @@ std::string source_excerpt(const json& e, const std::string& golden_dir, const s
   std::string out;
   int shown = 0;
   for (const json& x : *src) {
-    if (!x.is_string() || shown == 8) continue;
-    const std::string l = x.get<std::string>();
-    const size_t colon = l.rfind(':', l.find(' '));
-    if (colon == std::string::npos) continue;
-    const std::string file = l.substr(0, colon);
-    const long want = std::atol(l.c_str() + colon + 1);
+    SourceLoc l;
+    if (!x.is_string() || shown == 8 || !SourceLoc::parse(x.get<std::string>(), &l)) continue;
+    const std::string& file = l.file;
+    const long want = l.line;
     std::filesystem::path path = file;
     if (!std::filesystem::exists(path)) path = std::filesystem::path(golden_dir).parent_path() / file;
     // a .fg repro of a --repro-dir is named "<folder>/x.fg"
@@ -280,8 +278,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
         write_atomic(json_out, dump_record({{"result", "cannot test: several graphs"}, {"steps", steps}}));
       return 125;
     }
-  size_t total = 0;
-  for (const auto& s : subs) total += counts[s] = applications(full, s).size();
+  for (const auto& s : subs) counts[s] = applications(full, s).size();
   size_t biggest = 1;
   for (const auto& [s, n] : counts) biggest = std::max(biggest, n);
   int applied = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "fusion/ir/types.h"
 #include "harness/json_read.h"
 
 namespace fg {
@@ -267,15 +268,11 @@ std::string ledger_source_text(const json& entry) {
   };
   std::vector<Run> runs;
   for (const json& x : *src) {
-    if (!x.is_string()) continue;
-    const std::string l = x.get<std::string>();
-    const size_t space = l.find(' ');
-    const size_t colon = l.rfind(':', space);
-    if (colon == std::string::npos) continue;
-    Run r{l.substr(0, colon), space == std::string::npos ? "" : l.substr(space + 1), {}};
-    const long line = std::atol(l.c_str() + colon + 1);
-    if (runs.empty() || runs.back().file != r.file || runs.back().fn != r.fn) runs.push_back(r);
-    runs.back().lines.push_back(line);
+    SourceLoc l;
+    if (!x.is_string() || !SourceLoc::parse(x.get<std::string>(), &l)) continue;
+    if (runs.empty() || runs.back().file != l.file || runs.back().fn != l.function)
+      runs.push_back({l.file, l.function, {}});
+    runs.back().lines.push_back(l.line);
   }
   std::string out;
   for (const Run& r : runs) {
@@ -287,7 +284,7 @@ std::string ledger_source_text(const json& entry) {
                (j > i ? "-" + std::to_string(r.lines[j]) : "");
       i = j + 1;
     }
-    out += (out.empty() ? "" : "; ") + r.file + ":" + lines + (r.fn.empty() ? "" : " " + r.fn);
+    out += (out.empty() ? "" : "; ") + r.file + ":" + lines + (r.fn.empty() ? "" : " (" + r.fn + ")");
   }
   return out;
 }

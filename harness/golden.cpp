@@ -224,16 +224,6 @@ class SchemaCheck {
  public:
   SchemaCheck(const std::string& path, const std::string& text) : path_(path), text_(text) {}
 
-  void require(const json& parent, const std::string& parent_path, const std::string& key,
-               bool want_array) {
-    std::string kp = parent_path.empty() ? key : parent_path + "." + key;
-    const char* want = want_array ? "an array" : "an integer";
-    if (!parent.contains(key)) fail(parent_path, "lacks " + kp + " (" + want + ")");
-    const json& v = parent.at(key);
-    bool ok = want_array ? v.is_array() : v.is_number_integer();
-    if (!ok) fail(kp, "has " + kp + " as " + type_word(v) + ", expected " + want);
-  }
-
   // `where` is the path whose line the message names: the key itself when
   // it is mistyped, the enclosing object when the key is missing.
   [[noreturn]] void fail(const std::string& where, const std::string& what) {

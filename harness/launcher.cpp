@@ -57,24 +57,29 @@ std::string last_lines(const std::string& text, int n) {
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
 void remove_tree(const std::string& dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
+// what a worker prints before exiting 1 on RanksDisagree (harness/main.cpp)
+constexpr const char* kDisagree = "ranks disagree: ";
+
+bool process_alive(pid_t p) { return p > 0 && (kill(p, 0) == 0 || errno == EPERM); }
+
 // A rank stopped between creating a fast path's shared-memory segment and
-// unlinking it (its peer died first) leaves the segment behind; the
-// launcher removes what its ranks named (kernels/fastpaths/runtime.cpp:
-// /fusegate-<pid>-...).
-void remove_rank_segments(const std::vector<pid_t>& ranks) {
+// unlinking it (its peer died first) leaves the segment behind. Segments are
+// named by their rank's pid (kernels/fastpaths/runtime.cpp:
+// /fusegate-<pid>-...): those of dead processes go, once the launcher has
+// reaped its ranks, and at every start (a launcher killed by SIGKILL).
+void remove_dead_segments() {
   DIR* d = opendir("/dev/shm");
   if (!d) return;
   std::vector<std::string> doomed;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    for (pid_t p : ranks)
-      if (name.rfind("fusegate-" + std::to_string(p) + "-", 0) == 0) doomed.push_back("/" + name);
+    if (name.rfind("fusegate-", 0) != 0) continue;
+    const long pid = std::atol(name.c_str() + 9);
+    if (pid > 0 && !process_alive(static_cast<pid_t>(pid))) doomed.push_back("/" + name);
   }
   closedir(d);
   for (const auto& n : doomed) shm_unlink(n.c_str());
 }
-
-bool process_alive(pid_t p) { return p > 0 && (kill(p, 0) == 0 || errno == EPERM); }
 
 // What a stop signal (SIGINT, SIGTERM, SIGHUP) must not leave behind: the
 // ranks of the run in flight (killed in the handler), then its scratch
@@ -114,17 +119,7 @@ void sweep_stale_runs() {
     if (!(in >> pid) || process_alive(static_cast<pid_t>(pid))) continue;
     remove_tree(e.path().string());
   }
-  if (DIR* d = opendir("/dev/shm")) {
-    std::vector<std::string> doomed;
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.rfind("fusegate-", 0) != 0) continue;
-      const long pid = std::atol(name.c_str() + 9);
-      if (pid > 0 && !process_alive(static_cast<pid_t>(pid))) doomed.push_back("/" + name);
-    }
-    closedir(d);
-    for (const auto& n : doomed) shm_unlink(n.c_str());
-  }
+  remove_dead_segments();
 }
 
 std::string trim(std::string s) {
@@ -253,13 +248,12 @@ RunOutcome launch(const RunSpec& spec) {
     }
   }
 
-  const std::vector<pid_t> started = pids;
   auto kill_all = [&] {
     for (pid_t p : pids)
       if (p > 0) { kill(-p, SIGKILL); kill(p, SIGKILL); }
     for (pid_t& p : pids)
       if (p > 0) { waitpid(p, nullptr, 0); p = -1; }
-    remove_rank_segments(started);
+    remove_dead_segments();
   };
   auto progress = [&](int rank) {
     return trim(read_text(dir + "/rank" + std::to_string(rank) + ".json.progress"));
@@ -290,11 +284,12 @@ RunOutcome launch(const RunSpec& spec) {
       if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
         out.exit_code = 2;
         out.message = "rank " + std::to_string(rank) + ": " + trim(last_lines(log, 3));
-      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && log.find("ranks disagree: ") != std::string::npos) {
+      } else if (const size_t at = log.find(kDisagree);
+                 WIFEXITED(status) && WEXITSTATUS(status) == 1 && at != std::string::npos) {
         // the ranks compiled differently: a regression, found in seconds
         out.exit_code = 1;
-        const size_t at = log.find("ranks disagree: ");
-        out.message = trim(log.substr(at + 16, log.find('\n', at) - at - 16));
+        const size_t from = at + std::strlen(kDisagree);
+        out.message = trim(log.substr(from, log.find('\n', from) - from));
       } else if (WIFEXITED(status) && WEXITSTATUS(status) == 125 && log.find("cannot test: ") != std::string::npos) {
         // the rank found this machine unable to run it (no GPU): not a crash
         out.exit_code = 125;

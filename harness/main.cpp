@@ -306,13 +306,10 @@ int main(int argc, char** argv) {
   } catch (const fg::RanksDisagree& e) {
     std::cerr << "fusegate: ranks disagree: " << e.what() << "\n";
     return 1;
-  } catch (const fg::CannotTest& e) {
-    std::cerr << "fusegate: cannot test: " << e.what() << "\n";
-    return 125;
   } catch (const fg::InternalError& e) {
     std::cerr << "fusegate: " << e.what() << "\n";
     return 125;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // CannotTest and what LibTorch throws
     std::cerr << "fusegate: cannot test: " << e.what() << "\n";
     return 125;
   }

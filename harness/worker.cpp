@@ -499,16 +499,12 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       if (!e.source.empty()) j["ledger"].back()["source"] = e.source;
       decisions += e.first + "|" + e.second + "|" + (e.fused ? "1" : "0") + ";";
     }
-    ++gi;
-  }
-  // codegen variants (FUSEGATE_BISECT=codegen_variants): the generated
-  // kernels written in chunks of 8, in launch order per graph (cuda only)
-  gi = 0;
-  for (const CompiledGraphRt* g : graphs_run) {
+    // codegen variants (FUSEGATE_BISECT=codegen_variants): the generated
+    // kernels written in chunks of 8, in launch order per graph (cuda only)
     for (const Kernel& k : g->prog.program.kernels) {
       if (!k.chunked) continue;
       std::string nodes;
-      LedgerEntry where;
+      LedgerEntry where;  // for its sorted, de-duplicated source lines
       for (int n : k.nodes) {
         const SchedNode& sn = g->prog.lowered.nodes[static_cast<size_t>(n)];
         nodes += (nodes.empty() ? "" : "+") + sn.name;

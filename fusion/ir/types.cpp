@@ -1,5 +1,7 @@
 #include "fusion/ir/types.h"
 
+#include <cstdlib>
+
 #include "fusion/errors.h"
 
 namespace fg {
@@ -77,6 +79,24 @@ Shape contiguous_strides(const Shape& s) {
 }
 
 std::string TensorType::str() const { return std::string(dtype_name(dtype)) + shape_str(shape); }
+
+bool SourceLoc::parse(const std::string& text, SourceLoc* out) {
+  std::string head = text;
+  SourceLoc l;
+  const size_t open = text.rfind(" (");
+  if (open != std::string::npos && !text.empty() && text.back() == ')') {
+    l.function = text.substr(open + 2, text.size() - open - 3);
+    head = text.substr(0, open);
+  }
+  const size_t colon = head.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == head.size()) return false;
+  for (size_t i = colon + 1; i < head.size(); ++i)
+    if (head[i] < '0' || head[i] > '9') return false;
+  l.file = head.substr(0, colon);
+  l.line = std::atoi(head.c_str() + colon + 1);
+  *out = std::move(l);
+  return true;
+}
 
 std::string SourceLoc::str() const {
   if (file.empty()) return "<unknown>";

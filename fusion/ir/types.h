@@ -38,6 +38,9 @@ struct SourceLoc {
   std::string function;
   std::string str() const;                       // "repros/x.cpp:42 (forward)"
   bool known() const { return !file.empty(); }
+  // The inverse of str() (records keep locations as text); false for text
+  // that is not "file:line" or "file:line (function)".
+  static bool parse(const std::string& text, SourceLoc* out);
 };
 
 }  // namespace fg

@@ -1,7 +1,6 @@
 #include "fusion/passes/fusion_ledger.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <utility>
 
 #include "fusion/ir/text.h"
@@ -13,9 +12,10 @@ void LedgerEntry::add_source(const std::vector<std::string>& lines) {
   for (const auto& l : lines)
     if (std::find(source.begin(), source.end(), l) == source.end()) source.push_back(l);
   // by file, then line as a number ("x.cpp:9" before "x.cpp:17")
-  auto key = [](const std::string& l) {
-    const size_t colon = l.rfind(':', l.find(' '));
-    return std::make_pair(l.substr(0, colon), colon == std::string::npos ? 0L : std::atol(l.c_str() + colon + 1));
+  auto key = [](const std::string& text) {
+    SourceLoc l;
+    if (!SourceLoc::parse(text, &l)) l.file = text;
+    return std::make_pair(l.file, l.line);
   };
   std::sort(source.begin(), source.end(), [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
 }

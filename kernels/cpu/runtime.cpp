@@ -216,18 +216,18 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
   for (const auto& c : inputs) ins.push_back(unwrap(c));
   std::vector<Layout> layouts;
   std::string guard = guard_key(ins, &layouts);
-  std::string key = graph_hash(g) + "|" + guard;
+  const std::string hash = graph_hash(g);
+  const std::string key = hash + "|" + guard;  // the hash is hex: the guard follows the first '|'
 
   // guards: a site that compiled before with other guards compiles again
   auto site = site_guard_.find(index);
   if (site != site_guard_.end() && site->second != key && !cache_.count(key)) {
     ++recompiles_;
-    last_failed_guard_ = failed_guard(g, site_guard_text_[index], guard);
+    last_failed_guard_ = failed_guard(g, site->second.substr(site->second.find('|') + 1), guard);
     if (log_enabled("recompiles"))
       log_write("recompiles", "recompiling graph " + std::to_string(index) + ": guard failed: " + last_failed_guard_);
   }
   site_guard_[index] = key;
-  site_guard_text_[index] = guard;
 
   auto it = cache_.find(key);
   if (it == cache_.end()) {
@@ -242,7 +242,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.proofs = fast_proofs_;
     rt->prog = compile(g, o);
     rt->guard = guard;
-    agree(rt->prog, graph_hash(g), index);
+    agree(rt->prog, hash, index);
     bool any = false;
     for (const auto& k : rt->prog.program.kernels) any = any || k.generated();
     if (any) rt->module = backend_ == Backend::Cuda ? load_cuda_module(rt->prog.program) : load_host_module(rt->prog.program);

@@ -147,7 +147,6 @@ class AtenExecutor : public Executor {
   void agree(const CompiledProgram& p, const std::string& hash, int index);
   int agreed_ = 0;                  // graphs agreed on by this executor
   static std::string failed_guard(const Graph& g, const std::string& was, const std::string& now);
-  std::map<int, std::string> site_guard_text_;  // site -> its guard, for the recompiles log
   std::string last_failed_guard_;
   int agreement_id_ = next_id();    // executors of a rank, in creation order
   static int next_id() {

@@ -499,3 +499,24 @@ TEST(Ops, ReshapeRejectsNegativeSizesAndUninferableMinusOne) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+// Records keep locations as text; SourceLoc::parse reads them back.
+TEST(SourceLocText, ParseIsTheInverseOfStr) {
+  for (const SourceLoc& l : {SourceLoc{"repros/x.cpp", 42, "forward"}, SourceLoc{"my dir/y.fg", 9, ""},
+                             SourceLoc{"a:b.cpp", 3, "ns::f"}}) {
+    SourceLoc back;
+    ASSERT_TRUE(SourceLoc::parse(l.str(), &back)) << l.str();
+    EXPECT_EQ(back.file, l.file);
+    EXPECT_EQ(back.line, l.line);
+    EXPECT_EQ(back.function, l.function);
+  }
+  SourceLoc x;
+  EXPECT_FALSE(SourceLoc::parse("<unknown>", &x));
+  EXPECT_FALSE(SourceLoc::parse("x.cpp:12a", &x));
+}
+
+}  // namespace
+}  // namespace fg
