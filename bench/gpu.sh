@@ -7,7 +7,9 @@
 # element-by-element variant (codegen_variants:0) against the chunked one.
 # prove: `fusegate ab` and `fusegate prove` of every fast path on this GPU
 # (world size 1, and 2 with two GPUs; qkv_rmsnorm_local at 1 only), packed
-# as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py.
+# as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py (the blocks with
+# and without the proven fast paths, and the one-shot all-reduce + norm
+# against NCCL + the norm kernel: bench/fg/allreduce_norm_h2048.fg).
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
 # check also proves that the gate sees what really runs: with
@@ -48,7 +50,9 @@ if [ "$what" = prove ]; then
       $FG ab --backend cuda --fast-path $fp --repro tp_block_wan_h2048 --world-size $w 2>&1 | grep -E "launches|^  out|verdict|FAIL" | head -8
     done
   done
-  $FG ab --backend cuda --fast-path allreduce_residual_rmsnorm --repro tp_block_llama_h2048 $worlds 2>&1 | tail -4
+  for w in 1 $([ "$ngpu" -ge 2 ] && echo 2); do
+    $FG ab --backend cuda --fast-path allreduce_residual_rmsnorm --repro tp_block_llama_h2048 --world-size $w 2>&1 | tail -4
+  done
   $FG prove --backend cuda --fast-path qkv_rmsnorm_local --world-size 1 2>"$OUTDIR/prove.err" | grep -E "^fusegate prove|FAIL" ; r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
   for fp in qkv_rmsnorm_tp allreduce_residual_rmsnorm; do
     $FG prove --backend cuda --fast-path $fp $worlds 2>>"$OUTDIR/prove.err" | grep -E "^fusegate prove|FAIL"; r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r

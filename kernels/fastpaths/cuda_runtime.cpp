@@ -24,8 +24,9 @@ namespace fg {
 namespace {
 
 constexpr int kMaxRanks = 8;        // FgRegions in allreduce_residual_rmsnorm.cu
-constexpr int kMaxBlocks = 1024;    // counters and flags: 4096 bytes each
-constexpr size_t kDataOffset = 8192;
+constexpr int kMaxBlocks = 1024;    // counters: 4096 bytes
+constexpr size_t kDataOffset = 4096;  // FG_DATA_AT
+constexpr unsigned short kEmpty = 0x8000;  // bf16 -0.0: no value has arrived (the kernel's FG_EMPTY)
 
 void check_cu(CUresult r, const std::string& what) {
   if (r == CUDA_SUCCESS) return;
@@ -201,10 +202,14 @@ class CudaFastPaths : public DeviceFastPaths {
       throw std::runtime_error("fast path buffers for " + shape +
                                " are made outside CUDA graph capture: run one forward before capturing");
     FgRegions r{};
-    const size_t size = kDataOffset + 2 * static_cast<size_t>(rows * H) * 2;
+    // two epochs of one buffer per sending rank (this rank's own unused)
+    const size_t size = kDataOffset + 2 * static_cast<size_t>(world_) * static_cast<size_t>(rows * H) * 2;
     check_rt(cudaMalloc(&r.p[rank_], size), "allocate the one-shot buffers");
-    check_rt(cudaMemset(r.p[rank_], 0, kDataOffset), "zero the flags");
-    check_rt(cudaDeviceSynchronize(), "zero the flags");
+    check_rt(cudaMemset(r.p[rank_], 0, kDataOffset), "zero the launch counters");
+    check_cu(cuMemsetD16(reinterpret_cast<CUdeviceptr>(static_cast<char*>(r.p[rank_]) + kDataOffset), kEmpty,
+                         (size - kDataOffset) / 2),
+             "empty the buffers");
+    check_rt(cudaDeviceSynchronize(), "empty the buffers");
     cudaIpcMemHandle_t h;
     check_rt(cudaIpcGetMemHandle(&h, r.p[rank_]), "IPC handle");
     // the n-th region this process makes is every rank's n-th: the key is unique
