@@ -300,9 +300,14 @@ void check_schema(const std::string& path, const std::string& text, const json& 
   if (!j.is_object())
     sc.fail("", std::string("is ") + type_word(j) + ", expected an object holding a RunRecord");
   check_fields(sc, j, "",
-               {{"repro", T::Str, false}, {"mode", T::Str, false}, {"world_size", T::Int, false},
+               {{"format_version", T::Int, false}, {"repro", T::Str, false}, {"mode", T::Str, false},
+                {"world_size", T::Int, false},
                 {"backend", T::Str, false}, {"fusion", T::Str, false}, {"fast_paths", T::Str, false},
                 {"env", T::Obj, false}, {"ranks", T::Arr, true, T::Obj}});
+  if (j.contains("format_version") && j["format_version"].get<int>() != kRecordFormatVersion)
+    sc.fail("format_version", "is format_version " + j["format_version"].dump() + ", and this fusegate reads " +
+                                  std::to_string(kRecordFormatVersion) +
+                                  " only: check it with the fusegate that wrote it, or re-bless it with this one");
   const json& ranks = j.at("ranks");
   for (size_t r = 0; r < ranks.size(); ++r) {
     const json& rk = ranks[r];

@@ -22,6 +22,13 @@ std::string bless_command(const std::string& repro, const std::string& mode, int
                           const std::string& backend, const std::string& fusion,
                           const std::string& fast_paths = "proven");
 
+// The RunRecord format this fusegate writes (every record's
+// "format_version") and the only one its golden loader reads. A golden
+// without the key predates it and is read as format 1, which it is.
+// Bump it when a key changes meaning or type; harness/record.schema.json
+// holds the same number.
+constexpr int kRecordFormatVersion = 1;
+
 // Canonical text: sorted keys, indent 2, one figure per line, trailing
 // newline. Equal records give byte-equal text.
 std::string dump_record(const nlohmann::json& j);

@@ -357,7 +357,8 @@ RunOutcome launch(const RunSpec& spec) {
     std::string line;
     while (std::getline(log, line)) std::cerr << "[rank " << rank << "] " << line << "\n";
   }
-  out.record = {{"repro", spec.repro},
+  out.record = {{"format_version", kRecordFormatVersion},
+                {"repro", spec.repro},
                 {"mode", mode_letter(spec.mode)},
                 {"world_size", spec.world},
                 {"backend", backend_name(spec.backend)},

@@ -214,6 +214,31 @@ TEST(LoadGolden, MistypedElementsAreNamedByPath) {
             std::string::npos);
 }
 
+// A golden of another format is refused, naming its line and what to do;
+// one without the key predates it (format 1) and loads.
+TEST(LoadGolden, OtherFormatVersionIsRefused) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  json j = valid_record();
+  j["format_version"] = kRecordFormatVersion + 1;
+  std::string text = dump_record(j);
+  write_file(p, text);
+  std::string msg = load_error(p);
+  EXPECT_NE(msg.find(p.string() + ":" + std::to_string(line_of_nth(text, "\"format_version\"", 0)) + ":"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("format_version " + std::to_string(kRecordFormatVersion + 1) + ", and this fusegate reads " +
+                     std::to_string(kRecordFormatVersion) + " only"),
+            std::string::npos)
+      << msg;
+  j["format_version"] = kRecordFormatVersion;
+  write_file(p, dump_record(j));
+  EXPECT_NO_THROW(load_golden(p.string()));
+  j.erase("format_version");
+  write_file(p, dump_record(j));
+  EXPECT_NO_THROW(load_golden(p.string()));
+}
+
 // Every golden in the repository passes the loader's checks (cpu and cuda).
 TEST(LoadGolden, EveryCommittedGoldenLoads) {
   int n = 0;
