@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -133,6 +134,18 @@ void validate_spec(const RunSpec& spec) {
   auto repros = all_repros(spec.fg_dirs);
   const Repro* r = find_repro(repros, spec.repro);
   if (!r) user_error("unknown repro '" + spec.repro + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
+  if (spec.nnodes < 1) user_error("--nnodes " + std::to_string(spec.nnodes) + ": at least 1");
+  if (spec.node_rank < 0 || spec.node_rank >= spec.nnodes)
+    user_error("--node-rank " + std::to_string(spec.node_rank) + " is not a node of --nnodes " +
+               std::to_string(spec.nnodes) + " (0.." + std::to_string(spec.nnodes - 1) + ")");
+  if (spec.world % spec.nnodes != 0)
+    user_error("--world-size " + std::to_string(spec.world) + " is not a multiple of --nnodes " +
+               std::to_string(spec.nnodes) + " (each node starts world size / nnodes ranks)");
+  if (spec.master_port < 0 || spec.master_port > 65535)
+    user_error("--master-port " + std::to_string(spec.master_port) + " is not a TCP port");
+  if (spec.nnodes > 1 && spec.master_port == 0)
+    user_error("--nnodes " + std::to_string(spec.nnodes) + " needs --master-port P: the port node 0 serves the "
+               "store on, the same on every node");
   if (spec.backend == Backend::Cuda && !cuda_backend_built())
     cannot_test("--backend cuda: this fusegate was built against a LibTorch without CUDA; build it against a CUDA "
                 "LibTorch (python3 -c 'import torch;print(torch.utils.cmake_prefix_path)') on a machine with a GPU");
@@ -179,13 +192,31 @@ void install_stop_handlers() {
 RunOutcome launch(const RunSpec& spec) {
   validate_spec(spec);
   RunOutcome out;
+  const bool multi = spec.nnodes > 1;
+  const std::string where = spec.master_addr + ":" + std::to_string(spec.master_port);
   c10d::TCPStoreOptions so;
-  so.port = 0;  // any free port
-  so.isServer = true;
+  so.port = static_cast<uint16_t>(spec.master_port);  // 0: any free port
+  so.isServer = spec.node_rank == 0;
   so.waitWorkers = false;
   so.timeout = std::chrono::seconds(spec.timeout_s);
-  c10d::TCPStore store("127.0.0.1", so);
+  std::unique_ptr<c10d::TCPStore> store_holder;
+  try {
+    store_holder = std::make_unique<c10d::TCPStore>(spec.master_addr, so);
+  } catch (const std::exception& e) {
+    out.exit_code = 125;
+    out.message = spec.node_rank == 0
+                      ? "node 0 cannot serve the c10d store on port " + std::to_string(spec.master_port) + " (" +
+                            trim(last_lines(e.what(), 1)) + "): pick a free --master-port"
+                      : "node " + std::to_string(spec.node_rank) + ": node 0's store at " + where +
+                            " did not answer within " + std::to_string(spec.timeout_s) +
+                            " s: start node 0 with the same --nnodes, --master-addr and --master-port";
+    return out;
+  }
+  c10d::TCPStore& store = *store_holder;
   int port = store.getPort();
+  // every node says it arrived, so that node 0 can name one that did not
+  const std::string node_key = "fusegate-node/";
+  if (multi) store.set(node_key + "arrived/" + std::to_string(spec.node_rank), std::vector<uint8_t>{'1'});
 
   sweep_stale_runs();
   char tmpl[] = "/tmp/fusegate-run-XXXXXX";
@@ -204,8 +235,10 @@ RunOutcome launch(const RunSpec& spec) {
     }
   } scope;
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::vector<pid_t> pids;
-  for (int rank = 0; rank < spec.world; ++rank) {
+  // one slot a rank of the world; this node starts ranks first..first+local-1
+  const int first = spec.first_rank(), local = spec.local_world();
+  std::vector<pid_t> pids(static_cast<size_t>(spec.world), -1);
+  for (int rank = first; rank < first + local; ++rank) {
     std::vector<std::string> args = {self, "_worker", spec.repro, "--mode", mode_letter(spec.mode), "--world-size",
                                      std::to_string(spec.world), "--fusion", policy_name(spec.fusion), "--backend",
                                      backend_name(spec.backend),
@@ -213,6 +246,11 @@ RunOutcome launch(const RunSpec& spec) {
                                      dir + "/rank" + std::to_string(rank) + ".json", "--timeout",
                                      std::to_string(spec.timeout_s), "--iters", std::to_string(spec.iters)};
     if (spec.cuda_graphs) args.push_back("--cuda-graphs");
+    if (multi)
+      for (const std::string& a : {std::string("--master-addr"), spec.master_addr, std::string("--nnodes"),
+                                   std::to_string(spec.nnodes), std::string("--node-rank"),
+                                   std::to_string(spec.node_rank)})
+        args.push_back(a);
     args.push_back("--fast-paths");
     args.push_back(spec.fast_paths.text());
     if (!spec.golden_dir.empty()) {
@@ -241,10 +279,10 @@ RunOutcome launch(const RunSpec& spec) {
       execv(self.c_str(), argv.data());
       _exit(127);
     }
-    pids.push_back(pid);
-    if (rank < kMaxRanks) {
-      g_ranks[rank] = pid;
-      g_nranks = rank + 1;
+    pids[static_cast<size_t>(rank)] = pid;
+    if (rank - first < kMaxRanks) {
+      g_ranks[rank - first] = pid;
+      g_nranks = rank - first + 1;
     }
   }
 
@@ -259,8 +297,61 @@ RunOutcome launch(const RunSpec& spec) {
     return trim(read_text(dir + "/rank" + std::to_string(rank) + ".json.progress"));
   };
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(spec.timeout_s);
-  int alive = spec.world;
+  // multi-node: a node's outcome ("<exit code>\n<message>", 0 when its
+  // ranks finished and their records are in the store)
+  auto done_key = [&](int node) { return node_key + "done/" + std::to_string(node); };
+  auto publish = [&](const RunOutcome& o) {
+    if (!multi) return;
+    const std::string v = std::to_string(o.exit_code) + "\n" + o.message;
+    try {
+      store.set(done_key(spec.node_rank), std::vector<uint8_t>(v.begin(), v.end()));
+    } catch (const std::exception&) {
+      // node 0 is gone: it decides nothing now, and this node says why below
+    }
+  };
+  // node 0: the first other node that reported a failure, as this node's
+  // outcome (its own ranks then wait on that node's dead ones)
+  auto remote_failure = [&](RunOutcome* o) {
+    for (int node = 1; node < spec.nnodes; ++node) {
+      if (!store.check({done_key(node)})) continue;
+      std::vector<uint8_t> v = store.get(done_key(node));
+      std::string text(v.begin(), v.end());
+      const size_t nl = text.find('\n');
+      const int code = std::atoi(text.substr(0, nl).c_str());
+      if (code == 0) continue;
+      o->exit_code = code;
+      o->message = "node " + std::to_string(node) + ": " + (nl == std::string::npos ? "" : text.substr(nl + 1));
+      return true;
+    }
+    return false;
+  };
+  // node 0: the nodes that never joined the store, as the reason its ranks
+  // failed or hung waiting for theirs
+  auto never_arrived = [&](RunOutcome* o) {
+    if (!multi || spec.node_rank != 0) return false;
+    std::string absent;
+    for (int node = 1; node < spec.nnodes; ++node)
+      if (!store.check({node_key + "arrived/" + std::to_string(node)}))
+        absent += (absent.empty() ? "" : ", ") + std::to_string(node);
+    if (absent.empty()) return false;
+    o->exit_code = 125;
+    o->message = "node(s) " + absent + " never arrived at " + where + " within " + std::to_string(spec.timeout_s) +
+                 " s; all ranks stopped (start every node with --nnodes " + std::to_string(spec.nnodes) +
+                 ", the same --master-addr and --master-port, and its own --node-rank)";
+    return true;
+  };
+  auto last_remote_check = std::chrono::steady_clock::now();
+  int alive = local;
   while (alive > 0) {
+    if (multi && spec.node_rank == 0 &&
+        std::chrono::steady_clock::now() - last_remote_check > std::chrono::milliseconds(250)) {
+      last_remote_check = std::chrono::steady_clock::now();
+      if (remote_failure(&out)) {
+        kill_all();
+        remove_tree(dir);
+        return out;
+      }
+    }
     if (const int sig = g_stop) {
       // stopped from outside: the handler killed the ranks; clean up, then
       // die of the signal
@@ -303,6 +394,8 @@ RunOutcome launch(const RunSpec& spec) {
                       "'; all ranks stopped. Its last output:\n" + last_lines(log, 8);
       }
       remove_tree(dir);
+      if (out.exit_code != 2) never_arrived(&out);  // its ranks waited for those of a node that never came
+      publish(out);
       return out;
     }
     if (alive > 0 && std::chrono::steady_clock::now() > deadline) {
@@ -341,18 +434,21 @@ RunOutcome launch(const RunSpec& spec) {
         if (pids[static_cast<size_t>(rank)] > 0 && culprit.rfind(std::to_string(rank) + " ", 0) != 0)
           waiting += (waiting.empty() ? "" : ", ") + std::to_string(rank) + " ('" + progress(rank) + "')";
       kill_all();
+      remove_tree(dir);
       out.exit_code = 125;
+      // a node that never joined, or one that failed, explains the wait
+      if (never_arrived(&out) || (multi && spec.node_rank == 0 && remote_failure(&out))) return out;
       out.message = "rank " + culprit + " did not finish within " + std::to_string(spec.timeout_s) +
                     " s (hung)" + (waiting.empty() ? "" : "; ranks waiting on it: " + waiting) +
                     "; all ranks stopped (raise --timeout if the run is just slow)";
-      remove_tree(dir);
+      publish(out);
       return out;
     }
     if (alive > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 
   // what the ranks printed (FUSEGATE_LOGS views, prints) goes to stderr
-  for (int rank = 0; rank < spec.world; ++rank) {
+  for (int rank = first; rank < first + local; ++rank) {
     std::istringstream log(read_text(dir + "/rank" + std::to_string(rank) + ".log"));
     std::string line;
     while (std::getline(log, line)) std::cerr << "[rank " << rank << "] " << line << "\n";
@@ -366,9 +462,56 @@ RunOutcome launch(const RunSpec& spec) {
                 {"fast_paths", spec.fast_paths.text()},
                 {"env", environment(spec.backend)}};
   out.record["ranks"] = nlohmann::json::array();
-  for (int rank = 0; rank < spec.world; ++rank)
-    out.record["ranks"].push_back(nlohmann::json::parse(read_text(dir + "/rank" + std::to_string(rank) + ".json")));
+  if (!multi) {
+    for (int rank = 0; rank < spec.world; ++rank)
+      out.record["ranks"].push_back(nlohmann::json::parse(read_text(dir + "/rank" + std::to_string(rank) + ".json")));
+    remove_tree(dir);
+    return out;
+  }
+  // multi-node: every node puts its ranks' records into the store; node 0
+  // gathers them all and decides, the others are done once theirs are in
+  auto record_key = [&](int rank) { return node_key + "record/" + std::to_string(rank); };
+  try {
+    for (int rank = first; rank < first + local; ++rank) {
+      const std::string text = read_text(dir + "/rank" + std::to_string(rank) + ".json");
+      store.set(record_key(rank), std::vector<uint8_t>(text.begin(), text.end()));
+    }
+  } catch (const std::exception& e) {
+    remove_tree(dir);
+    out.exit_code = 125;
+    out.message = "node " + std::to_string(spec.node_rank) + ": could not hand its records to node 0 at " + where +
+                  " (" + trim(last_lines(e.what(), 1)) + ")";
+    return out;
+  }
   remove_tree(dir);
+  publish(out);
+  if (spec.node_rank != 0) {
+    out.record = nlohmann::json();
+    out.message = "node " + std::to_string(spec.node_rank) + " ran ranks " + std::to_string(first) + ".." +
+                  std::to_string(first + local - 1) + "; node 0 gathers the record";
+    return out;
+  }
+  // node 0 waits for every other node's outcome until the run's deadline
+  for (int node = 1; node < spec.nnodes; ++node) {
+    while (!store.check({done_key(node)})) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        out.record = nlohmann::json();
+        out.exit_code = 125;
+        out.message = "node " + std::to_string(node) + " did not report within " + std::to_string(spec.timeout_s) +
+                      " s (its ranks hang, or its launcher died)";
+        return out;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  if (remote_failure(&out)) {
+    out.record = nlohmann::json();
+    return out;
+  }
+  for (int rank = 0; rank < spec.world; ++rank) {
+    std::vector<uint8_t> v = store.get(record_key(rank));
+    out.record["ranks"].push_back(nlohmann::json::parse(std::string(v.begin(), v.end())));
+  }
   return out;
 }
 

@@ -99,6 +99,12 @@ int run_main(int argc, char** argv) {
   run->add_option("--profile", spec.profile,
                   "cuda: write each device kernel's time, GB/s or TFLOP/s against the device's ceilings, and the "
                   "idle gaps, for one more step run as the timed ones (JSON)");
+  run->add_option("--nnodes", spec.nnodes, "nodes the world's ranks are spread over (as torchrun)")
+      ->capture_default_str();
+  run->add_option("--node-rank", spec.node_rank, "this node (0 hosts the store, gathers and writes the record)")
+      ->capture_default_str();
+  run->add_option("--master-addr", spec.master_addr, "node 0's address")->capture_default_str();
+  run->add_option("--master-port", spec.master_port, "the store's port on node 0 (needed with --nnodes > 1)");
   add_common(run);
   add_fast(run);
   add_require(run);
@@ -179,6 +185,9 @@ int run_main(int argc, char** argv) {
   worker->add_option("--profile", spec.profile);
   worker->add_option("--fast-paths", fast_text);
   worker->add_option("--ab", spec.ab_fast_path);
+  worker->add_option("--master-addr", spec.master_addr);
+  worker->add_option("--nnodes", spec.nnodes);
+  worker->add_option("--node-rank", spec.node_rank);
   add_common(worker);
 
   if (argc > 1 && argv[1][0] != '-') {
@@ -255,6 +264,10 @@ int run_main(int argc, char** argv) {
     if (o.exit_code != 0) {
       std::cerr << "fusegate run: " << o.message << "\n";
       return o.exit_code;
+    }
+    if (spec.node_rank != 0) {  // node 0 writes the record and decides
+      std::cerr << "fusegate run: " << o.message << "\n";
+      return 0;
     }
     std::string text = dump_record(o.record);
     if (out_file.empty()) std::cout << text;

@@ -30,6 +30,16 @@ struct RunSpec {
   // proof or not) and the fp64 reference on the same inputs, and records
   // their comparison instead of the usual figures (harness/ab.cpp)
   std::string ab_fast_path;
+  // Multi-node (as torchrun): `world` ranks over `nnodes` launchers, this
+  // one node `node_rank`, starting ranks node_rank * world / nnodes onward.
+  // Node 0 hosts the c10d store at master_addr:master_port, gathers every
+  // rank's record through it and decides; the others report and wait.
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: any free port (one node only)
+  int local_world() const { return world / nnodes; }
+  int first_rank() const { return node_rank * local_world(); }
 };
 
 struct RunOutcome {

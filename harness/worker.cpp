@@ -321,8 +321,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   Heartbeat heartbeat(out_path + ".heartbeat");
   progress(out_path, "joining the process group");
   bool cuda = spec.backend == Backend::Cuda;
-  if (cuda) cuda_select_device(rank);  // before NCCL: one GPU a rank
-  Collectives coll("127.0.0.1", port, rank, spec.world, spec.timeout_s, cuda ? "nccl" : "gloo");
+  if (cuda) cuda_select_device(rank - spec.first_rank());  // before NCCL: one GPU of this node a rank
+  Collectives coll(spec.master_addr, port, rank, spec.world, spec.timeout_s, cuda ? "nccl" : "gloo");
   progress(out_path, "joined");
   maybe_fault(rank, out_path);
   // FUSEGATE_FAULT=diverge_fusion:R: rank R alone compiles with another
@@ -343,7 +343,12 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   for (const auto& s : specs) inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
   ex.set_replicated_inputs(replicated_inputs(specs));
   if (!spec.ab_fast_path.empty()) return ab_rank(spec, *r, coll, rank, inputs, replicated_inputs(specs), out_path);
-  const FastPathProofs proofs = fast_path_proofs(spec.golden_dir, spec.backend, spec.world, true);
+  FastPathProofs proofs = fast_path_proofs(spec.golden_dir, spec.backend, spec.world, true);
+  if (spec.nnodes > 1)
+    for (const auto& f : fast_path_catalog())
+      if (f.one_host)
+        proofs.blocked[f.name] = "needs every rank on one host, and the ranks span " + std::to_string(spec.nnodes) +
+                                 " nodes";
   ex.set_fast_paths(spec.fast_paths, proofs);
   forward(*r, mode, ex, inputs, false);
   // FUSEGATE_FAULT=perturb:NODE names a scheduler node of this run's graphs

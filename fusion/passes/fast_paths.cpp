@@ -152,7 +152,7 @@ Graph contract_sites(const Graph& g, const std::vector<const FastPathSite*>& tak
 
 int fast_path_status_order(const std::string& s) {
   if (s == kFastPathUsed) return 0;
-  if (s.rfind("blocked: proof invalidated", 0) == 0) return 1;
+  if (s.rfind("blocked: ", 0) == 0 && s != kFastPathUnproven) return 1;  // invalidated, or cannot run here
   if (s == kFastPathUnproven) return 2;
   if (s.rfind("not used", 0) == 0) return 3;
   if (s == kFastPathNotMatched) return 4;
@@ -178,6 +178,8 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
       std::string why;
       if (proofs.forced.count(spec.name)) {
         why = "";
+      } else if (proofs.blocked.count(spec.name)) {
+        why = "blocked: " + proofs.blocked.at(spec.name);
       } else if (proofs.invalid.count(spec.name)) {
         why = "blocked: proof invalidated (" + proofs.invalid.at(spec.name) + ")";
       } else {
@@ -231,6 +233,7 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
                : c.status == kFastPathUnproven ? Reject::FastPathUnproven
                : c.status.find("FUSEGATE_BISECT") != std::string::npos ? Reject::BisectLimit
                : c.status.rfind("not used", 0) == 0 ? Reject::FastPathOutranked
+               : c.status.rfind("blocked: proof invalidated", 0) != 0 ? Reject::FastPathOneHost
                                                      : Reject::FastPathInvalidated;
     ledger->push_back(e);
     FastPathStatus& st = (*status)[c.spec->name];

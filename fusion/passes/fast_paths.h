@@ -37,6 +37,9 @@ struct FastPathProofs {
   std::map<std::string, std::string> invalid;                // name -> why its proof is invalid
   std::map<std::string, std::set<std::string>> shape_classes;  // name -> classes its proof covers here
   std::set<std::string> forced;                              // run without a proof (ab, prove)
+  // name -> why it cannot run in this run whatever its proof says
+  // (a one-host exchange when the ranks span several nodes)
+  std::map<std::string, std::string> blocked;
 };
 
 struct FastPathStatus {

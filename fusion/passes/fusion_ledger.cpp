@@ -52,6 +52,7 @@ const char* reject_code(Reject r) {
     case Reject::FastPathUnproven: return "fast_path_unproven";
     case Reject::FastPathInvalidated: return "fast_path_proof_invalidated";
     case Reject::FastPathOutranked: return "fast_path_lower_priority";
+    case Reject::FastPathOneHost: return "fast_path_needs_one_host";
     case Reject::BisectLimit: return "bisect_limit";
     case Reject::FaultRefused: return "fault_refused";
   }
@@ -103,6 +104,8 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::FastPathInvalidated:
       return "fast path blocked: its proof no longer holds (its kernel source or the GPU changed)";
     case Reject::FastPathOutranked: return "fast path not used: a fast path of higher priority took these nodes";
+    case Reject::FastPathOneHost:
+      return "fast path blocked: its exchange maps the other ranks' memory, and the ranks span several nodes";
     case Reject::BisectLimit: return "not applied: past its FUSEGATE_BISECT limit";
     case Reject::FaultRefused: return "refused by FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)";
   }

@@ -51,7 +51,11 @@ Collectives::Collectives(const std::string& host, int port, int rank, int world,
 #ifdef FUSEGATE_WITH_GLOO
     auto opts = c10d::ProcessGroupGloo::Options::create();
     opts->timeout = std::chrono::seconds(timeout_s);
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    // the loopback interface when every rank is on this machine; else the
+    // interface this machine's host name resolves to (Gloo's default)
+    const bool loopback = host == "127.0.0.1" || host == "localhost";
+    opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                     : c10d::ProcessGroupGloo::createDefaultDevice());
     pg_->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
 #else
     user_error("this fusegate was built without Gloo (its LibTorch ships no gloo headers): the cpu backend "

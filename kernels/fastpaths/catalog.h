@@ -50,6 +50,9 @@ struct FastPathSpec {
   // result the same on every rank; empty: the result is never (a shard).
   // What passes/tp_rewrite's proof of replication reads of a fast path.
   std::vector<int> replicated_given;
+  // its exchange maps the other ranks' memory (POSIX shared memory, CUDA
+  // IPC): every rank must be on one host, so a multi-node run blocks it
+  bool one_host = false;
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
 };
 
