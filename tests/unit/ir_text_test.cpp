@@ -256,6 +256,23 @@ TEST(IrTextErrors, ElementCountThatOverflowsIsRefused) {
                  "fusegate compiles");
 }
 
+// The dim of 2^63-1 that once overflowed a signed product in lowering (a
+// UBSan finding): refused by the parser now. The sanitize job (ci/sanitize.sh)
+// runs this test under UBSan, whose findings abort.
+TEST(IrTextErrors, DimOfTwoToThe63MinusOneIsRefused) {
+  std::string msg = user_error_of([] {
+    parse_graph("graph g(%x: f32[9223372036854775807]) {\n  %1 = neg(%x) : f32[9223372036854775807]\n  return %1\n}\n",
+                "m.fg");
+  });
+  EXPECT_EQ(msg, "m.fg:1:16: error: f32[9223372036854775807] has more than 2^48 elements: beyond what fusegate "
+                 "compiles");
+  std::string two = user_error_of([] {
+    parse_graph("graph g(%x: f32[4611686018427387904,4]) {\n  return %x\n}\n", "m.fg");
+  });
+  EXPECT_EQ(two, "m.fg:1:16: error: f32[4611686018427387904,4] has more than 2^48 elements: beyond what fusegate "
+                 "compiles");
+}
+
 TEST(IrTextErrors, CollectiveDimOutOfRangeOrNotZero) {
   std::string far = user_error_of([] {
     parse_graph("graph g(%x: f32[4,4]) {\n  %1 = all_gather(%x) {dim = 7, world = 2} : f32[8,4]\n  return %1\n}\n",
