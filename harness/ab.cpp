@@ -1,7 +1,9 @@
 // fusegate ab: the generic path against one fast path and the fp64
 // reference on the same inputs, rank by rank; fusegate prove: that A/B over
 // every repro the fast path matches at each world size asked for, written
-// as golden/proofs/<backend>/NAME.json when every case passes.
+// as golden/proofs/cpu/NAME.json or golden/proofs/cuda/<GPU model>/NAME.json
+// when every case passes.
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -198,7 +200,13 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
       }
     }
   }
-  const std::string path = proof_path(sel.golden_dir, backend_name(sel.backend), name);
+  // a cuda proof goes into the folder of the GPU model it ran on
+  const std::string gpu =
+      env.is_object() && env.contains("gpu") && env["gpu"].is_string() ? env["gpu"].get<std::string>() : "";
+  const std::string path =
+      sel.backend == Backend::Cuda && gpu.empty()
+          ? (std::filesystem::path(sel.golden_dir) / "proofs" / "cuda" / "<this GPU>" / (name + ".json")).string()
+          : proof_path(sel.golden_dir, backend_name(sel.backend), name, gpu);
   if (!failed.empty()) {
     std::cout << "fusegate prove: " << name << " FAILED the A/B:\n";
     for (const auto& f : failed) std::cout << "  " << f << "\n";

@@ -173,7 +173,8 @@ void validate_spec(const RunSpec& spec) {
   // (ab and prove force their fast path and read no proof: prove rewrites one)
   if (!spec.golden_dir.empty() && spec.ab_fast_path.empty())
     for (const auto& f : fast_path_catalog())
-      load_proof(proof_path(spec.golden_dir, backend_name(spec.backend), f.name), backend_name(spec.backend), f.name);
+      for (const auto& path : proof_paths(spec.golden_dir, backend_name(spec.backend), f.name))
+        load_proof(path, backend_name(spec.backend), f.name);
   if (!spec.profile.empty()) {
     if (spec.backend != Backend::Cuda) user_error("--profile times device kernels: it needs --backend cuda");
     std::filesystem::path dir = std::filesystem::absolute(spec.profile).parent_path();

@@ -1,5 +1,7 @@
 #include "harness/proofs.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "fusion/errors.h"
@@ -9,8 +11,38 @@ namespace fg {
 
 using nlohmann::json;
 
-std::string proof_path(const std::string& golden_root, const std::string& backend, const std::string& name) {
-  return (std::filesystem::path(golden_root) / "proofs" / backend / (name + ".json")).string();
+std::string gpu_folder(const std::string& gpu) {
+  std::string f = gpu;
+  for (char& c : f)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+  return f;
+}
+
+std::string proof_path(const std::string& golden_root, const std::string& backend, const std::string& name,
+                       const std::string& gpu) {
+  std::filesystem::path dir = std::filesystem::path(golden_root) / "proofs" / backend;
+  if (backend == "cuda") {
+    FG_CHECK(!gpu.empty(), "a cuda proof's path needs its GPU model");
+    dir /= gpu_folder(gpu);
+  }
+  return (dir / (name + ".json")).string();
+}
+
+std::vector<std::string> proof_paths(const std::string& golden_root, const std::string& backend,
+                                     const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::path(golden_root) / "proofs" / backend;
+  std::vector<std::string> out;
+  if (backend != "cuda") {
+    out.push_back((dir / (name + ".json")).string());
+    return out;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return out;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_directory() && std::filesystem::exists(e.path() / (name + ".json")))
+      out.push_back((e.path() / (name + ".json")).string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 namespace {
@@ -43,6 +75,12 @@ std::optional<json> load_proof(const std::string& path, const std::string& backe
   need("env", j->contains("env") && (*j)["env"].is_object(), "an object");
   if (backend == "cuda" && !((*j)["env"].contains("gpu") && (*j)["env"]["gpu"].is_string()))
     bad("'env' names no 'gpu' (a cuda proof holds for one GPU model)");
+  if (backend == "cuda") {
+    const std::string gpu = (*j)["env"]["gpu"].get<std::string>();
+    const std::string folder = std::filesystem::path(path).parent_path().filename().string();
+    if (folder != gpu_folder(gpu))
+      bad("it was proved on " + gpu + ", whose proofs belong in the folder " + gpu_folder(gpu) + ", not " + folder);
+  }
   need("world_sizes", j->contains("world_sizes") && (*j)["world_sizes"].is_array() && !(*j)["world_sizes"].empty(),
        "a non-empty array");
   std::set<int> worlds;
@@ -92,7 +130,39 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
   std::map<std::string, ProofState> out;
   for (const auto& name : names) {
     ProofState& st = out[name];
-    std::optional<json> p = load_proof(proof_path(root, backend, name), backend, name);
+    if (backend == "cuda") {
+      const std::vector<std::string> all = proof_paths(root, backend, name);
+      if (!gpu.empty() && !std::filesystem::exists(proof_path(root, backend, name, gpu))) {
+        // proved on other models only
+        std::string on;
+        for (const auto& path : all) {
+          std::optional<json> p = load_proof(path, backend, name);
+          on += (on.empty() ? "" : ", ") + (*p)["env"]["gpu"].get<std::string>();
+        }
+        if (!on.empty()) {
+          st.present = true;
+          st.invalid = "GPU changed: proved on " + on + ", this is " + gpu;
+        }
+        continue;
+      }
+      if (gpu.empty()) {
+        // no device (explain): any model's proof whose source still holds
+        std::string stale;
+        for (const auto& path : all) {
+          std::optional<json> p = load_proof(path, backend, name);
+          st.present = true;
+          if ((*p)["source_hash"] != hash_of(name)) {
+            stale = "source changed";
+            continue;
+          }
+          for (const auto& c : (*p)["cases"])
+            if (c["world_size"].get<int>() == world) st.shape_classes.insert(c["shape_class"].get<std::string>());
+        }
+        if (st.shape_classes.empty()) st.invalid = stale;
+        continue;
+      }
+    }
+    std::optional<json> p = load_proof(proof_path(root, backend, name, gpu), backend, name);
     if (!p) continue;
     st.present = true;
     if ((*p)["source_hash"] != hash_of(name))

@@ -20,7 +20,18 @@ namespace fg {
 
 constexpr int kProofSchema = 1;
 
-std::string proof_path(const std::string& golden_root, const std::string& backend, const std::string& name);
+// Where proofs live: <golden_root>/proofs/cpu/NAME.json; a cuda proof holds
+// for one GPU model, so each model has its own folder,
+// <golden_root>/proofs/cuda/<gpu_folder(model)>/NAME.json, and proving on one
+// model leaves another's proof alone. gpu_folder("NVIDIA H200") is
+// "NVIDIA_H200" (every character but letters, digits, '.' and '-' as '_').
+std::string gpu_folder(const std::string& gpu);
+std::string proof_path(const std::string& golden_root, const std::string& backend, const std::string& name,
+                       const std::string& gpu = "");
+// Every proof file of `name` on `backend` under `golden_root` (cuda: one per
+// GPU folder that holds one), in folder order.
+std::vector<std::string> proof_paths(const std::string& golden_root, const std::string& backend,
+                                     const std::string& name);
 
 // nullopt when absent. A proof that cannot be read, is not JSON, or is not a
 // proof of `name` on `backend` (missing or mistyped keys, a case outside its
@@ -38,8 +49,10 @@ struct ProofState {
 
 // For every name: its proof under `root` for `backend`, checked against the
 // source hash the fast path has now (`hash_of(name)`), on cuda the GPU model
-// (`gpu`), on cpu the host compiler that builds the kernels (`compiler`);
-// "" skips a check (explain runs no device).
+// (`gpu`: the proof in its folder; proofs of other models only say "GPU
+// changed"), on cpu the host compiler that builds the kernels (`compiler`).
+// "" skips a check: on cuda without a device (explain) any model's proof
+// whose source hash holds counts.
 std::map<std::string, ProofState> read_proofs(const std::string& root, const std::string& backend, int world,
                                               const std::vector<std::string>& names,
                                               const std::function<std::string(const std::string&)>& hash_of,

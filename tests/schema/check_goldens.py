@@ -42,7 +42,8 @@ def must_refuse(validator, doc, what):
 records, proofs = validator_of(sys.argv[1]), validator_of(sys.argv[2])
 root = pathlib.Path(sys.argv[3])
 goldens = sorted(p for b in ("cpu", "cuda") for p in (root / b).glob("*/*.json"))
-proof_files = sorted((root / "proofs").glob("*/*.json"))
+# proofs/cpu/NAME.json, proofs/cuda/<GPU model>/NAME.json
+proof_files = sorted((root / "proofs").rglob("*.json"))
 bad = check(records, goldens, "goldens", 50) + check(proofs, proof_files, "proofs", 4)
 
 g = json.loads(goldens[0].read_text())
@@ -53,7 +54,7 @@ broken = copy.deepcopy(g)
 broken["format_version"] = 2
 must_refuse(records, broken, 'a golden of "format_version": 2')
 
-cuda = [p for p in proof_files if p.parent.name == "cuda"]
+cuda = [p for p in proof_files if "cuda" in p.relative_to(root).parts]
 pr = json.loads((cuda or proof_files)[0].read_text())
 for change, what in ((lambda d: d.update(schema=2), "a proof of format 2"),
                      (lambda d: d["cases"][0].update(verdict="fail"), "a proof with a failed case"),

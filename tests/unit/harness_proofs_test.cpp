@@ -141,18 +141,61 @@ TEST_F(ProofDir, ACpuProofHoldsForItsHostCompilerOnly) {
 }
 
 TEST_F(ProofDir, ACudaProofHoldsForItsGpuModelOnly) {
-  fs::create_directories(root_ / "proofs" / "cuda");
   json j = valid_proof();
   j["backend"] = "cuda";
   j["env"]["gpu"] = "NVIDIA H200";
-  std::ofstream(proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp")) << j.dump();
+  const std::string h200 = proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp", "NVIDIA H200");
+  EXPECT_EQ(h200, (root_ / "proofs" / "cuda" / "NVIDIA_H200" / "qkv_rmsnorm_tp.json").string());
+  fs::create_directories(fs::path(h200).parent_path());
+  std::ofstream(h200) << j.dump();
   auto same = [](const std::string&) { return std::string("00000000000000aa"); };
   EXPECT_EQ(read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, "NVIDIA H200")["qkv_rmsnorm_tp"].invalid, "");
   EXPECT_EQ(read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, "NVIDIA H100 80GB HBM3")["qkv_rmsnorm_tp"].invalid,
             "GPU changed: proved on NVIDIA H200, this is NVIDIA H100 80GB HBM3");
+  // no device (explain): any model's proof whose source holds
+  EXPECT_EQ(read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, "")["qkv_rmsnorm_tp"].shape_classes.size(),
+            1u);
   j["env"].erase("gpu");
-  std::ofstream(proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp")) << j.dump();
-  EXPECT_THROW(read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, ""), UserError);
+  std::ofstream(h200) << j.dump();
+  EXPECT_THROW(read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, "NVIDIA H200"), UserError);
+}
+
+// Proving on one GPU model leaves another's proof alone: each reads its own.
+TEST_F(ProofDir, ProofsOfTwoGpuModelsLiveSideBySide) {
+  auto write_for = [&](const std::string& gpu, int world) {
+    json j = valid_proof();
+    j["backend"] = "cuda";
+    j["env"]["gpu"] = gpu;
+    j["world_sizes"] = {world};
+    for (auto& c : j["cases"]) c["world_size"] = world;
+    for (auto& c : j["cases"])
+      for (auto& o : c["outputs"]) o["rank"] = 0;
+    const std::string p = proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp", gpu);
+    fs::create_directories(fs::path(p).parent_path());
+    std::ofstream(p) << j.dump();
+  };
+  write_for("NVIDIA H100 80GB HBM3", 1);
+  write_for("NVIDIA H200", 1);
+  EXPECT_EQ(proof_paths(root_.string(), "cuda", "qkv_rmsnorm_tp").size(), 2u);
+  auto same = [](const std::string&) { return std::string("00000000000000aa"); };
+  for (const char* gpu : {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}) {
+    auto st = read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, gpu)["qkv_rmsnorm_tp"];
+    EXPECT_EQ(st.invalid, "") << gpu;
+    EXPECT_FALSE(st.shape_classes.empty()) << gpu;
+  }
+  // a proof in another model's folder is malformed, named as such
+  json j = valid_proof();
+  j["backend"] = "cuda";
+  j["env"]["gpu"] = "NVIDIA H200";
+  std::ofstream(proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp", "NVIDIA H100 80GB HBM3")) << j.dump();
+  try {
+    read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, "NVIDIA H100 80GB HBM3");
+    ADD_FAILURE() << "a proof in the wrong GPU folder was read";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("belong in the folder NVIDIA_H200, not NVIDIA_H100_80GB_HBM3"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // -- the A/B verdict ---------------------------------------------------------
