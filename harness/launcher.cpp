@@ -395,7 +395,18 @@ RunOutcome launch(const RunSpec& spec) {
                       "'; all ranks stopped. Its last output:\n" + last_lines(log, 8);
       }
       remove_tree(dir);
-      if (out.exit_code != 2) never_arrived(&out);  // its ranks waited for those of a node that never came
+      if (out.exit_code != 2 && !never_arrived(&out) && multi && spec.node_rank == 0) {
+        // a rank of another node that died first takes this node's ranks
+        // down with it: give its report a second to arrive, and show both
+        // (which came first is not known here)
+        RunOutcome remote;
+        for (int i = 0; i < 50 && !remote_failure(&remote); ++i)
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        if (remote.exit_code != 0) {
+          out.exit_code = remote.exit_code;
+          out.message = remote.message + "\n(and on node 0: " + out.message + ")";
+        }
+      }
       publish(out);
       return out;
     }
