@@ -14,6 +14,7 @@
 #include "harness/commands.h"
 #include "harness/golden.h"
 #include "harness/json_read.h"
+#include "harness/nodes.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/fastpaths/catalog.h"
@@ -41,12 +42,12 @@ struct AbRun {
   std::vector<std::string> shape_classes;
 };
 
-// `spec` names the repro, mode, world size and backend; its ab_fast_path is
-// set to `fp` here.
-AbRun run_ab(const FastPathSpec& fp, RunSpec spec) {
+// `spec` names the repro, mode, world size, backend and fast path
+// (ab_fast_path); it runs as job `index` of `nodes`.
+AbRun run_ab(const FastPathSpec& fp, const RunSpec& spec, CommandNodes& nodes, int index) {
   AbRun out;
-  spec.ab_fast_path = fp.name;
-  RunOutcome run = launch(spec);
+  RunOutcome run = nodes.launch_job(spec, index);
+  nodes.go_on(index);
   if (run.exit_code != 0) {
     out.exit_code = run.exit_code;
     out.message = run.message;
@@ -103,13 +104,17 @@ void print_ab(const FastPathSpec& fp, const RunSpec& spec, const AbRun& r) {
   std::cout << "verdict: " << (r.verdict.pass ? "PASS" : "FAIL") << "\n";
 }
 
+int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Selection& sel,
+               const std::vector<NodeJob>& jobs, CommandNodes& nodes, std::string* said);
+
 }  // namespace
 
 int cmd_ab(const RunSpec& spec, const std::string& json_out) {
   const FastPathSpec& fp = known_fast_path(spec.ab_fast_path);
   if (spec.repro.empty()) user_error("ab needs --repro NAME (see `fusegate list`)");
   if (spec.mode == Mode::Eager) user_error("ab compares compiled graphs: use --mode B or C (eager runs no fast path)");
-  AbRun r = run_ab(fp, spec);
+  CommandNodes one(NodeSpec{}, spec.timeout_s);
+  AbRun r = run_ab(fp, spec, one, 0);
   if (r.exit_code != 0) {
     std::cerr << "fusegate ab: " << r.message << "\n";
     return r.exit_code;
@@ -128,12 +133,15 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
   const FastPathSpec& fp = known_fast_path(name);
   if (worlds_in.empty()) user_error("prove needs --world-size N (repeatable): a proof covers exactly those it ran");
   std::set<int> worlds(worlds_in.begin(), worlds_in.end());
+  for (int w : worlds)
+    if (w % sel.nodes.nnodes != 0)
+      user_error("--world-size " + std::to_string(w) + " is not a multiple of --nnodes " +
+                 std::to_string(sel.nodes.nnodes) + " (each node starts world size / nnodes ranks)");
+  if (fp.one_host && sel.nodes.nnodes > 1)
+    user_error("fast path " + name + " needs every rank on one host (its exchange is " +
+               "over peer memory): it runs on no ranks spread over --nnodes " + std::to_string(sel.nodes.nnodes) +
+               ", so there it has nothing to prove; prove it on one node");
   auto repros = all_repros(sel.fg_dirs);
-  json cases = json::array();
-  std::set<std::string> all_classes;
-  json env;
-  std::vector<std::string> failed;
-  int cannot = 0;
   // every repro of this backend the pattern matches, per world size: all
   // found before anything runs, so a world size that matches nothing is bad
   // input before any A/B
@@ -158,46 +166,79 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
       user_error("fast path " + name + " matches no repro at world size " + std::to_string(w) + " on " +
                  backend_name(sel.backend) + " (it matches: " + fp.pattern + "); nothing to prove there");
   }
-  for (int w : worlds) {
+  std::vector<NodeJob> jobs;
+  for (int w : worlds)
     for (const Repro* r : matched_at[w]) {
-      std::cerr << "fusegate prove: " << name << " on " << r->name << " at world size " << w << "\n";
-      RunSpec spec;
-      spec.repro = r->name;
-      spec.world = w;
-      spec.backend = sel.backend;
-      spec.fg_dirs = sel.fg_dirs;
-      spec.golden_dir = sel.golden_dir;
-      spec.timeout_s = sel.timeout_s;
-      AbRun a = run_ab(fp, spec);
-      if (a.exit_code != 0) {
-        std::cerr << "fusegate prove: " << r->name << " w" << w << ": " << a.message << "\n";
-        ++cannot;
-        continue;
-      }
-      print_ab(fp, spec, a);
-      if (env.is_null() && a.record.contains("env")) env = a.record["env"];
-      json outs = json::array();
-      for (const auto& [rank, rr] : ranks_by_id(a.record))
-        for (const auto& o : (*rr)["ab"])
-          outs.push_back({{"name", o["name"]},
-                          {"rank", rank},
-                          {"identical", o["identical"]},
-                          {"rel_l2_generic", o["rel_l2_generic"]},
-                          {"rel_l2_fast", o["rel_l2_fast"]},
-                          {"max_abs_fast_vs_generic", o["max_abs_fast_vs_generic"]}});
-      if (!a.verdict.pass) {
-        for (const auto& f : a.verdict.failures) failed.push_back(r->name + " w" + std::to_string(w) + ": " + f);
-        continue;
-      }
-      for (const auto& c : a.shape_classes) {
-        all_classes.insert(c);
-        cases.push_back({{"repro", r->name},
-                         {"world_size", w},
-                         {"shape_class", c},
-                         {"verdict", "pass"},
-                         {"rule", a.verdict.rule},
-                         {"outputs", outs}});
-      }
+      NodeJob j;
+      j.spec.repro = r->name;
+      j.spec.world = w;
+      j.spec.backend = sel.backend;
+      j.spec.fg_dirs = sel.fg_dirs;
+      j.spec.golden_dir = sel.golden_dir;
+      j.spec.timeout_s = sel.timeout_s;
+      j.spec.ab_fast_path = name;
+      static_cast<NodeSpec&>(j.spec) = sel.nodes;
+      j.id = name + "/" + r->name + "/w" + std::to_string(w);
+      jobs.push_back(j);
+    }
+  // across nodes every node runs its ranks of each A/B; node 0 judges and
+  // writes the proof (a one-host fast path does not apply there: its A/B
+  // says so, exit 2)
+  CommandNodes nodes(sel.nodes, sel.timeout_s);
+  if (!nodes.leader()) return follow_jobs(nodes, jobs, "prove");
+  return lead_jobs(nodes, [&] {
+    nodes.agree("prove", job_ids(jobs));
+    std::string said;  // the verdict, printed here and handed to the other nodes
+    const int rc = prove_jobs(fp, worlds, sel, jobs, nodes, &said);
+    std::cout << said;
+    nodes.hand_back(rc, said);
+    return rc;
+  });
+}
+
+namespace {
+
+int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Selection& sel,
+               const std::vector<NodeJob>& jobs, CommandNodes& nodes, std::string* said) {
+  const std::string& name = fp.name;
+  json cases = json::array();
+  std::set<std::string> all_classes;
+  json env;
+  std::vector<std::string> failed;
+  int cannot = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const RunSpec& spec = jobs[i].spec;
+    const std::string where = spec.repro + " w" + std::to_string(spec.world);
+    std::cerr << "fusegate prove: " << name << " on " << spec.repro << " at world size " << spec.world << "\n";
+    AbRun a = run_ab(fp, spec, nodes, static_cast<int>(i));
+    if (a.exit_code != 0) {
+      std::cerr << "fusegate prove: " << where << ": " << a.message << "\n";
+      ++cannot;
+      continue;
+    }
+    print_ab(fp, spec, a);
+    if (env.is_null() && a.record.contains("env")) env = a.record["env"];
+    json outs = json::array();
+    for (const auto& [rank, rr] : ranks_by_id(a.record))
+      for (const auto& o : (*rr)["ab"])
+        outs.push_back({{"name", o["name"]},
+                        {"rank", rank},
+                        {"identical", o["identical"]},
+                        {"rel_l2_generic", o["rel_l2_generic"]},
+                        {"rel_l2_fast", o["rel_l2_fast"]},
+                        {"max_abs_fast_vs_generic", o["max_abs_fast_vs_generic"]}});
+    if (!a.verdict.pass) {
+      for (const auto& f : a.verdict.failures) failed.push_back(where + ": " + f);
+      continue;
+    }
+    for (const auto& c : a.shape_classes) {
+      all_classes.insert(c);
+      cases.push_back({{"repro", spec.repro},
+                       {"world_size", spec.world},
+                       {"shape_class", c},
+                       {"verdict", "pass"},
+                       {"rule", a.verdict.rule},
+                       {"outputs", outs}});
     }
   }
   // a cuda proof goes into the folder of the GPU model it ran on
@@ -208,13 +249,13 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
           ? (std::filesystem::path(sel.golden_dir) / "proofs" / "cuda" / "<this GPU>" / (name + ".json")).string()
           : proof_path(sel.golden_dir, backend_name(sel.backend), name, gpu);
   if (!failed.empty()) {
-    std::cout << "fusegate prove: " << name << " FAILED the A/B:\n";
-    for (const auto& f : failed) std::cout << "  " << f << "\n";
-    std::cout << "no proof written (" << path << " is unchanged)\n";
+    *said += "fusegate prove: " + name + " FAILED the A/B:\n";
+    for (const auto& f : failed) *said += "  " + f + "\n";
+    *said += "no proof written (" + path + " is unchanged)\n";
     return 1;
   }
   if (cannot > 0) {
-    std::cout << "fusegate prove: " << cannot << " A/B run(s) could not be completed; no proof written\n";
+    *said += "fusegate prove: " + std::to_string(cannot) + " A/B run(s) could not be completed; no proof written\n";
     return 125;
   }
   json proof;
@@ -230,12 +271,15 @@ int cmd_prove(const std::string& name, const std::vector<int>& worlds_in, const 
   std::string cmd = "fusegate prove --fast-path " + name;
   for (int w : worlds) cmd += " --world-size " + std::to_string(w);
   if (sel.backend != Backend::Cpu) cmd += " --backend " + std::string(backend_name(sel.backend));
+  if (sel.nodes.nnodes > 1) cmd += " --nnodes " + std::to_string(sel.nodes.nnodes);
   proof["command"] = cmd;
   write_atomic(path, dump_record(proof));
-  std::cout << "fusegate prove: " << name << " proven on " << backend_name(sel.backend) << " at world sizes";
-  for (int w : worlds) std::cout << " " << w;
-  std::cout << " (" << cases.size() << " cases); wrote " << path << "\n";
+  *said += "fusegate prove: " + name + " proven on " + backend_name(sel.backend) + " at world sizes";
+  for (int w : worlds) *said += " " + std::to_string(w);
+  *said += " (" + std::to_string(cases.size()) + " cases); wrote " + path + "\n";
   return 0;
 }
+
+}  // namespace
 
 }  // namespace fg

@@ -8,6 +8,7 @@
 #include "harness/commands.h"
 #include "harness/compare.h"
 #include "harness/golden.h"
+#include "harness/nodes.h"
 #include "harness/quarantine.h"
 #include "harness/report.h"
 #include "repros/registry.h"
@@ -16,10 +17,7 @@ namespace fg {
 
 namespace {
 
-struct Job {
-  RunSpec spec;
-  std::string id;  // tp_block_llama/C/w2/cpu
-};
+using Job = NodeJob;
 
 std::vector<Job> expand(const Selection& sel) {
   auto repros = all_repros(sel.fg_dirs);
@@ -29,6 +27,13 @@ std::vector<Job> expand(const Selection& sel) {
   std::vector<Mode> modes =
       sel.modes.empty() ? std::vector<Mode>{Mode::Eager, Mode::CompiledDisabled, Mode::Compiled} : sel.modes;
   std::vector<int> worlds = sel.worlds.empty() ? std::vector<int>{1, 2, 4} : sel.worlds;
+  if (sel.worlds.empty() && sel.nodes.nnodes > 1) {
+    // across nodes, the default world sizes that every node has ranks of
+    std::vector<int> spread;
+    for (int w : worlds)
+      if (w % sel.nodes.nnodes == 0) spread.push_back(w);
+    worlds = spread;
+  }
   std::vector<Job> jobs;
   for (const auto& n : names) {
     const Repro* r = find_repro(repros, n);
@@ -52,10 +57,12 @@ std::vector<Job> expand(const Selection& sel) {
         j.spec.timeout_s = sel.timeout_s;
         j.spec.golden_dir = sel.golden_dir;
         j.spec.fast_paths = sel.fast_paths;
+        static_cast<NodeSpec&>(j.spec) = sel.nodes;
         validate_spec(j.spec);
         j.id = n + "/" + mode_letter(m) + "/w" + std::to_string(w) + "/" + backend_name(sel.backend) +
                (sel.fusion == FusionPolicy::Default ? "" : std::string("/") + policy_name(sel.fusion)) +
-               (sel.fast_paths.is_default() || m == Mode::Eager ? "" : "/fp-" + sel.fast_paths.text());
+               (sel.fast_paths.is_default() || m == Mode::Eager ? "" : "/fp-" + sel.fast_paths.text()) +
+               (sel.nodes.nnodes > 1 ? "/nodes" + std::to_string(sel.nodes.nnodes) : "");
         jobs.push_back(j);
       }
   }
@@ -78,7 +85,7 @@ std::vector<Job> expand(const Selection& sel) {
 
 std::string golden_of_job(const Selection& sel, const Job& j) {
   return golden_path(sel.golden_dir, backend_name(sel.backend), j.spec.repro, mode_letter(j.spec.mode), j.spec.world,
-                     policy_name(sel.fusion), sel.fast_paths.text());
+                     policy_name(sel.fusion), sel.fast_paths.text(), sel.nodes.nnodes);
 }
 
 // --require-fast-path: a fast path that did not run on every rank fails.
@@ -107,8 +114,26 @@ nlohmann::json golden_of(nlohmann::json rec) {
 
 }  // namespace
 
+namespace {
+int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector<Job>& jobs, CommandNodes& nodes);
+int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes);
+}  // namespace
+
 int cmd_check(const Selection& sel, const CheckOptions& opts) {
   std::vector<Job> jobs = expand(sel);
+  CommandNodes nodes(sel.nodes, sel.timeout_s);
+  if (!nodes.leader()) {
+    if (!opts.junit.empty() || !opts.markdown.empty() || !opts.records_dir.empty())
+      std::cerr << "fusegate check: node " << nodes.node_rank()
+                << ": --junit, --markdown and --records are written by node 0\n";
+    return follow_jobs(nodes, jobs, "check");
+  }
+  return lead_jobs(nodes, [&] { return check_jobs(sel, opts, jobs, nodes); });
+}
+
+namespace {
+
+int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector<Job>& jobs, CommandNodes& nodes) {
   // the quarantine is read (and refused if malformed) before any run
   const std::string qpath = sel.golden_dir + "/quarantine.json";
   const std::vector<QuarantineEntry> quarantine = load_quarantine(qpath);
@@ -120,16 +145,32 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
                    repro_names(repros));
   }
   const std::string as_of = opts.as_of.empty() ? today_utc() : opts.as_of;
+  // every golden is read (a corrupted one is bad input: exit 2) before any run
+  std::vector<std::optional<nlohmann::json>> goldens;
+  for (const Job& j : jobs) goldens.push_back(load_golden(golden_of_job(sel, j)));
+  nodes.agree("check", job_ids(jobs));
   std::vector<Verdict> verdicts;
   std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
-  for (const Job& j : jobs) {
+  std::string lost;  // a node that is gone: the jobs after it are not run
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    if (!lost.empty()) {
+      Verdict v;
+      v.check_id = j.id;
+      v.kind = VerdictKind::CannotTest;
+      v.findings.push_back({v.kind, "not run: " + lost});
+      verdicts.push_back(v);
+      continue;
+    }
     std::cerr << "fusegate: running " << j.id << "\n";
-    std::string path = golden_of_job(sel, j);
-    std::optional<nlohmann::json> golden = load_golden(path);  // a corrupted golden is bad input: exit 2
+    const std::string path = golden_of_job(sel, j);
+    const std::optional<nlohmann::json>& golden = goldens[i];
     std::string bless = bless_command(j.spec.repro, mode_letter(j.spec.mode), j.spec.world, backend_name(sel.backend),
-                                      policy_name(sel.fusion), sel.fast_paths.text()) +
+                                      policy_name(sel.fusion), sel.fast_paths.text(), sel.nodes.nnodes) +
                         sel.repeat_flags;
-    RunOutcome run = launch(j.spec);
+    RunOutcome run = nodes.launch_job(j.spec, static_cast<int>(i));
+    if (run.node_lost) lost = run.message;
+    else nodes.go_on(static_cast<int>(i));
     if (run.exit_code != 0) {
       // exit 1: the ranks compiled differently (a regression found before a
       // collective could hang on it); anything else: cannot test
@@ -158,30 +199,47 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
     verdicts.push_back(v);
   }
   for (Verdict& v : verdicts) apply_quarantine(quarantine, as_of, &v);
-  std::cout << verdict_table(verdicts);
+  const std::string table = verdict_table(verdicts);
+  std::cout << table;
   if (!opts.junit.empty()) write_atomic(opts.junit, junit_xml(verdicts, "fusegate", opts.strict));
   if (!opts.markdown.empty()) write_atomic(opts.markdown, markdown_summary(verdicts, opts.strict));
-  return exit_code(verdicts, opts.strict);
+  const int rc = exit_code(verdicts, opts.strict);
+  nodes.hand_back(rc, table);
+  return rc;
 }
+
+}  // namespace
 
 int cmd_bless(const Selection& sel, const std::string& why) {
   std::vector<Job> jobs = expand(sel);
+  CommandNodes nodes(sel.nodes, sel.timeout_s);
+  if (!nodes.leader()) return follow_jobs(nodes, jobs, "bless");
+  return lead_jobs(nodes, [&] { return bless_jobs(sel, why, jobs, nodes); });
+}
+
+namespace {
+
+int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes) {
+  nodes.agree("bless", job_ids(jobs));
   int changed = 0;
-  for (const Job& j : jobs) {
+  // a job that cannot be blessed stops the command, on every node
+  auto stop = [&](int code, const std::string& msg) {
+    std::cerr << "fusegate bless: " << msg << "\n";
+    nodes.hand_back(code, "fusegate bless: " + msg + "\n");
+    return code;
+  };
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
     std::cerr << "fusegate: running " << j.id << "\n";
-    RunOutcome run = launch(j.spec);
-    if (run.exit_code != 0) {
-      std::cerr << "fusegate bless: " << j.id << ": " << run.message << "\nnothing was written for it\n";
-      return run.exit_code;
-    }
+    RunOutcome run = nodes.launch_job(j.spec, static_cast<int>(i));
+    if (run.exit_code != 0) return stop(run.exit_code, j.id + ": " + run.message + "\nnothing was written for it");
     for (const auto& rk : run.record["ranks"])
       for (const char* key : {"device_kernels_not_counted", "aten_ops_not_counted"})
-        if (rk.contains(key)) {
-          std::cerr << "fusegate bless: " << j.id << ": rank " << rk.value("rank", -1)
-                    << " could not count what really runs (" << rk[key].get<std::string>()
-                    << "): a golden without that figure would vouch for nothing; nothing was written for it\n";
-          return 125;
-        }
+        if (rk.contains(key))
+          return stop(125, j.id + ": rank " + std::to_string(rk.value("rank", -1)) + " could not count what really "
+                           "runs (" + rk[key].get<std::string>() + "): a golden without that figure would vouch for "
+                           "nothing; nothing was written for it");
+    nodes.go_on(static_cast<int>(i));
     std::string path = golden_of_job(sel, j);
     std::string old_text;
     if (std::filesystem::exists(path)) {
@@ -194,9 +252,13 @@ int cmd_bless(const Selection& sel, const std::string& why) {
     ++changed;
     std::cout << unified_diff(old_text, text, old_text.empty() ? "/dev/null" : path, path);
   }
-  std::cout << "fusegate bless: " << changed << " of " << jobs.size() << " golden files changed"
-            << (why.empty() ? "" : " (" + why + ")") << "\n";
+  const std::string summary = "fusegate bless: " + std::to_string(changed) + " of " + std::to_string(jobs.size()) +
+                              " golden files changed" + (why.empty() ? "" : " (" + why + ")") + "\n";
+  std::cout << summary;
+  nodes.hand_back(0, summary);
   return 0;
 }
+
+}  // namespace
 
 }  // namespace fg

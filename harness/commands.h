@@ -21,6 +21,9 @@ struct Selection {
   // the flags the user gave that a bless of the same checks must repeat
   // (--repro-dir, --golden-dir, --timeout), shell-quoted, each after a space
   std::string repeat_flags;
+  // across nodes (--nnodes K): every node runs the same command, node 0
+  // compares and writes (harness/nodes.h)
+  NodeSpec nodes;
 };
 
 struct CheckOptions {

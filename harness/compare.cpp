@@ -447,7 +447,7 @@ void check_accuracy(Ctx& c, const json& run) {
 bool header_matches(std::vector<Finding>* out, const json& run, const json& gold,
                     const std::string& file, const std::string& bless) {
   bool ok = true;
-  for (const char* key : {"repro", "mode", "world_size", "backend", "fusion", "fast_paths"}) {
+  for (const char* key : {"repro", "mode", "world_size", "backend", "fusion", "fast_paths", "nodes"}) {
     const json* a = field(gold, key);
     const json* b = field(run, key);
     if (!a || !b || *a == *b) continue;

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <chrono>
+#include <sstream>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +27,7 @@ using nlohmann::json;
 
 std::string golden_path(const std::string& root, const std::string& backend,
                         const std::string& repro, const std::string& mode, int world,
-                        const std::string& fusion, const std::string& fast_paths) {
+                        const std::string& fusion, const std::string& fast_paths, int nnodes) {
   std::string name = mode + "_w" + std::to_string(world);
   if (fusion != "default" && mode != "A") name += "." + fusion;
   if (fast_paths != "proven" && mode != "A") {
@@ -34,17 +35,22 @@ std::string golden_path(const std::string& root, const std::string& backend,
     std::replace(sel.begin(), sel.end(), ',', '+');
     name += ".fp-" + sel;
   }
+  // ranks over several nodes are a configuration of their own (a one-host
+  // fast path is blocked there)
+  if (nnodes > 1) name += ".nodes" + std::to_string(nnodes);
   name += ".json";
   return (fs::path(root) / backend / repro / name).string();
 }
 
 std::string bless_command(const std::string& repro, const std::string& mode, int world,
-                          const std::string& backend, const std::string& fusion, const std::string& fast_paths) {
+                          const std::string& backend, const std::string& fusion, const std::string& fast_paths,
+                          int nnodes) {
   std::string cmd =
       "fusegate bless " + repro + " --mode " + mode + " --world-size " + std::to_string(world);
   if (!backend.empty() && backend != "cpu") cmd += " --backend " + backend;
   if (!fusion.empty() && fusion != "default" && mode != "A") cmd += " --fusion " + fusion;
   if (!fast_paths.empty() && fast_paths != "proven" && mode != "A") cmd += " --fast-paths " + fast_paths;
+  if (nnodes > 1) cmd += " --nnodes " + std::to_string(nnodes);
   return cmd;
 }
 
@@ -67,17 +73,23 @@ std::string recovery_hint(const std::string& path) {
   if (file.size() > ext.size() && file.compare(file.size() - ext.size(), ext.size(), ext) == 0) {
     std::string stem = file.substr(0, file.size() - ext.size());
     std::string fusion = "default", fast_paths = "proven";
+    int nnodes = 1;
     size_t dot = stem.find('.');
     if (dot != std::string::npos) {
-      std::string rest = stem.substr(dot + 1);
+      // MODE_wN[.FUSION][.fp-NAMES][.nodesK]: no part holds a dot
+      std::istringstream parts(stem.substr(dot + 1));
       stem = stem.substr(0, dot);
-      size_t fp = rest.find("fp-");
-      if (fp != std::string::npos) {
-        fast_paths = rest.substr(fp + 3);
-        std::replace(fast_paths.begin(), fast_paths.end(), '+', ',');
-        rest = fp == 0 ? "" : rest.substr(0, fp - 1);
+      for (std::string part; std::getline(parts, part, '.');) {
+        if (part.rfind("fp-", 0) == 0) {
+          fast_paths = part.substr(3);
+          std::replace(fast_paths.begin(), fast_paths.end(), '+', ',');
+        } else if (part.rfind("nodes", 0) == 0 && part.size() > 5 && part.size() < 9 &&
+                   std::all_of(part.begin() + 5, part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+          nnodes = std::stoi(part.substr(5));
+        } else if (!part.empty()) {
+          fusion = part;
+        }
       }
-      if (!rest.empty()) fusion = rest;
     }
     size_t w = stem.rfind("_w");
     if (w != std::string::npos && w > 0 && !repro.empty()) {
@@ -88,7 +100,7 @@ std::string recovery_hint(const std::string& path) {
           std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (numeric)
         return "restore it from git or re-bless with: " +
-               bless_command(repro, mode, std::stoi(digits), backend, fusion, fast_paths);
+               bless_command(repro, mode, std::stoi(digits), backend, fusion, fast_paths, nnodes);
     }
   }
   return "restore it from git or re-bless it with fusegate bless";

@@ -10,17 +10,18 @@ namespace fg {
 
 // root/backend/repro/MODE_wN.json for the default fusion policy and fast
 // path selection and for mode A (eager has neither), else
-// MODE_wN[.FUSION][.fp-SELECTION].json (a selection's commas become '+').
+// MODE_wN[.FUSION][.fp-SELECTION][.nodesK].json (a selection's commas
+// become '+'; .nodesK for ranks spread over K nodes).
 std::string golden_path(const std::string& root, const std::string& backend,
                         const std::string& repro, const std::string& mode, int world,
-                        const std::string& fusion, const std::string& fast_paths = "proven");
+                        const std::string& fusion, const std::string& fast_paths = "proven", int nnodes = 1);
 
-// The command that (re)writes one golden file; --backend, --fusion and
-// --fast-paths appear only when they differ from the CLI's defaults (cpu,
-// default, proven).
+// The command that (re)writes one golden file; --backend, --fusion,
+// --fast-paths and --nnodes appear only when they differ from the CLI's
+// defaults (cpu, default, proven, 1).
 std::string bless_command(const std::string& repro, const std::string& mode, int world,
                           const std::string& backend, const std::string& fusion,
-                          const std::string& fast_paths = "proven");
+                          const std::string& fast_paths = "proven", int nnodes = 1);
 
 // The RunRecord format this fusegate writes (every record's
 // "format_version") and the only one its golden loader reads. A golden

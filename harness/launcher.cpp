@@ -26,6 +26,7 @@
 #include "fusion/errors.h"
 #include "fusion/passes/schedule.h"
 #include "harness/golden.h"
+#include "harness/nodes.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/fastpaths/catalog.h"
@@ -195,28 +196,19 @@ RunOutcome launch(const RunSpec& spec) {
   RunOutcome out;
   const bool multi = spec.nnodes > 1;
   const std::string where = spec.master_addr + ":" + std::to_string(spec.master_port);
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<uint16_t>(spec.master_port);  // 0: any free port
-  so.isServer = spec.node_rank == 0;
-  so.waitWorkers = false;
-  so.timeout = std::chrono::seconds(spec.timeout_s);
   std::unique_ptr<c10d::TCPStore> store_holder;
   try {
-    store_holder = std::make_unique<c10d::TCPStore>(spec.master_addr, so);
-  } catch (const std::exception& e) {
+    // a command's shared store (harness/nodes.h), or one for this run alone
+    if (!spec.store) store_holder = open_node_store(spec, spec.timeout_s);
+  } catch (const CannotTest& e) {
     out.exit_code = 125;
-    out.message = spec.node_rank == 0
-                      ? "node 0 cannot serve the c10d store on port " + std::to_string(spec.master_port) + " (" +
-                            trim(last_lines(e.what(), 1)) + "): pick a free --master-port"
-                      : "node " + std::to_string(spec.node_rank) + ": node 0's store at " + where +
-                            " did not answer within " + std::to_string(spec.timeout_s) +
-                            " s: start node 0 with the same --nnodes, --master-addr and --master-port";
+    out.message = e.what();
     return out;
   }
-  c10d::TCPStore& store = *store_holder;
+  c10d::TCPStore& store = spec.store ? *spec.store : *store_holder;
   int port = store.getPort();
   // every node says it arrived, so that node 0 can name one that did not
-  const std::string node_key = "fusegate-node/";
+  const std::string node_key = spec.store_prefix + "fusegate-node/";
   if (multi) store.set(node_key + "arrived/" + std::to_string(spec.node_rank), std::vector<uint8_t>{'1'});
 
   sweep_stale_runs();
@@ -267,6 +259,10 @@ RunOutcome launch(const RunSpec& spec) {
       args.push_back(std::filesystem::absolute(spec.profile).string());
     }
     for (const auto& d : spec.fg_dirs) { args.push_back("--repro-dir"); args.push_back(d); }
+    if (!spec.store_prefix.empty()) {
+      args.push_back("--store-prefix");
+      args.push_back(spec.store_prefix);
+    }
     pid_t pid = fork();
     if (pid == 0) {
       setpgid(0, 0);
@@ -310,12 +306,22 @@ RunOutcome launch(const RunSpec& spec) {
       // node 0 is gone: it decides nothing now, and this node says why below
     }
   };
-  // node 0: the first other node that reported a failure, as this node's
-  // outcome (its own ranks then wait on that node's dead ones)
+  // the first other node that reported a failure, as this node's outcome
+  // (its own ranks then wait on that node's dead ones)
   auto remote_failure = [&](RunOutcome* o) {
-    for (int node = 1; node < spec.nnodes; ++node) {
-      if (!store.check({done_key(node)})) continue;
-      std::vector<uint8_t> v = store.get(done_key(node));
+    for (int node = 0; node < spec.nnodes; ++node) {
+      if (node == spec.node_rank) continue;
+      std::vector<uint8_t> v;
+      try {
+        if (!store.check({done_key(node)})) continue;
+        v = store.get(done_key(node));
+      } catch (const std::exception& e) {
+        // node 0's store is gone, and node 0 with it
+        o->exit_code = 125;
+        o->node_lost = true;
+        o->message = "node 0's store at " + where + " went away (" + trim(last_lines(e.what(), 1)) + ")";
+        return true;
+      }
       std::string text(v.begin(), v.end());
       const size_t nl = text.find('\n');
       const int code = std::atoi(text.substr(0, nl).c_str());
@@ -336,6 +342,7 @@ RunOutcome launch(const RunSpec& spec) {
         absent += (absent.empty() ? "" : ", ") + std::to_string(node);
     if (absent.empty()) return false;
     o->exit_code = 125;
+    o->node_lost = true;
     o->message = "node(s) " + absent + " never arrived at " + where + " within " + std::to_string(spec.timeout_s) +
                  " s; all ranks stopped (start every node with --nnodes " + std::to_string(spec.nnodes) +
                  ", the same --master-addr and --master-port, and its own --node-rank)";
@@ -344,8 +351,7 @@ RunOutcome launch(const RunSpec& spec) {
   auto last_remote_check = std::chrono::steady_clock::now();
   int alive = local;
   while (alive > 0) {
-    if (multi && spec.node_rank == 0 &&
-        std::chrono::steady_clock::now() - last_remote_check > std::chrono::milliseconds(250)) {
+    if (multi && std::chrono::steady_clock::now() - last_remote_check > std::chrono::milliseconds(250)) {
       last_remote_check = std::chrono::steady_clock::now();
       if (remote_failure(&out)) {
         kill_all();
@@ -395,7 +401,7 @@ RunOutcome launch(const RunSpec& spec) {
                       "'; all ranks stopped. Its last output:\n" + last_lines(log, 8);
       }
       remove_tree(dir);
-      if (out.exit_code != 2 && !never_arrived(&out) && multi && spec.node_rank == 0) {
+      if (out.exit_code != 2 && !never_arrived(&out) && multi) {
         // a rank of another node that died first takes this node's ranks
         // down with it: give its report a second to arrive, and show both
         // (which came first is not known here)
@@ -404,7 +410,8 @@ RunOutcome launch(const RunSpec& spec) {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         if (remote.exit_code != 0) {
           out.exit_code = remote.exit_code;
-          out.message = remote.message + "\n(and on node 0: " + out.message + ")";
+          out.node_lost = remote.node_lost;
+          out.message = remote.message + "\n(and on node " + std::to_string(spec.node_rank) + ": " + out.message + ")";
         }
       }
       publish(out);
@@ -449,7 +456,7 @@ RunOutcome launch(const RunSpec& spec) {
       remove_tree(dir);
       out.exit_code = 125;
       // a node that never joined, or one that failed, explains the wait
-      if (never_arrived(&out) || (multi && spec.node_rank == 0 && remote_failure(&out))) return out;
+      if (never_arrived(&out) || (multi && remote_failure(&out))) return out;
       out.message = "rank " + culprit + " did not finish within " + std::to_string(spec.timeout_s) +
                     " s (hung)" + (waiting.empty() ? "" : "; ranks waiting on it: " + waiting) +
                     "; all ranks stopped (raise --timeout if the run is just slow)";
@@ -473,6 +480,9 @@ RunOutcome launch(const RunSpec& spec) {
                 {"fusion", policy_name(spec.fusion)},
                 {"fast_paths", spec.fast_paths.text()},
                 {"env", environment(spec.backend)}};
+  // the nodes the ranks spanned, where more than one (a configuration of
+  // its own: a one-host fast path is blocked across nodes)
+  if (multi) out.record["nodes"] = spec.nnodes;
   out.record["ranks"] = nlohmann::json::array();
   if (!multi) {
     for (int rank = 0; rank < spec.world; ++rank)
@@ -509,6 +519,7 @@ RunOutcome launch(const RunSpec& spec) {
       if (std::chrono::steady_clock::now() > deadline) {
         out.record = nlohmann::json();
         out.exit_code = 125;
+        out.node_lost = true;
         out.message = "node " + std::to_string(node) + " did not report within " + std::to_string(spec.timeout_s) +
                       " s (its ranks hang, or its launcher died)";
         return out;

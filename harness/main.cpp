@@ -73,6 +73,16 @@ int run_main(int argc, char** argv) {
     c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
     c->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
   };
+  // across nodes, as torchrun: every node runs the same command
+  auto add_nodes = [&](CLI::App* c, NodeSpec* n) {
+    c->add_option("--nnodes", n->nnodes, "nodes the world's ranks are spread over (as torchrun)")
+        ->capture_default_str();
+    c->add_option("--node-rank", n->node_rank,
+                  "this node (0 serves the store, gathers the records, decides and writes)")
+        ->capture_default_str();
+    c->add_option("--master-addr", n->master_addr, "node 0's address")->capture_default_str();
+    c->add_option("--master-port", n->master_port, "the store's port on node 0 (needed with --nnodes > 1)");
+  };
   auto add_filters = [&](CLI::App* c) {
     c->add_option("repros", sel.repros, "repros (default: all)");
     c->add_option("--mode", mode_texts, "A, B or C (repeatable; default all)");
@@ -99,12 +109,7 @@ int run_main(int argc, char** argv) {
   run->add_option("--profile", spec.profile,
                   "cuda: write each device kernel's time, GB/s or TFLOP/s against the device's ceilings, and the "
                   "idle gaps, for one more step run as the timed ones (JSON)");
-  run->add_option("--nnodes", spec.nnodes, "nodes the world's ranks are spread over (as torchrun)")
-      ->capture_default_str();
-  run->add_option("--node-rank", spec.node_rank, "this node (0 hosts the store, gathers and writes the record)")
-      ->capture_default_str();
-  run->add_option("--master-addr", spec.master_addr, "node 0's address")->capture_default_str();
-  run->add_option("--master-port", spec.master_port, "the store's port on node 0 (needed with --nnodes > 1)");
+  add_nodes(run, &spec);
   add_common(run);
   add_fast(run);
   add_require(run);
@@ -112,6 +117,7 @@ int run_main(int argc, char** argv) {
   CheckOptions copts;
   auto* check = app.add_subcommand("check", "run and compare with the goldens; print verdicts");
   add_filters(check);
+  add_nodes(check, &sel.nodes);
   check->add_flag("--strict", copts.strict, "IMPROVED and MISSING fail too (the ratchet)");
   check->add_option("--junit", copts.junit, "write JUnit XML here");
   check->add_option("--markdown", copts.markdown, "write a Markdown summary here");
@@ -122,6 +128,7 @@ int run_main(int argc, char** argv) {
   std::string why;
   auto* bless = app.add_subcommand("bless", "run and write the goldens (atomically), showing the diff");
   add_filters(bless);
+  add_nodes(bless, &sel.nodes);
   bless->add_option("--why", why, "why the goldens change (printed)");
 
   std::string graph_file, dot_dir, erepro;
@@ -157,6 +164,7 @@ int run_main(int argc, char** argv) {
   prove->add_option("--fast-path", prove_name, "the fast path")->required();
   prove->add_option("--world-size", prove_worlds, "world sizes to prove (repeatable)")->required();
   add_common(prove);
+  add_nodes(prove, &sel.nodes);
 
   std::string bisect_json;
   auto* bisect = app.add_subcommand("bisect", "find the fusion decision, rewrite or fast path site that makes a "
@@ -188,6 +196,7 @@ int run_main(int argc, char** argv) {
   worker->add_option("--master-addr", spec.master_addr);
   worker->add_option("--nnodes", spec.nnodes);
   worker->add_option("--node-rank", spec.node_rank);
+  worker->add_option("--store-prefix", spec.store_prefix);
   add_common(worker);
 
   if (argc > 1 && argv[1][0] != '-') {
@@ -216,6 +225,9 @@ int run_main(int argc, char** argv) {
     if (sel.golden_dir != std::string(FUSEGATE_SOURCE_DIR) + "/golden")
       sel.repeat_flags += " --golden-dir " + quoted(sel.golden_dir);
     if (sel.timeout_s != 120) sel.repeat_flags += " --timeout " + std::to_string(sel.timeout_s);
+    if (sel.nodes.nnodes > 1)  // bless_command() gives --nnodes; each node adds its --node-rank
+      sel.repeat_flags += " --master-addr " + quoted(sel.nodes.master_addr) + " --master-port " +
+                          std::to_string(sel.nodes.master_port) + " (on every node, each with its --node-rank)";
   }
   extra_dirs.insert(extra_dirs.end(), sel.fg_dirs.begin(), sel.fg_dirs.end());
   sel.fg_dirs = extra_dirs;

@@ -11,9 +11,22 @@
 #include "fusion/options.h"
 #include "fusion/passes/fast_paths.h"
 
+namespace c10d { class TCPStore; }
+
 namespace fg {
 
-struct RunSpec {
+// Multi-node (as torchrun): the world's ranks over `nnodes` launchers, this
+// one node `node_rank`, starting ranks node_rank * world / nnodes onward.
+// Node 0 serves the c10d store at master_addr:master_port, gathers every
+// rank's record through it and decides; the others report and wait.
+struct NodeSpec {
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: any free port (one node only)
+};
+
+struct RunSpec : NodeSpec {
   std::string repro;
   Mode mode = Mode::Compiled;
   int world = 1;
@@ -30,21 +43,21 @@ struct RunSpec {
   // proof or not) and the fp64 reference on the same inputs, and records
   // their comparison instead of the usual figures (harness/ab.cpp)
   std::string ab_fast_path;
-  // Multi-node (as torchrun): `world` ranks over `nnodes` launchers, this
-  // one node `node_rank`, starting ranks node_rank * world / nnodes onward.
-  // Node 0 hosts the c10d store at master_addr:master_port, gathers every
-  // rank's record through it and decides; the others report and wait.
-  int nnodes = 1;
-  int node_rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 0;  // 0: any free port (one node only)
+  // Multi-node (NodeSpec): this node's slice of the `world` ranks.
   int local_world() const { return world / nnodes; }
   int first_rank() const { return node_rank * local_world(); }
+  // A command that runs several jobs across nodes (check, bless, prove:
+  // harness/nodes.h) shares one store for all of them: the launcher then
+  // uses `store` instead of serving its own, and every key of the job, its
+  // ranks' included, lives under `store_prefix`.
+  c10d::TCPStore* store = nullptr;
+  std::string store_prefix;
 };
 
 struct RunOutcome {
   int exit_code = 0;     // 0 ok, 2 bad input, 125 cannot test
   std::string message;   // why not 0
+  bool node_lost = false;  // multi-node: a node never arrived or stopped reporting
   nlohmann::json record;
 };
 

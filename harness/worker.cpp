@@ -322,7 +322,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   progress(out_path, "joining the process group");
   bool cuda = spec.backend == Backend::Cuda;
   if (cuda) cuda_select_device(rank - spec.first_rank());  // before NCCL: one GPU of this node a rank
-  Collectives coll(spec.master_addr, port, rank, spec.world, spec.timeout_s, cuda ? "nccl" : "gloo");
+  Collectives coll(spec.master_addr, port, rank, spec.world, spec.timeout_s, cuda ? "nccl" : "gloo",
+                   spec.store_prefix);
   progress(out_path, "joined");
   maybe_fault(rank, out_path);
   // FUSEGATE_FAULT=diverge_fusion:R: rank R alone compiles with another

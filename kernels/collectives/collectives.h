@@ -16,9 +16,10 @@ namespace fg {
 class Collectives {
  public:
   // Joins the group through a c10d TCPStore at host:port; `backend` is
-  // "gloo" or "nccl".
+  // "gloo" or "nccl". A non-empty `prefix` puts every key this group and its
+  // exchanges use under it (one store shared by the jobs of a command).
   Collectives(const std::string& host, int port, int rank, int world, int timeout_s,
-              const std::string& backend = "gloo");
+              const std::string& backend = "gloo", const std::string& prefix = "");
   ~Collectives();
   int rank() const { return rank_; }
   int world() const { return world_; }

@@ -1,3 +1,4 @@
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef FUSEGATE_WITH_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -30,14 +31,15 @@ struct Collectives::Group {
 bool Collectives::needs_upcast(const at::Tensor& t) const { return !nccl_ && t.scalar_type() == at::kBFloat16; }
 
 Collectives::Collectives(const std::string& host, int port, int rank, int world, int timeout_s,
-                         const std::string& backend)
+                         const std::string& backend, const std::string& prefix)
     : rank_(rank), world_(world), nccl_(backend == "nccl") {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(port);
   o.isServer = false;
   o.waitWorkers = false;
   o.timeout = std::chrono::seconds(timeout_s);
-  auto store = c10::make_intrusive<c10d::TCPStore>(host, o);
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::TCPStore>(host, o);
+  if (!prefix.empty()) store = c10::make_intrusive<c10d::PrefixStore>(prefix, store);
   pg_ = std::make_shared<Group>();
   if (nccl_) {
 #ifdef FUSEGATE_WITH_NCCL
@@ -64,7 +66,7 @@ Collectives::Collectives(const std::string& host, int port, int rank, int world,
   }
   auto* raw_store = store.release();
   store_ = std::shared_ptr<void>(raw_store, [](void* p) {
-    c10::intrusive_ptr<c10d::TCPStore>::reclaim(static_cast<c10d::TCPStore*>(p));
+    c10::intrusive_ptr<c10d::Store>::reclaim(static_cast<c10d::Store*>(p));
   });
 }
 
@@ -112,7 +114,7 @@ at::Tensor Collectives::reduce_scatter(const at::Tensor& t) {
 void Collectives::barrier() { pg_->pg->barrier()->wait(); }
 
 std::vector<std::string> Collectives::exchange(const std::string& key, const std::string& mine) {
-  auto* store = static_cast<c10d::TCPStore*>(store_.get());
+  auto* store = static_cast<c10d::Store*>(store_.get());
   const std::string base = "fusegate/" + key + "/";
   store->set(base + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));
   std::vector<std::string> all;

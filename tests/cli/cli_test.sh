@@ -380,6 +380,130 @@ PY
     "$FG" run tp_block_llama --world-size 4 --nnodes 2 --node-rank 2 --master-port $port >"$T/out" 2>&1
     expect_rc $? 2
     grep -q "is not a node of --nnodes 2" "$T/out" || fail "node rank out of range" ;;
+  multi_node_check)
+    # check and bless across two launchers on this machine as two nodes of
+    # world 2 (one rank each): node 0 serves one store for the command,
+    # compares and writes; node 1 runs its ranks in step and exits with node
+    # 0's verdict
+    free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+    both() {  # both COMMAND ARGS...: node 1 (with N1 for ARGS if set) in the background, node 0 here; sets rc0 rc1
+      local port; port=$(free_port)
+      local cmd=$1; shift
+      "$FG" $cmd ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --world-size 2 --nnodes 2 \
+        --master-port $port --timeout 30 --node-rank 1 "${N1[@]:-$@}" >"$T/n1.out" 2>&1 &
+      local n1=$!
+      "$FG" $cmd ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --world-size 2 --nnodes 2 \
+        --master-port $port --timeout 30 --node-rank 0 "$@" >"$T/out" 2>&1
+      rc0=$?
+      wait $n1; rc1=$?
+    }
+    N1=()
+    both bless --mode B --mode C
+    [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] || fail "bless across nodes: exit $rc0 / $rc1; node 1: $(cat "$T/n1.out")"
+    grep -q "node 1: node 0's verdict (exit 0)" "$T/n1.out" || fail "node 1 said: $(cat "$T/n1.out")"
+    grep -q "2 of 2 golden files changed" "$T/n1.out" || fail "node 1 lacks node 0's bless summary"
+    [ -f "$T/golden/cpu/ffn_allreduce/C_w2.nodes2.json" ] || fail "no golden C_w2.nodes2.json"
+    [ -f "$T/golden/cpu/ffn_allreduce/B_w2.nodes2.json" ] || fail "no golden B_w2.nodes2.json"
+    # the golden across nodes is the one-node generic path, digest for digest
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --fast-paths none --out "$T/one.json" \
+      >/dev/null 2>&1 || fail "one-node run failed"
+    python3 - "$T/golden/cpu/ffn_allreduce/C_w2.nodes2.json" "$T/one.json" <<'PY' || fail "golden across nodes differs"
+import json, sys
+m, o = (json.load(open(p)) for p in sys.argv[1:])
+assert m["nodes"] == 2 and "nodes" not in o, (m.get("nodes"), o.get("nodes"))
+for a, b in zip(m["ranks"], o["ranks"]):
+    assert a["kernel_count"] == b["kernel_count"], (a["kernel_count"], b["kernel_count"])
+    assert [x["exact"] for x in a["outputs"]] == [x["exact"] for x in b["outputs"]], a["rank"]
+PY
+    both check --mode B --mode C --strict --junit "$T/j.xml"
+    [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] || fail "check across nodes: exit $rc0 / $rc1; node 1: $(cat "$T/n1.out")"
+    expect_out "2 checks: 2 passed"
+    grep -q "2 checks: 2 passed" "$T/n1.out" || fail "node 1 lacks node 0's verdict: $(cat "$T/n1.out")"
+    grep -q "ffn_allreduce/C/w2/cpu/nodes2" "$T/j.xml" || fail "node 0's JUnit lacks the check"
+    # a changed fusion rule on every node: exit 1 on both, the finding on both
+    export FUSEGATE_FAULT=refuse_fusion:reduction
+    both check --mode C
+    unset FUSEGATE_FAULT
+    [ $rc0 -eq 1 ] && [ $rc1 -eq 1 ] || fail "regression across nodes: exit $rc0 / $rc1"
+    grep -q "kernel_count" "$T/n1.out" || fail "node 1 does not show the finding: $(cat "$T/n1.out")"
+    # nodes that mean other jobs: bad input on both, naming the first difference, in seconds
+    N1=(--mode B)
+    start=$(date +%s)
+    both check --mode B --mode C
+    [ $rc0 -eq 2 ] && [ $rc1 -eq 2 ] || fail "jobs that differ: exit $rc0 / $rc1"
+    for f in "$T/out" "$T/n1.out"; do
+      grep -q "node 1 would run other jobs than node 0: job 2 is 'ffn_allreduce/C/w2/cpu/nodes2' on node 0 and nothing on node 1" "$f" \
+        || fail "the difference is not named in $f: $(cat "$f")"
+    done
+    [ $(( $(date +%s) - start )) -le 15 ] || fail "the job lists took over 15 s to be compared"
+    N1=()
+    # a rank of node 1 crashes in every job: each is CANNOT_TEST, exit 125 on both
+    port=$(free_port)
+    FUSEGATE_FAULT=crash:1 "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode B --mode C \
+      --world-size 2 --nnodes 2 --master-port $port --timeout 30 --node-rank 1 >"$T/n1.out" 2>&1 &
+    n1=$!
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode B --mode C --world-size 2 \
+      --nnodes 2 --master-port $port --timeout 30 --node-rank 0 >"$T/out" 2>&1; expect_rc $? 125
+    wait $n1; rc1=$?
+    [ $rc1 -eq 125 ] || fail "node 1 exited $rc1 after its rank crashed: $(cat "$T/n1.out")"
+    expect_out "2 checks: 0 passed, 0 failed, 0 improved, 0 missing, 2 cannot test"
+    expect_out "node 1: rank 1 crashed"
+    # node 1's launcher is killed in the first job: that job cannot test, the
+    # second finds node 1 gone within the timeout, the third is not run
+    port=$(free_port)
+    FUSEGATE_FAULT=hang:1 "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode A --mode B \
+      --mode C --world-size 2 --nnodes 2 --master-port $port --timeout 8 --node-rank 1 >"$T/n1.out" 2>&1 &
+    n1=$!
+    ( sleep 3; kill -9 $n1 ) &
+    start=$(date +%s)
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode A --mode B --mode C --world-size 2 \
+      --nnodes 2 --master-port $port --timeout 8 --node-rank 0 >"$T/out" 2>&1; expect_rc $? 125
+    wait $n1
+    expect_out "3 checks: 0 passed, 0 failed, 0 improved, 0 missing, 3 cannot test"
+    expect_out "not run: node\(s\) 1 never arrived"
+    [ $(( $(date +%s) - start )) -le 40 ] || fail "a node lost mid-command took over 40 s to end the command"
+    # node 1 never comes: node 0 runs nothing and stops within its timeout
+    start=$(date +%s)
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 2 --nnodes 2 \
+      --master-port $(free_port) --timeout 5 >"$T/out" 2>&1; expect_rc $? 125
+    expect_out "node\(s\) 1 never arrived at 127.0.0.1:[0-9]+ within 5 s; nothing was run"
+    [ $(( $(date +%s) - start )) -le 20 ] || fail "a missing node took over 20 s to report"
+    # a world size the nodes cannot share: bad input before anything starts
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --world-size 1 --nnodes 2 --master-port 1 >"$T/out" 2>&1
+    expect_rc $? 2; expect_out "is not a multiple of --nnodes 2"
+    # a corrupted golden on node 0: bad input on both nodes, before any run
+    cp "$T/golden/cpu/ffn_allreduce/C_w2.nodes2.json" "$T/keep.json"
+    echo "{" >"$T/golden/cpu/ffn_allreduce/C_w2.nodes2.json"
+    start=$(date +%s)
+    both check --mode B --mode C
+    [ $rc0 -eq 2 ] && [ $rc1 -eq 2 ] || fail "a corrupted golden: exit $rc0 / $rc1; node 1: $(cat "$T/n1.out")"
+    grep -q "error: .*C_w2.nodes2.json" "$T/n1.out" || fail "node 1 does not name the golden: $(cat "$T/n1.out")"
+    [ $(( $(date +%s) - start )) -le 15 ] || fail "a corrupted golden took over 15 s to stop both nodes"
+    cp "$T/keep.json" "$T/golden/cpu/ffn_allreduce/C_w2.nodes2.json"
+    # prove across nodes: node 0 writes the proof, its A/B figures those of
+    # the committed one-node proof at the same world size
+    port=$(free_port)
+    "$FG" prove --fast-path qkv_rmsnorm_tp --world-size 2 --golden-dir "$T/golden" --nnodes 2 --master-port $port \
+      --node-rank 1 >"$T/n1.out" 2>&1 &
+    n1=$!
+    "$FG" prove --fast-path qkv_rmsnorm_tp --world-size 2 --golden-dir "$T/golden" --nnodes 2 --master-port $port \
+      --node-rank 0 >"$T/out" 2>&1; expect_rc $? 0
+    wait $n1; rc1=$?
+    [ $rc1 -eq 0 ] || fail "prove on node 1: exit $rc1: $(cat "$T/n1.out")"
+    grep -q "proven on cpu at world sizes 2 (1 cases)" "$T/n1.out" || fail "node 1 lacks the verdict: $(cat "$T/n1.out")"
+    python3 - "$T/golden/proofs/cpu/qkv_rmsnorm_tp.json" "$SRC/golden/proofs/cpu/qkv_rmsnorm_tp.json" <<'PY' \
+      || fail "the proof across nodes differs from the committed one at world size 2"
+import json, sys
+m, o = (json.load(open(p)) for p in sys.argv[1:])
+assert m["world_sizes"] == [2] and m["command"].endswith("--nnodes 2"), (m["world_sizes"], m["command"])
+mine = [(c["repro"], c["outputs"]) for c in m["cases"]]
+theirs = [(c["repro"], c["outputs"]) for c in o["cases"] if c["world_size"] == 2]
+assert mine and mine == theirs, (mine, theirs)
+PY
+    # the one-host fast path cannot be proven across nodes: bad input
+    "$FG" prove --fast-path allreduce_residual_rmsnorm --world-size 2 --golden-dir "$T/golden" --nnodes 2 \
+      --master-port 1 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "needs every rank on one host" ;;
   junit_read_back)
     # the JUnit file, read by a real consumer, agrees with the verdict table
     # and the exit code, with and without --strict: one IMPROVED (the golden
