@@ -2,7 +2,10 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|all]     (default: all)
+# fuzz: `fusegate fuzz --backend cuda --fusion all` for FUZZ_SECONDS (default
+# 300) from FUZZ_SEED (default 1); the summary JSON and any findings are
+# left in $OUT (fuzz.json, fuzz-findings/).
 # bisect: `fusegate bisect` of simulated miscompiles on cuda, timed, and the
 # element-by-element variant (codegen_variants:0) against the chunked one.
 # prove: `fusegate ab` and `fusegate prove` of every fast path on this GPU
@@ -128,6 +131,13 @@ print("codegen_variants:0 against chunks: %d kernels chunked vs 0, outputs bit-i
       % (len(ra["codegen_variants"]), all(same), ra["accuracy"]["status"], rb["accuracy"]["status"]))
 assert rb["accuracy"]["status"] == "pass"
 PY
+fi
+if [ "$what" = fuzz ]; then
+  $FG fuzz --backend cuda --fusion all --seconds "${FUZZ_SECONDS:-300}" --seed "${FUZZ_SEED:-1}" --max-findings 5 \
+    --findings "$OUTDIR/fuzz-findings" --json "$OUTDIR/fuzz.json" 2>"$OUTDIR/fuzz.err" | tail -8
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+  grep -E "^fuzz: graph|->" "$OUTDIR/fuzz.err" | cut -c1-300 | head -20
+  phase fuzzed
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --world-size "$bench_world" \

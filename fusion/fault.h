@@ -17,6 +17,9 @@
 //   refuse_fusion:reduction  the scheduler refuses every fusion with a
 //                       reduction: a changed fusion rule, whose kernel-count
 //                       regression `bisect` reports as the ledger diff
+//   broken_fusion:reduction  every reduction a generated kernel fuses with
+//                       other nodes computes 1.5x its value there: a broken
+//                       fusion rule for `fusegate fuzz` to find and minimize
 #pragma once
 #include <string>
 

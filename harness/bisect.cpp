@@ -360,6 +360,11 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   if (base.backend != Backend::Cpu) flags += " --backend " + std::string(backend_name(base.backend));
   if (base.fusion != FusionPolicy::Default) flags += " --fusion " + std::string(policy_name(base.fusion));
   if (!base.fast_paths.is_default()) flags += " --fast-paths " + base.fast_paths.text();
+  // the folders a repro came from (a fuzz finding's, a --repro-dir), all but
+  // the shipped one
+  for (const auto& d : base.fg_dirs)
+    if (std::filesystem::path(d).lexically_normal().string().find("repros/fg") == std::string::npos)
+      flags += " --repro-dir '" + d + "'";
   std::cout << "\nfusegate bisect: " << base.repro << ": the culprit is application " << k << " of "
             << counts[culprit_sub] << " of " << culprit_sub << " (" << step << " runs)\n"
             << "  " << describe(entry) << "\n";

@@ -14,6 +14,7 @@
 #include "fusion/fault.h"
 #include "fusion/logs.h"
 #include "harness/commands.h"
+#include "harness/fuzz.h"
 #include "harness/golden.h"
 #include "harness/quarantine.h"
 #include "harness/run.h"
@@ -99,7 +100,13 @@ int run_main(int argc, char** argv) {
   RunSpec spec;
   std::string out_file;
   auto* run = app.add_subcommand("run", "run one repro and print its RunRecord");
-  run->add_option("repro", spec.repro, "repro name")->required();
+  std::string graph_path;
+  // a .fg file as a repro: its folder joins the repro folders, its stem names it
+  auto add_graph = [&](CLI::App* c, CLI::Option* repro_opt) {
+    c->add_option("--graph", graph_path, "an .fg file to run as a repro (a fuzz finding)")->excludes(repro_opt);
+  };
+  auto* run_repro = run->add_option("repro", spec.repro, "repro name");
+  add_graph(run, run_repro);
   run->add_option("--mode", mode_text, "A, B or C")->capture_default_str();
   run->add_option("--world-size", spec.world, "ranks")->capture_default_str();
   run->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
@@ -169,13 +176,29 @@ int run_main(int argc, char** argv) {
   std::string bisect_json;
   auto* bisect = app.add_subcommand("bisect", "find the fusion decision, rewrite or fast path site that makes a "
                                               "repro's outputs fail their accuracy check");
-  bisect->add_option("repro", spec.repro, "repro name")->required();
+  auto* bisect_repro = bisect->add_option("repro", spec.repro, "repro name");
+  add_graph(bisect, bisect_repro);
   bisect->add_option("--mode", mode_text, "B or C")->capture_default_str();
   bisect->add_option("--world-size", spec.world, "ranks")->capture_default_str();
   bisect->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   bisect->add_option("--json", bisect_json, "write the search and its result here");
   add_common(bisect);
   add_fast(bisect);
+
+  FuzzOptions fopts;
+  std::string fuzz_fusion = "default";
+  auto* fuzz = app.add_subcommand("fuzz", "differential fuzzing: random graphs compiled under each fusion policy "
+                                          "against eager and fp64; findings minimized to .fg files");
+  fuzz->add_option("--seconds", fopts.seconds, "stop after this long")->capture_default_str();
+  fuzz->add_option("--graphs", fopts.graphs, "or after this many graphs (0: no limit)")->capture_default_str();
+  fuzz->add_option("--seed", fopts.seed, "graph i comes from seed + i")->capture_default_str();
+  fuzz->add_option("--fusion", fuzz_fusion, "default, max-autotune, none or all")->capture_default_str();
+  fuzz->add_option("--max-ops", fopts.max_ops, "nodes a graph adds to its inputs, at most")->capture_default_str();
+  fuzz->add_option("--findings", fopts.findings_dir, "folder the minimized findings are written to")
+      ->capture_default_str();
+  fuzz->add_option("--max-findings", fopts.max_findings, "stop after this many findings")->capture_default_str();
+  fuzz->add_option("--json", fopts.json_out, "write the summary here (JSON)");
+  fuzz->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
 
   int rank = 0, port = 0;
   std::string wout;
@@ -203,7 +226,7 @@ int run_main(int argc, char** argv) {
     std::string cmd = argv[1];
     bool known = false;
     for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == cmd;
-    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain, ab, prove, bisect (see --help)");
+    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain, ab, prove, bisect, fuzz (see --help)");
   }
   try {
     app.parse(argc, argv);
@@ -229,6 +252,15 @@ int run_main(int argc, char** argv) {
       sel.repeat_flags += " --master-addr " + quoted(sel.nodes.master_addr) + " --master-port " +
                           std::to_string(sel.nodes.master_port) + " (on every node, each with its --node-rank)";
   }
+  if (!graph_path.empty()) {
+    namespace fs = std::filesystem;
+    if (fs::path(graph_path).extension() != ".fg" || !fs::is_regular_file(graph_path))
+      user_error("--graph " + graph_path + ": not an .fg file");
+    // first, so that it shadows a repro of the same name
+    extra_dirs.insert(extra_dirs.begin(), fs::absolute(graph_path).parent_path().string());
+    spec.repro = fs::path(graph_path).stem().string();
+  }
+  if ((*run || *bisect) && spec.repro.empty()) user_error("name a repro, or give --graph FILE.fg");
   extra_dirs.insert(extra_dirs.end(), sel.fg_dirs.begin(), sel.fg_dirs.end());
   sel.fg_dirs = extra_dirs;
   spec.fg_dirs = sel.fg_dirs;
@@ -312,6 +344,18 @@ int run_main(int argc, char** argv) {
     return cmd_ab(spec, ab_json);
   }
   if (*prove) return cmd_prove(prove_name, prove_worlds, sel);
+  if (*fuzz) {
+    fopts.backend = sel.backend;
+    if (fuzz_fusion == "all") fopts.policies = {FusionPolicy::Default, FusionPolicy::MaxAutotune, FusionPolicy::None};
+    else fopts.policies = {parse_fusion(fuzz_fusion)};
+    if (fopts.seconds <= 0 && fopts.graphs <= 0) user_error("fuzz needs --seconds N or --graphs N above 0");
+    if (fopts.max_ops < 1 || fopts.max_ops > 64) user_error("--max-ops must be 1..64");
+    if (fopts.max_findings < 1) user_error("--max-findings must be at least 1");
+    if (!fopts.json_out.empty()) require_writable_file("--json", fopts.json_out);
+    require_writable_dir("--findings", fopts.findings_dir);
+    if (fopts.seconds <= 0) fopts.seconds = 1e12;
+    return cmd_fuzz(fopts);
+  }
   if (*bisect) {
     if (!bisect_json.empty()) require_writable_file("--json", bisect_json);
     spec.iters = 1;

@@ -63,10 +63,17 @@ Repro fg_repro(const std::string& path) {
                                 : (p.parent_path().filename() / p.filename()).string();
   for (Node& n : g->nodes)
     if (n.loc.known()) n.loc.file = shown;
+  return graph_repro(*g, std::filesystem::path(path).stem().string(),
+                     ".fg text graph (" + std::filesystem::path(path).filename().string() + ")", path);
+}
+
+Repro graph_repro(const Graph& graph, const std::string& name, const std::string& description,
+                  const std::string& file) {
+  auto g = std::make_shared<Graph>(graph);
   Repro r;
-  r.name = std::filesystem::path(path).stem().string();
-  r.description = ".fg text graph (" + std::filesystem::path(path).filename().string() + ")";
-  r.file = path;
+  r.name = name;
+  r.description = description;
+  r.file = file;
   r.replicated_outputs = false;
   r.inputs = [g](int) {
     std::vector<InputSpec> specs;

@@ -61,6 +61,9 @@ std::string repro_names(const std::vector<Repro>& rs);
 // A repro from a .fg file: inputs are replicated, drawn from N(0, 1) (or
 // N(1, 0.1) for names ending in "norm" or "ln"); host ops break the graph.
 Repro fg_repro(const std::string& path);
+// A repro that runs graph `g` (as an .fg file named `name` would: the same
+// inputs, seeded by `name`); the fuzzer's candidates.
+Repro graph_repro(const Graph& g, const std::string& name, const std::string& description, const std::string& file);
 // Runs one parsed graph through a session, op by op.
 std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in);
 

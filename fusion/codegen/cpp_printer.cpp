@@ -53,7 +53,11 @@ Kernel CppPrinter::print_template(const FusedGroup& gr, int index, std::set<int>
   DType a_type = g_.buffers[static_cast<size_t>(t0.a_buffer)].dtype;
   if (!pro.empty())
     em.phases(pro, body, inner, K, [&](int n, const std::string& v) {
-      if (n == a_node) em.line("arow[i][r] = " + em.round_to(a_type, v) + ";");
+      if (n != a_node) return;
+      // a row-constant A (K = 1, or a value broadcast along K) is computed
+      // outside the loop over r: it fills the whole row
+      if (inner.at(n)) em.line("arow[i][r] = " + em.round_to(a_type, v) + ";");
+      else em.line("for (int64_t r = 0; r < " + K_s + "; ++r) arow[i][r] = " + em.round_to(a_type, v) + ";");
     });
   if (a_node < 0) {
     em.open(inner_loop(K));

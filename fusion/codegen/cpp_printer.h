@@ -20,6 +20,15 @@ class CppPrinter : public CStylePrinter {
  public:
   std::string outer_loop(int64_t numel, bool reduction) const override;
   std::string inner_loop(int64_t rnumel) const override;
+  // A floating sum accumulates in double: one thread adds a row's elements
+  // in order, and a float accumulator's error grows with the row (1025
+  // values near 1 already lose 6e-5 of the sum), where ATen's cascade sums
+  // do not (fusegate fuzz found it through a layer_norm; a CUDA row is
+  // summed by a tree across threads and keeps float).
+  std::string accumulator_type(DType t, Op reduce_op) const override {
+    if (reduce_op == Op::Sum && is_floating(t)) return "double";
+    return CStylePrinter::accumulator_type(t, reduce_op);
+  }
 };
 
 KernelProgram generate_cpp(const LoweredGraph& g, const Schedule& s);

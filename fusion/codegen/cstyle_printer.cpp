@@ -60,14 +60,15 @@ std::string CStylePrinter::op_text(Op op, DType t, const std::vector<std::string
   std::string T = compute_type(t);
   auto c = [&](const std::string& x) { return "static_cast<" + T + ">(" + x + ")"; };
   switch (op) {
-    case Op::Neg: return "(-" + a[0] + ")";
+    // an operand may be a negative literal: "-(-0.75f)", never "--0.75f"
+    case Op::Neg: return "(-(" + a[0] + "))";
     case Op::Exp: return "std::exp(" + a[0] + ")";
     case Op::Log: return "std::log(" + a[0] + ")";
     case Op::Sqrt: return "std::sqrt(" + a[0] + ")";
     case Op::Rsqrt: return "(" + c("1") + " / std::sqrt(" + a[0] + "))";
     case Op::Relu: return "fg_relu(" + a[0] + ")";
-    case Op::Sigmoid: return "(" + c("1") + " / (" + c("1") + " + std::exp(-" + a[0] + ")))";
-    case Op::Silu: return "(" + a[0] + " / (" + c("1") + " + std::exp(-" + a[0] + ")))";
+    case Op::Sigmoid: return "(" + c("1") + " / (" + c("1") + " + std::exp(-(" + a[0] + "))))";
+    case Op::Silu: return "(" + a[0] + " / (" + c("1") + " + std::exp(-(" + a[0] + "))))";
     case Op::Tanh: return "std::tanh(" + a[0] + ")";
     case Op::Sin: return "std::sin(" + a[0] + ")";
     case Op::Cos: return "std::cos(" + a[0] + ")";
@@ -205,6 +206,8 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
     em.phases(gr.nodes, body, inner, R, nullptr);
     em.close();
   }
+  sig_numel_ = X;
+  sig_rnumel_ = R;
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   chunks_allowed_ = true;
   return k;

@@ -23,6 +23,9 @@ class CStylePrinter {
   virtual std::string backend() const = 0;
   virtual std::string prelude() const = 0;
   virtual std::string signature(const std::string& name) const = 0;
+  // The kernel being printed runs over (numel, rnumel): what signature() may
+  // need (CUDA: its block size).
+  int64_t sig_numel_ = 0, sig_rnumel_ = 1;
 
  public:
   // The dialect's table, used by the emitter that prints kernel bodies.
@@ -40,6 +43,12 @@ class CStylePrinter {
   // Elements of a row each thread keeps in registers across the loops over
   // r (0: none; loops then stride over r and reload).
   virtual int64_t row_registers(int64_t rnumel) const { return 0; }
+  // The type a reduction accumulates in: the compute type (float for every
+  // floating dtype but f64), int64_t for integers.
+  virtual std::string accumulator_type(DType t, Op reduce_op) const {
+    (void)reduce_op;
+    return t == DType::F64 ? "double" : (is_floating(t) ? "float" : "int64_t");
+  }
   // Elements of a chunk: where a dialect gives each thread chunks of
   // consecutive elements (of r in a row kernel, of x in a pointwise one),
   // loads and stores that are contiguous and 16-byte aligned over a chunk

@@ -110,7 +110,13 @@ std::string CudaPrinter::op_text(Op op, DType t, const std::vector<std::string>&
 }
 
 std::string CudaPrinter::signature(const std::string& name) const {
-  return "extern \"C\" __global__ void " + name + "(FgArgs args)";
+  // A block of 512 or 1024 threads leaves 128 or 64 registers a thread: the
+  // bound makes NVRTC keep to them (spilling the rest) instead of emitting a
+  // kernel that cannot launch ("too many resources requested", found by
+  // fusegate fuzz on a var over 15841 elements: 1024 threads, 16 cached each)
+  const int threads = sig_rnumel_ > 1 ? cuda_row_threads(sig_rnumel_) : kPointwiseThreads;
+  const std::string bounds = threads >= 512 ? "__launch_bounds__(" + std::to_string(threads) + ") " : "";
+  return "extern \"C\" __global__ void " + bounds + name + "(FgArgs args)";
 }
 
 std::string CudaPrinter::prelude() const { return cuda_kernel_prelude(); }

@@ -28,7 +28,10 @@ std::string KernelEmitter::ptr(int b) {
 
 std::string KernelEmitter::emit(const ExprP& e) {
   if (e->kind == Expr::Const) return p_.const_text(e->value, e->dtype);
-  if (e->kind == Expr::Load && row_cache.count(e->key) && !row_chunked.count(e->key) &&
+  // a row's cached element exists inside the loops over r only: a phase
+  // computed once per row (outside them) loads it itself (fusegate fuzz
+  // found row1[j] read before any loop, where no j is)
+  if (e->kind == Expr::Load && in_row_loop && row_cache.count(e->key) && !row_chunked.count(e->key) &&
       row_cache_first[e->key] != current_phase)
     return row_cache[e->key] + "[j]";
   if (e->kind == Expr::Load) {
@@ -76,7 +79,7 @@ std::string KernelEmitter::emit(const ExprP& e) {
   std::string v = "t" + std::to_string(tmp_++);
   line("const " + p_.compute_type(e->dtype) + " " + v + " = " + text + ";");
   scopes_.back()[e->key] = v;
-  if (e->kind == Expr::Load && row_cache.count(e->key) && !row_chunked.count(e->key))
+  if (e->kind == Expr::Load && in_row_loop && row_cache.count(e->key) && !row_chunked.count(e->key))
     line(row_cache[e->key] + "[j] = " + v + ";");
   return v;
 }
@@ -91,9 +94,13 @@ std::string KernelEmitter::round_to(DType t, const std::string& x) const {
 // FUSEGATE_FAULT=perturb:NODE: the node's value times 1.5, only where it is
 // computed inside a generated kernel that fuses it with other nodes (a
 // simulated miscompile of that fusion, for `fusegate bisect` and its tests).
+// FUSEGATE_FAULT=broken_fusion:reduction does it to every reduction fused
+// with another node: a broken fusion rule, for the fuzzer to find.
 bool KernelEmitter::perturbs(int n) const {
   const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-  return k_.nodes.size() >= 2 && fault_argument("perturb") == sn.name && sn.body && is_floating(sn.body->dtype);
+  const bool chosen = fault_argument("perturb") == sn.name ||
+                      (sn.is_reduction() && fault_argument("broken_fusion") == "reduction");
+  return k_.nodes.size() >= 2 && chosen && sn.body && is_floating(sn.body->dtype);
 }
 
 // A pointwise value as the kernel uses it: `v`, or a variable holding the
@@ -209,12 +216,13 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
       if (!sn.is_reduction()) continue;
       DType t = sn.body->dtype;
-      std::string at = t == DType::F64 ? "double" : (is_floating(t) ? "float" : "int64_t");
+      std::string at = p_.accumulator_type(t, sn.reduce_op);
       std::string init = sn.reduce_op == Op::Sum ? "0" : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
       acc[n] = "acc" + std::to_string(n);
       line(at + " " + acc[n] + " = " + init + ";");
     }
     current_phase = pi;
+    in_row_loop = true;
     const bool chunks = p_.chunked(1, R);
     if (chunks) {
       open(p_.chunk_loop(1, R));
@@ -244,6 +252,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       chunk_end();
       close();
     }
+    in_row_loop = false;
     for (int n : ph[pi]) {
       if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
       std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);

@@ -43,6 +43,7 @@ class KernelEmitter {
   std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
   std::set<std::string> row_chunked;                    // cached as chunks (in storage type), not as values
   size_t current_phase = 0;
+  bool in_row_loop = false;  // emitting inside a loop over r (an inner phase)
   // Chunk accesses of the current chunk (see CStylePrinter::chunked).
   std::map<std::string, std::string> vec_load;                   // load key -> chunk variable
   std::map<int, std::pair<std::string, std::string>> vec_store;  // node -> chunk variable, pointer to its start

@@ -504,6 +504,43 @@ PY
     "$FG" prove --fast-path allreduce_residual_rmsnorm --world-size 2 --golden-dir "$T/golden" --nnodes 2 \
       --master-port 1 >"$T/out" 2>&1; expect_rc $? 2
     expect_out "needs every rank on one host" ;;
+  fuzz_finds_broken_rule)
+    # a broken fusion rule (every fused reduction 1.5x off) is found within
+    # 60 s, minimized to a .fg of at most 6 nodes, replayed by run --graph
+    # and bisected to the fusion decision
+    start=$(date +%s)
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" fuzz --seconds 60 --seed 1 --findings "$T/found" >"$T/out" 2>&1
+    expect_rc $? 1
+    [ $(( $(date +%s) - start )) -le 90 ] || fail "the fuzzer took over 90 s (60 to find, the rest to minimize)"
+    expect_out "1 findings"
+    f=$(ls "$T"/found/*.fg 2>/dev/null | head -1)
+    [ -n "$f" ] || fail "no finding file in $T/found"
+    grep -q "^# fusegate fuzz finding: mismatch under --fusion default" "$f" || fail "finding header: $(head -3 "$f")"
+    nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
+    [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
+    grep -qE '^  %[A-Za-z0-9_]+ = (sum|mean|var|amax|softmax|rms_norm|layer_norm)\(' "$f" || fail "no reduction in $(cat "$f")"
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --out "$T/bad.json" >/dev/null 2>&1 \
+      || fail "run --graph failed"
+    "$FG" run --graph "$f" --mode C --out "$T/good.json" >/dev/null 2>&1 || fail "run --graph failed without the fault"
+    python3 - "$T/bad.json" "$T/good.json" <<'PY' || fail "run --graph does not replay the finding"
+import json, sys
+bad, good = (json.load(open(p)) for p in sys.argv[1:])
+assert bad["ranks"][0]["accuracy"]["status"] == "fail", bad["ranks"][0]["accuracy"]
+assert good["ranks"][0]["accuracy"]["status"] == "pass", good["ranks"][0]["accuracy"]
+PY
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" bisect --graph "$f" --mode C >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "the culprit is application [0-9]+ of [0-9]+ of decisions"
+    expect_out "replay, bad: .* --repro-dir"
+    # without the fault: a clean run, its summary and JSON
+    "$FG" fuzz --graphs 12 --seed 7 --fusion all --findings "$T/none" --json "$T/s.json" >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "12 graphs in .* 0 findings"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['graphs']==12 and not j['findings'] and j['fusion']=='default,max-autotune,none', j" \
+      "$T/s.json" || fail "fuzz --json"
+    [ ! -e "$T/none" ] || [ -z "$(ls "$T/none")" ] || fail "a clean run wrote findings"
+    # bad input
+    "$FG" fuzz --seconds 0 >"$T/out" 2>&1; expect_rc $? 2; expect_out "needs --seconds N or --graphs N"
+    "$FG" fuzz --graphs 1 --fusion fastest >"$T/out" 2>&1; expect_rc $? 2
+    "$FG" run --graph "$T/missing.fg" >"$T/out" 2>&1; expect_rc $? 2; expect_out "not an .fg file" ;;
   junit_read_back)
     # the JUnit file, read by a real consumer, agrees with the verdict table
     # and the exit code, with and without --strict: one IMPROVED (the golden

@@ -123,6 +123,37 @@ graph g(%x: f32[16,8,12], %w: f32[20,16]) {
   EXPECT_EQ(count_kind(c, "tem"), 1);
 }
 
+// Found by fusegate fuzz: a negative constant under neg, sigmoid or silu
+// printed as "--0.75f" (a decrement), which did not compile.
+TEST(Codegen, NegativeConstantUnderNegSigmoidAndSilu) {
+  expect_same(R"(
+graph g(%x: f32[4,8]) {
+  %1 = full() {value = -0.75} : f32[]
+  %2 = sigmoid(%1) : f32[]
+  %3 = neg(%1) : f32[]
+  %4 = silu(%1) : f32[]
+  %5 = add(%x, %2) : f32[4,8]
+  %6 = mul(%5, %3) : f32[4,8]
+  %7 = add(%6, %4) : f32[4,8]
+  return %7
+}
+)");
+}
+
+// Found by fusegate fuzz: a GEMM template whose A is computed outside the
+// loop over K (K = 1 here) wrote arow[i][r] with no r in scope.
+TEST(Codegen, GemmTemplateWithKOfOne) {
+  SKIP_ON_CUDA_TEMPLATES();
+  Result c = expect_same(R"(
+graph g(%x: f32[5,1], %w: f32[3,1], %b: f32[3]) {
+  %3 = sigmoid(%x) : f32[5,1]
+  %4 = linear(%3, %w, %b) : f32[5,3]
+  return %4
+}
+)", 1e-5, 1e-5, FusionPolicy::MaxAutotune);
+  EXPECT_EQ(count_kind(c, "tem"), 1);
+}
+
 TEST(Codegen, PointwiseWithBroadcast) {
   expect_same(R"(
 graph g(%x: f32[4,8,16], %b: f32[16], %c: f32[4,1,16]) {
