@@ -140,6 +140,21 @@ graph g(%x: f32[4,8]) {
 )");
 }
 
+// Found by fusegate fuzz (cuda, --fusion none): var of bf16 decomposed in
+// bf16, so that each unfused step rounded its buffer; now in f32, rounded
+// once as ATen does: unfused, it equals eager.
+TEST(Codegen, Bf16VarAndSoftmaxUnfusedRoundOnce) {
+  Result c = expect_same(R"(
+graph g(%x: bf16[4,1,31,96]) {
+  %1 = var(%x) {correction = 1} : bf16[]
+  %2 = cast(%1) {to = "f32"} : f32[]
+  %3 = softmax(%x) {dim = -1} : bf16[4,1,31,96]
+  return %2, %3
+}
+)", 1e-6, 1e-6, FusionPolicy::None);
+  EXPECT_GT(c.launches.size(), 3u);  // unfused: a kernel a step
+}
+
 // Found by fusegate fuzz: a GEMM template whose A is computed outside the
 // loop over K (K = 1 here) wrote arow[i][r] with no r in scope.
 TEST(Codegen, GemmTemplateWithKOfOne) {
