@@ -104,6 +104,12 @@ class Gen {
   }
   int input(const Shape& s) { return input(s, dt_); }
 
+  // A new input of v's type, or of its last dim only (a broadcast).
+  int input_like(int v) {
+    const TensorType t = g_.node(v).type;
+    if (chance(0.5) && !t.shape.empty()) return input(Shape{t.shape.back()}, t.dtype);
+    return input(t.shape, t.dtype);
+  }
   // A value made so far: the recent ones more often; floating only.
   int value() {
     std::vector<int> ok;
@@ -171,7 +177,13 @@ class Gen {
         return add(op, chance(0.5) ? std::vector<int>{v, other} : std::vector<int>{other, v}) >= 0;
       }
       case 5: {
-        int c = add(kCompare[pick(sizeof kCompare / sizeof *kCompare)], {v, chance(0.5) ? constant(0.0) : value()});
+        // against a constant or an input, never another computed value: a
+        // kernel keeps an inlined bf16 value unrounded where eager rounds it
+        // (as Inductor does without emulate_precision_casts), so sin(x) >=
+        // sin(x) recomputed in a kernel against its stored, rounded copy is
+        // false for half the elements; such a tie is no miscompile
+        int c = add(kCompare[pick(sizeof kCompare / sizeof *kCompare)],
+                    {v, chance(0.5) ? constant(chance(0.5) ? 0.0 : 0.3) : input_like(v)});
         if (c < 0) return false;
         return add(Op::Where, {c, v, chance(0.5) ? constant(0.0) : value()}) >= 0;
       }
