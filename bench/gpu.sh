@@ -2,7 +2,11 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|multinode|all]     (default: all)
+# multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
+# size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
+# NCCL between them) into a scratch golden folder; prints both nodes' exit
+# codes and the record's launches against the one-node golden's.
 # fuzz: `fusegate fuzz --backend cuda --fusion all` for FUZZ_SECONDS (default
 # 300) from FUZZ_SEED (default 1); the summary JSON and any findings are
 # left in $OUT (fuzz.json, fuzz-findings/).
@@ -138,6 +142,30 @@ if [ "$what" = fuzz ]; then
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
   grep -E "^fuzz: graph|->" "$OUTDIR/fuzz.err" | cut -c1-300 | head -20
   phase fuzzed
+fi
+if [ "$what" = multinode ]; then
+  if [ "$ngpu" -lt 2 ]; then echo "multinode needs two GPUs (this machine has $ngpu)"; exit 125; fi
+  G=$(mktemp -d); cp -r golden/proofs "$G/"
+  P=29611
+  for cmd in bless check; do
+    CUDA_VISIBLE_DEVICES=1 $FG $cmd tp_block_llama_h2048 --backend cuda --mode C --world-size 2 --nnodes 2 \
+      --node-rank 1 --master-port $P --golden-dir "$G" --timeout 120 >"$OUTDIR/mn1-$cmd.txt" 2>&1 &
+    n1=$!
+    CUDA_VISIBLE_DEVICES=0 $FG $cmd tp_block_llama_h2048 --backend cuda --mode C --world-size 2 --nnodes 2 \
+      --node-rank 0 --master-port $P --golden-dir "$G" --timeout 120 >"$OUTDIR/mn0-$cmd.txt" 2>&1
+    r0=$?; wait $n1; r1=$?
+    echo "multi-node cuda $cmd: node 0 exit $r0, node 1 exit $r1; $(tail -1 "$OUTDIR/mn0-$cmd.txt")"
+    { [ $r0 -ne 0 ] || [ $r1 -ne 0 ]; } && rc=1
+    P=$((P + 1))
+  done
+  python3 - "$G/cuda/tp_block_llama_h2048/C_w2.nodes2.json" golden/cuda/tp_block_llama_h2048/C_w2.json <<'PY' || rc=1
+import json, sys
+m, o = (json.load(open(p)) for p in sys.argv[1:])
+print("nodes", m.get("nodes"), "launches a rank", [r["kernel_count"] for r in m["ranks"]], "one-node golden",
+      [r["kernel_count"] for r in o["ranks"]],
+      [f["status"] for f in m["ranks"][0]["fast_paths"] if f["name"] == "allreduce_residual_rmsnorm"])
+PY
+  phase "multi-node done"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --world-size "$bench_world" \
