@@ -25,11 +25,11 @@ else
   why="no $base to diff against"
 fi
 pick=""
-if [ "$changed" = "(unknown)" ] || echo "$changed" | grep -qE '^(fusion|kernels|harness)/|^repros/registry|CMakeLists\.txt$|^cmake/|^golden/proofs/'; then
+if [ "$changed" = "(unknown)" ] || grep -qE '^(fusion|kernels|harness)/|^repros/registry|CMakeLists\.txt$|^cmake/|^golden/proofs/' <<<"$changed"; then
   pick="$all"
 else
   for r in $all; do
-    if echo "$changed" | grep -qE "^(repros/$r\.cpp|repros/fg/$r\.fg|golden/cpu/$r/)"; then pick="$pick $r"; fi
+    if grep -qE "^(repros/$r\.cpp|repros/fg/$r\.fg|golden/cpu/$r/)" <<<"$changed"; then pick="$pick $r"; fi
   done
   [ -z "$pick" ] && { pick="ffn_allreduce"; why="$why: no repro affected, checking one as a smoke test"; }
 fi

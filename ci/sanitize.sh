@@ -10,8 +10,11 @@ cd "$(dirname "$0")/.."
 cmake --preset sanitize >/dev/null
 ninja -C build-sanitize -j "$(nproc)"
 # never a vacuous green: the binaries must really carry the sanitizers
+# (ldd's output is read whole first: `ldd | grep -q` under pipefail fails at
+# random, grep -q leaving at its first match and ldd dying of SIGPIPE.)
 for b in build-sanitize/harness/fusegate build-sanitize/tests/test_ir; do
-  ldd "$b" | grep -q libasan && ldd "$b" | grep -q libubsan ||
+  deps="$(ldd "$b")"
+  grep -q libasan <<<"$deps" && grep -q libubsan <<<"$deps" ||
     { echo "ci/sanitize.sh: $b is not built with ASan and UBSan"; exit 1; }
 done
 export ASAN_OPTIONS=detect_leaks=0:detect_container_overflow=0:abort_on_error=1
