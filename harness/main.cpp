@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "fusion/bisect.h"
 #include "fusion/errors.h"
@@ -199,6 +200,24 @@ int run_main(int argc, char** argv) {
   fuzz->add_option("--max-findings", fopts.max_findings, "stop after this many findings")->capture_default_str();
   fuzz->add_option("--json", fopts.json_out, "write the summary here (JSON)");
   fuzz->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
+  std::string fuzz_worlds = "1";
+  fuzz->add_option("--world-size", fuzz_worlds,
+                   "ranks a graph runs on: 1, 2, ... or a list (1,2): job j runs at the (j mod n)-th")
+      ->capture_default_str();
+  fuzz->add_option("--jobs", fopts.jobs, "jobs at once, each its own processes (job j takes graphs j, j + J, ...)")
+      ->capture_default_str();
+  fuzz->add_option("--timeout", fopts.timeout_s, "seconds a collective may wait; a job silent 3x this long is hung")
+      ->capture_default_str();
+  fuzz->add_option("--golden-dir", sel.golden_dir, "folder of golden files (the fast paths' proofs)");
+  add_fast(fuzz);
+  std::string fjob_dir;
+  int fjob = 0, fjob_rank = 0, fjob_port = 0;
+  auto* fuzzjob = app.add_subcommand("_fuzzjob", "(internal) one rank of a fuzz job");
+  fuzzjob->group("");
+  fuzzjob->add_option("--dir", fjob_dir)->required();
+  fuzzjob->add_option("--job", fjob)->required();
+  fuzzjob->add_option("--rank", fjob_rank)->required();
+  fuzzjob->add_option("--port", fjob_port)->required();
 
   int rank = 0, port = 0;
   std::string wout;
@@ -300,6 +319,7 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   if (*worker) return worker_main(spec, rank, port, wout);
+  if (*fuzzjob) return fuzz_job_main(fjob_dir, fjob, fjob_rank, fjob_port);
   install_stop_handlers();
   // temporaries of a bless or prove that was killed mid-write
   if (*check || *bless || *prove) sweep_stale_writes(sel.golden_dir);
@@ -348,7 +368,33 @@ int run_main(int argc, char** argv) {
     fopts.backend = sel.backend;
     if (fuzz_fusion == "all") fopts.policies = {FusionPolicy::Default, FusionPolicy::MaxAutotune, FusionPolicy::None};
     else fopts.policies = {parse_fusion(fuzz_fusion)};
+    // --graphs alone: as many graphs as asked, however long they take
+    if (fuzz->count("--graphs") && !fuzz->count("--seconds")) fopts.seconds = 0;
     if (fopts.seconds <= 0 && fopts.graphs <= 0) user_error("fuzz needs --seconds N or --graphs N above 0");
+    fopts.worlds.clear();
+    {
+      std::istringstream in(fuzz_worlds);
+      for (std::string w; std::getline(in, w, ',');) {
+        int v = 0;
+        try {
+          size_t used = 0;
+          v = std::stoi(w, &used);
+          if (used != w.size()) v = 0;
+        } catch (const std::exception&) {
+        }
+        if (v < 1 || v > 8) user_error("--world-size " + fuzz_worlds + ": each world size must be 1..8");
+        if (std::find(fopts.worlds.begin(), fopts.worlds.end(), v) == fopts.worlds.end()) fopts.worlds.push_back(v);
+      }
+    }
+    if (fopts.worlds.empty()) user_error("--world-size " + fuzz_worlds + ": give 1, 2, ... or a list such as 1,2");
+    if (fuzz->count("--jobs") == 0) fopts.jobs = static_cast<int>(fopts.worlds.size());
+    if (fopts.jobs < static_cast<int>(fopts.worlds.size()) || fopts.jobs > 64)
+      user_error("--jobs " + std::to_string(fopts.jobs) + ": at least one job a world size (" +
+                 std::to_string(fopts.worlds.size()) + ") and at most 64");
+    if (fopts.timeout_s < 1) user_error("--timeout must be at least 1");
+    parse_fast_paths(fast_text);  // a bad value says so here
+    fopts.fast_paths = fast_text;
+    fopts.golden_dir = sel.golden_dir;
     if (fopts.max_ops < 1 || fopts.max_ops > 64) user_error("--max-ops must be 1..64");
     if (fopts.max_findings < 1) user_error("--max-findings must be at least 1");
     if (!fopts.json_out.empty()) require_writable_file("--json", fopts.json_out);
@@ -356,6 +402,7 @@ int run_main(int argc, char** argv) {
     if (fopts.seconds <= 0) fopts.seconds = 1e12;
     return cmd_fuzz(fopts);
   }
+
   if (*bisect) {
     if (!bisect_json.empty()) require_writable_file("--json", bisect_json);
     spec.iters = 1;

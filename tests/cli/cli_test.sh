@@ -541,6 +541,44 @@ PY
     "$FG" fuzz --seconds 0 >"$T/out" 2>&1; expect_rc $? 2; expect_out "needs --seconds N or --graphs N"
     "$FG" fuzz --graphs 1 --fusion fastest >"$T/out" 2>&1; expect_rc $? 2
     "$FG" run --graph "$T/missing.fg" >"$T/out" 2>&1; expect_rc $? 2; expect_out "not an .fg file" ;;
+  fuzz_ranks_and_jobs)
+    # world size 2: the same broken rule is found on both ranks and shrunk in
+    # lock step; a rank that compiles otherwise is a rank disagreement; a
+    # job whose rank dies or hangs is a finding naming its graph; --jobs and
+    # a list of world sizes split the graphs
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" fuzz --seconds 60 --seed 1 --world-size 2 --findings "$T/w2" \
+      >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "mismatch under --fusion default: rank 0: "
+    f=$(ls "$T"/w2/*.fg 2>/dev/null | head -1)
+    [ -n "$f" ] || fail "no finding file in $T/w2"
+    grep -q "^# fusegate fuzz finding: mismatch under --fusion default at world size 2" "$f" || fail "header: $(head -2 "$f")"
+    grep -q "^# replay: fusegate run --graph .* --world-size 2" "$f" || fail "replay line: $(grep replay "$f")"
+    nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
+    [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --world-size 2 --out "$T/bad.json" \
+      >/dev/null 2>&1 || fail "run --graph at world size 2 failed"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['ranks']; assert len(r)==2 and all(k['accuracy']['status']=='fail' for k in r), r" \
+      "$T/bad.json" || fail "run --graph --world-size 2 does not replay the finding"
+    FUSEGATE_FAULT=diverge_fusion:1 "$FG" fuzz --seconds 60 --seed 1 --world-size 2 --findings "$T/dv" >"$T/out" 2>&1
+    expect_rc $? 1
+    expect_out "rank disagreement under --fusion default: .*rank 1 differs from rank 0 at decision"
+    FUSEGATE_FAULT=crash:1 "$FG" fuzz --graphs 4 --seed 1 --world-size 2 --findings "$T/cr" >"$T/out" 2>&1
+    expect_rc $? 1
+    expect_out "fuzz job 0 rank 1 was killed by signal 6 .* on graph 0 \(seed 1\)"
+    FUSEGATE_FAULT=hang:0 "$FG" fuzz --graphs 6 --seed 1 --jobs 2 --timeout 2 --findings "$T/hg" --json "$T/h.json" \
+      >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "fuzz job 0 rank 0 was silent for 6 s on graph 0 \(seed 1\)"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); k=[f['kind'] for f in j['findings']]; assert k==['hang','hang'], j" \
+      "$T/h.json" || fail "both jobs hang: two findings"
+    # clean: both world sizes, two jobs a world size; the counts add up
+    "$FG" fuzz --graphs 8 --seed 7 --world-size 1,2 --jobs 4 --fusion all --findings "$T/none" --json "$T/s.json" \
+      >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "8 graphs in .*4 at world size 1, 4 at world size 2.* 0 findings"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['graphs']==8 and j['graphs_by_world']=={'1':4,'2':4} and j['jobs']==4 and j['world_sizes']==[1,2] and not j['findings'], j" \
+      "$T/s.json" || fail "fuzz --json with jobs"
+    "$FG" fuzz --graphs 2 --world-size 1,2 --jobs 1 >"$T/out" 2>&1; expect_rc $? 2; expect_out "at least one job a world size"
+    "$FG" fuzz --graphs 2 --world-size 2x >"$T/out" 2>&1; expect_rc $? 2; expect_out "each world size must be 1..8"
+    "$FG" fuzz --graphs 2 --fast-paths bogus >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown fast path 'bogus'" ;;
   junit_read_back)
     # the JUnit file, read by a real consumer, agrees with the verdict table
     # and the exit code, with and without --strict: one IMPROVED (the golden
