@@ -2,14 +2,19 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|multinode|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|all]     (default: all)
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
 # NCCL between them) into a scratch golden folder; prints both nodes' exit
 # codes and the record's launches against the one-node golden's.
 # fuzz: `fusegate fuzz --backend cuda --fusion all` for FUZZ_SECONDS (default
-# 300) from FUZZ_SEED (default 1); the summary JSON and any findings are
-# left in $OUT (fuzz.json, fuzz-findings/).
+# 300; FUZZ_UNTIL=<epoch seconds> instead: until then) from FUZZ_SEED
+# (default 1), FUZZ_JOBS jobs (default 2) at world sizes
+# FUZZ_WORLDS (default 1, or 1,2 with two GPUs); the summary JSON and any
+# findings are left in $OUT (fuzz.json, fuzz-findings/).
+# seeds: each graph of FUZZ_SEEDS (graph seeds, as a fuzz finding names
+# them) checked alone in process under every policy (a crash prints its
+# backtrace, resolved with addr2line), its .fg printed first.
 # bisect: `fusegate bisect` of simulated miscompiles on cuda, timed, and the
 # element-by-element variant (codegen_variants:0) against the chunked one.
 # prove: `fusegate ab` and `fusegate prove` of every fast path on this GPU
@@ -137,11 +142,29 @@ assert rb["accuracy"]["status"] == "pass"
 PY
 fi
 if [ "$what" = fuzz ]; then
-  $FG fuzz --backend cuda --fusion all --seconds "${FUZZ_SECONDS:-300}" --seed "${FUZZ_SEED:-1}" --max-findings 5 \
+  fw=1; [ "$ngpu" -ge 2 ] && fw=1,2
+  secs="${FUZZ_SECONDS:-300}"
+  # FUZZ_UNTIL (epoch seconds): fuzz for whatever the build left of a call
+  [ -n "${FUZZ_UNTIL:-}" ] && secs=$(( FUZZ_UNTIL - $(date +%s) ))
+  $FG fuzz --backend cuda --fusion all --seconds "$secs" --seed "${FUZZ_SEED:-1}" --max-findings 5 \
+    --jobs "${FUZZ_JOBS:-2}" --world-size "${FUZZ_WORLDS:-$fw}" \
     --findings "$OUTDIR/fuzz-findings" --json "$OUTDIR/fuzz.json" 2>"$OUTDIR/fuzz.err" | tail -8
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
-  grep -E "^fuzz: graph|->" "$OUTDIR/fuzz.err" | cut -c1-300 | head -20
+  grep -E "^fuzz( job [0-9]+)?: graph|->|was killed|was silent" "$OUTDIR/fuzz.err" | cut -c1-300 | head -20
   phase fuzzed
+fi
+if [ "$what" = seeds ]; then
+  for s in ${FUZZ_SEEDS:-1}; do
+    echo "== graph seed $s"
+    $FG fuzz --backend cuda --fusion all --graphs 1 --seed "$s" --max-findings 1 --findings "$OUTDIR/seed-findings" \
+      --print-graph >"$OUTDIR/seed-$s.txt" 2>&1
+    r=$?; echo "exit $r"; [ $r -ne 0 ] && rc=$r
+    grep -vE '^\[' "$OUTDIR/seed-$s.txt" | cut -c1-300 | tail -40
+    # the backtrace's frames: fusegate(+0xOFFSET) resolved
+    grep -oE 'fusegate\(\+0x[0-9a-f]+\)' "$OUTDIR/seed-$s.txt" | grep -oE '0x[0-9a-f]+' |
+      xargs -r addr2line -f -C -i -e "$FG" | paste - - | head -30
+  done
+  phase "seeds checked"
 fi
 if [ "$what" = multinode ]; then
   if [ "$ngpu" -lt 2 ]; then echo "multinode needs two GPUs (this machine has $ngpu)"; exit 125; fi

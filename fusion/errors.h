@@ -28,6 +28,19 @@ struct RanksDisagree : std::runtime_error {
 [[noreturn]] void internal_error(const std::string& msg);
 [[noreturn]] void cannot_test(const std::string& msg);
 
+// What the process is doing that another program could crash in (a JIT
+// compile): the fatal-signal handler prints it, so a crash inside NVRTC or
+// the host compiler names the source it was given. Set it for the span of
+// the call (FatalNote); a fixed buffer, read from a signal handler.
+void fatal_note_set(const std::string& what);
+const char* fatal_note();
+struct FatalNote {
+  explicit FatalNote(const std::string& what) { fatal_note_set(what); }
+  ~FatalNote() { fatal_note_set(""); }
+  FatalNote(const FatalNote&) = delete;
+  FatalNote& operator=(const FatalNote&) = delete;
+};
+
 #define FG_CHECK(cond, msg)                                                   \
   do {                                                                        \
     if (!(cond)) ::fg::internal_error(std::string(__FILE__) + ":" +           \

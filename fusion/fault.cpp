@@ -29,7 +29,7 @@ bool is_rank(const std::string& s) {
 }
 
 std::vector<Item> parse() {
-  static const char* const with_arg[] = {"crash", "hang", "crash_in_fast_path", "diverge_fusion"};
+  static const char* const with_arg[] = {"crash", "hang", "crash_in_fast_path", "diverge_fusion", "crash_at"};
   static const char* const plain[] = {"attention_fallback"};
   std::vector<Item> out;
   const char* env = std::getenv("FUSEGATE_FAULT");
@@ -48,7 +48,7 @@ std::vector<Item> parse() {
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction (comma-separated)");
     out.push_back(it);
   }
   return out;

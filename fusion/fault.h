@@ -4,6 +4,8 @@
 // fault test into a silent pass.
 //   crash:R             rank R aborts after joining the process group
 //   hang:R              rank R stops answering (sleeps forever)
+//   crash_at:I          in `fusegate fuzz` jobs, rank 0 aborts on graph I
+//                       (the supervisor must name it and go on)
 //   attention_fallback  attention runs the composite (matmul, mask, softmax,
 //                       matmul) instead of LibTorch's fused kernel, so the
 //                       device-kernel count must catch it

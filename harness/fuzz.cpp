@@ -101,6 +101,33 @@ std::optional<Graph> replace_node(const Graph& g, int from, int to) {
   return out;
 }
 
+// The graph with input `input`'s shape `shape` and every later type
+// inferred again; nullopt where an op refuses it (an attribute holding a
+// size: a reshape's target, a slice's bounds, a full's shape).
+std::optional<Graph> with_input_shape(const Graph& g, int input, const Shape& shape) {
+  Graph out;
+  out.name = g.name;
+  std::map<int, int> map;
+  try {
+    for (const Node& n : g.nodes) {
+      if (n.op == Op::Input) {
+        TensorType t = n.type;
+        if (n.id == input) t.shape = shape;
+        map[n.id] = out.add_input(n.name, t);
+        continue;
+      }
+      std::vector<int> in;
+      for (int i : n.inputs) in.push_back(map.at(i));
+      map[n.id] = n.op == Op::Full ? out.add(n.op, {}, n.attrs, &n.type) : out.add(n.op, in, n.attrs);
+    }
+    for (int o : g.outputs) out.outputs.push_back(map.at(o));
+    verify(out, true);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 int op_nodes(const Graph& g) {
   int n = 0;
   for (const Node& x : g.nodes) n += x.op != Op::Input;
@@ -127,6 +154,38 @@ namespace {
 // This rank's part of fuzz_check: nullopt where eager refused the graph;
 // `digests` gets every output's exact digest (eager, then each policy's),
 // which the ranks of a job compare.
+// The most terms any one value of `g` sums: a reduction's reduced
+// elements, a GEMM's K, attention's keys and head dim, an all-reduce's
+// ranks (1: nothing sums). The rounding error of a sum scales with its
+// terms' magnitude, not its result's, which cancellation can make small.
+int64_t longest_sum(const Graph& g, int world) {
+  int64_t most = 1;
+  for (const Node& n : g.nodes) {
+    if (n.inputs.empty()) continue;
+    const Shape& in = g.node(n.inputs[0]).type.shape;
+    int64_t terms = 1;
+    switch (n.op) {
+      case Op::Sum: case Op::Mean: case Op::Var:
+        terms = numel(in) / std::max<int64_t>(1, numel(n.type.shape));
+        break;
+      case Op::Softmax: case Op::RmsNorm: case Op::LayerNorm: case Op::Linear: case Op::Matmul:
+        terms = in.empty() ? 1 : in.back();
+        break;
+      case Op::Sdpa:
+        if (n.inputs.size() > 1 && in.size() >= 2)
+          terms = std::max(in.back(), g.node(n.inputs[1]).type.shape.end()[-2]);
+        break;
+      case Op::AllReduce: case Op::ReduceScatter:
+        terms = world;
+        break;
+      default:
+        break;
+    }
+    most = std::max(most, terms);
+  }
+  return most;
+}
+
 std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, const FuzzOptions& o, FuzzRank& fr,
                                        std::string* eager_error, std::vector<std::string>* digests) {
   Repro r = graph_repro(g, name, "fuzz graph", name + ".fg");
@@ -160,6 +219,10 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
   };
   for (size_t i = 0; i < eager.outputs.size(); ++i)
     if (same_everywhere(i)) digests->push_back("out" + std::to_string(i) + " eager " + exact_digest(eager.outputs[i]));
+  double input_rms = 0;  // the largest of the floating inputs'
+  for (const auto& [k, t] : inputs)
+    if (t.is_floating_point() && t.numel() > 0)
+      input_rms = std::max(input_rms, std::sqrt(t.to(at::kDouble).pow(2).mean().item<double>()));
   for (FusionPolicy p : o.policies) {
     FuzzFinding f;
     f.policy = p;
@@ -219,9 +282,14 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
       nlohmann::json a = judge_accuracy(out, keep(c.outputs[i]), keep(eager.outputs[i]), keep(fp64.outputs[i]));
       // the gate's rule has an absolute slack; a random graph's outputs span
       // many scales, so here the slack scales with the output (rtol of its
-      // RMS): 2x or 3x eager's error stays the bar
+      // RMS): 2x or 3x eager's error stays the bar. A sum's rounding
+      // scales with its terms, not its result: where terms cancel (9225
+      // values of RMS 1 summing to -0.5, found on cuda: compiled 1.7e-5
+      // from fp64, eager 4e-6, both a few ulp of the partial sums) the
+      // scale is the inputs' RMS times the square root of the longest sum
       const at::Tensor ref = keep(fp64.outputs[i]).to(at::kDouble);
-      const double rms = std::sqrt(ref.pow(2).mean().item<double>());
+      const double rms = std::max(std::sqrt(ref.pow(2).mean().item<double>()),
+                                  input_rms * std::sqrt(static_cast<double>(longest_sum(g, fr.world))));
       const bool low = c.outputs[i].scalar_type() == at::kBFloat16 || c.outputs[i].scalar_type() == at::kHalf;
       const double rtol = c.outputs[i].scalar_type() == at::kBFloat16 ? 1.6e-2
                           : c.outputs[i].scalar_type() == at::kHalf  ? 1e-3
@@ -341,6 +409,28 @@ Graph minimize(const Graph& g, const FuzzFinding& f, const FuzzOptions& o, FuzzR
         }
       }
     }
+    // each input's dims, one at a time: 1, else half, while it still shows
+    // (a finding that needs a size across a chunk or block width keeps it)
+    if (!changed)
+      for (const Node& n : std::vector<Node>(best.nodes)) {
+        if (n.op != Op::Input) continue;
+        for (size_t d = 0; d < n.type.shape.size(); ++d)
+          for (bool more = true; more;) {
+            more = false;
+            const int64_t now = best.node(n.id).type.shape[d];
+            for (int64_t to : {int64_t{1}, now / 2}) {
+              if (to < 1 || to >= now) continue;
+              Shape sh = best.node(n.id).type.shape;
+              sh[d] = to;
+              auto c = with_input_shape(best, n.id, sh);
+              if (c && shows(*c)) {
+                best = *c;
+                changed = more = true;
+                break;
+              }
+            }
+          }
+      }
   }
   return best;
 }
@@ -399,22 +489,28 @@ std::string progress_line(const Tally& t, double secs, size_t universe) {
   return buf;
 }
 
-// Job `job` of `jobs`: graphs job, job + jobs, ... (seed o.seed + index) at
+// Job `job` of `jobs`: graphs first, first + jobs, ... (first is job, or
+// where a restarted job goes on; seed o.seed + index) at
 // world size fr.world, until the time, the graph count or the findings run
 // out (at world size > 1 the ranks agree each time to go on). `note` is
 // called before each graph with where the job is, `after` after each.
-void run_job(const FuzzOptions& o, int job, int jobs, FuzzRank& fr, Tally& t,
-             const std::function<void(const std::string&)>& note, const std::function<void(bool)>& after,
-             double deadline_s, const std::function<double()>& elapsed) {
-  namespace fs = std::filesystem;
+FuzzGenOptions gen_options(const FuzzOptions& o, int world) {
   FuzzGenOptions gen;
   gen.max_ops = o.max_ops;
   gen.half = o.backend != Backend::Cpu;
-  gen.world = fr.world;
+  gen.world = world;
+  return gen;
+}
+
+void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& fr, Tally& t,
+             const std::function<void(const std::string&)>& note, const std::function<void(bool)>& after,
+             double deadline_s, const std::function<double()>& elapsed) {
+  namespace fs = std::filesystem;
+  const FuzzGenOptions gen = gen_options(o, fr.world);
   const std::string who = jobs > 1 ? "fuzz job " + std::to_string(job) + ": " : "fuzz: ";
   const std::string at_world = fr.world > 1 ? " --world-size " + std::to_string(fr.world) : "";
   const FuzzFinding none;
-  for (int64_t index = job;; index += jobs) {
+  for (int64_t index = first;; index += jobs) {
     bool go = elapsed() < deadline_s && (o.graphs == 0 || index < o.graphs) &&
               static_cast<int>(t.findings.size()) < o.max_findings;
     if (fr.world > 1) {  // every rank goes on, or none
@@ -424,6 +520,8 @@ void run_job(const FuzzOptions& o, int job, int jobs, FuzzRank& fr, Tally& t,
     const uint64_t seed = o.seed + static_cast<uint64_t>(index);
     note("graph " + std::to_string(index) + " (seed " + std::to_string(seed) + ")");
     FuzzGraph fg = generate_graph(seed, gen);
+    if (o.print_graphs && fr.rank == 0)
+      std::cerr << "# graph " << index << " (seed " << seed << ")\n" << print_graph(fg.graph) << std::flush;
     ++t.graphs;
     ++t.by_world[fr.world];
     const std::string name = fuzz_name(fg.graph);
@@ -532,7 +630,7 @@ nlohmann::json options_json(const FuzzOptions& o) {
           {"findings_dir", o.findings_dir}, {"max_findings", o.max_findings},
           {"worlds", o.worlds},         {"jobs", o.jobs},
           {"fast_paths", o.fast_paths}, {"golden_dir", o.golden_dir},
-          {"timeout_s", o.timeout_s}};
+          {"timeout_s", o.timeout_s}, {"print_graphs", o.print_graphs}};
 }
 
 FuzzOptions options_from(const nlohmann::json& j) {
@@ -551,6 +649,7 @@ FuzzOptions options_from(const nlohmann::json& j) {
   o.fast_paths = j.at("fast_paths").get<std::string>();
   o.golden_dir = j.at("golden_dir").get<std::string>();
   o.timeout_s = j.at("timeout_s").get<int>();
+  o.print_graphs = j.at("print_graphs").get<bool>();
   return o;
 }
 
@@ -566,7 +665,17 @@ std::string file_text(const std::string& path) {
   return ss.str();
 }
 
+// The graph index in a job's status line ("graph I (seed S)" or
+// "minimizing graph I (seed S)"); -1: none yet.
+int64_t status_index(const std::string& where) {
+  const size_t at = where.find("graph ");
+  return at == std::string::npos ? -1 : std::strtoll(where.c_str() + at + 6, nullptr, 10);
+}
+
 // The supervisor of --jobs > 1 or a world size > 1 (see harness/fuzz.h).
+// A job that dies or hangs is a finding (its graph written unminimized, the
+// job's ranks having died with it) and starts again at its next graph, a
+// new life: its ranks' files and store keys carry the life's number.
 int supervise(const FuzzOptions& o) {
   namespace fs = std::filesystem;
   const auto t0 = std::chrono::steady_clock::now();
@@ -581,16 +690,22 @@ int supervise(const FuzzOptions& o) {
   const int port = store->getPort();
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   struct Rank {
-    int job, rank;
+    int job, life, rank;
     pid_t pid;
     bool running = true;
   };
   std::vector<Rank> ranks;
-  for (int j = 0; j < o.jobs; ++j) {
-    const int world = o.worlds[static_cast<size_t>(j) % o.worlds.size()];
-    for (int r = 0; r < world; ++r) {
-      std::vector<std::string> args = {self,      "_fuzzjob", "--dir",  dir, "--job", std::to_string(j),
-                                       "--rank",  std::to_string(r), "--port", std::to_string(port)};
+  std::vector<int> lives(static_cast<size_t>(o.jobs), 0);  // the current life of each job
+  auto world_of = [&](int j) { return o.worlds[static_cast<size_t>(j) % o.worlds.size()]; };
+  auto stem = [&](int j, int life) { return dir + "/job" + std::to_string(j) + "." + std::to_string(life); };
+  auto start_job = [&](int j, int64_t first) {
+    const int life = lives[static_cast<size_t>(j)];
+    const double left = o.seconds - elapsed();
+    for (int r = 0; r < world_of(j); ++r) {
+      std::vector<std::string> args = {self, "_fuzzjob", "--dir", dir, "--job", std::to_string(j), "--life",
+                                       std::to_string(life), "--from", std::to_string(first), "--seconds-left",
+                                       std::to_string(left), "--rank", std::to_string(r), "--port",
+                                       std::to_string(port)};
       pid_t pid = fork();
       if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -601,11 +716,12 @@ int supervise(const FuzzOptions& o) {
         _exit(127);
       }
       if (pid < 0) cannot_test("fuzz: cannot start job " + std::to_string(j));
-      ranks.push_back({j, r, pid});
+      ranks.push_back({j, life, r, pid});
     }
-  }
-  auto status_of = [&](int j, int r) {
-    std::string s = file_text(dir + "/job" + std::to_string(j) + ".rank" + std::to_string(r) + ".status");
+  };
+  for (int j = 0; j < o.jobs; ++j) start_job(j, j);
+  auto status_of = [&](int j, int life, int r) {
+    std::string s = file_text(stem(j, life) + ".rank" + std::to_string(r) + ".status");
     return s.empty() ? std::string("starting") : s;
   };
   Tally lost;  // what the supervisor itself found: jobs that died or hung
@@ -618,27 +734,67 @@ int supervise(const FuzzOptions& o) {
         x.running = false;
       }
   };
-  auto lose = [&](int j, int r, const std::string& what) {
-    const int world = o.worlds[static_cast<size_t>(j) % o.worlds.size()];
-    const std::string where = status_of(j, r);
-    std::cerr << "\nfuzz job " << j << " rank " << r << " " << what << " on " << trim_text(where) << "\n";
-    nlohmann::json seed = nullptr;  // "graph I (seed S)" or "minimizing graph I (seed S)"
-    if (const size_t at = where.find("(seed "); at != std::string::npos)
-      seed = std::strtoull(where.c_str() + at + 6, nullptr, 10);
+  // the tally of every life of every job so far: a life that ended wrote
+  // its .json, one that died left the .progress of its last graph
+  auto tally_now = [&] {
+    Tally now = lost;
+    for (int j = 0; j < o.jobs; ++j)
+      for (int life = 0; life <= lives[static_cast<size_t>(j)]; ++life) {
+        std::string p = file_text(stem(j, life) + ".json");
+        if (p.empty()) p = file_text(stem(j, life) + ".progress");
+        try {
+          if (!p.empty()) add_tally(now, nlohmann::json::parse(p));
+        } catch (const std::exception&) {  // being rewritten: the next look
+        }
+      }
+    return now;
+  };
+  auto lose = [&](const Rank& x, const std::string& what) {
+    const int j = x.job, world = world_of(j);
+    const std::string where = trim_text(status_of(j, x.life, x.rank));
+    stop_job(j);
+    std::cerr << (tty ? "\n" : "") << "fuzz job " << j << " rank " << x.rank << " " << what << " on " << where << "\n";
+    const int64_t index = status_index(where);
+    nlohmann::json seed = nullptr;
+    std::string file;
+    if (index >= 0) {
+      // the graph it was on, unminimized (a graph that kills its job is
+      // not shrunk: each try could take a job down)
+      seed = o.seed + static_cast<uint64_t>(index);
+      const Graph g = generate_graph(seed.get<uint64_t>(), gen_options(o, world)).graph;
+      file = o.findings_dir + "/" + fuzz_name(g) + ".fg";
+      const std::string cmd = "fusegate run --graph " + file + " --mode C" +
+                              (o.backend == Backend::Cpu ? "" : std::string(" --backend ") + backend_name(o.backend)) +
+                              (world > 1 ? " --world-size " + std::to_string(world) : "");
+      fs::create_directories(o.findings_dir);
+      write_atomic(file, "# fusegate fuzz finding: job " + std::to_string(j) + " rank " + std::to_string(x.rank) + " " +
+                             what + " on this graph (under --fusion " + policies_text(o) + ")\n# from graph " +
+                             std::to_string(index) + " of fusegate fuzz --seed " + std::to_string(o.seed) + " (seed " +
+                             std::to_string(seed.get<uint64_t>()) + "; not minimized)\n# replay: " + cmd + "\n" +
+                             print_graph(g));
+      std::cerr << "  wrote " << file << "\n  replay: " << cmd << "\n";
+    }
     lost.findings.push_back({{"kind", what.find("silent") != std::string::npos ? "hang" : "crash"},
-                             {"detail", "job " + std::to_string(j) + " rank " + std::to_string(r) + " " + what},
-                             {"at", trim_text(where)},
+                             {"detail", "job " + std::to_string(j) + " rank " + std::to_string(x.rank) + " " + what},
+                             {"at", where},
                              {"seed", seed},
                              {"world_size", world},
-                             {"file", ""},
+                             {"file", file},
                              {"replays", false}});
-    stop_job(j);
+    // the job goes on at its next graph while time, graphs and findings last
+    const int64_t next = index >= 0 ? index + o.jobs : j;
+    if (elapsed() < o.seconds && (o.graphs == 0 || next < o.graphs) &&
+        static_cast<int>(tally_now().findings.size()) < o.max_findings * o.jobs) {
+      ++lives[static_cast<size_t>(j)];
+      start_job(j, next);
+    }
   };
   double last_line = -1;
   const size_t universe = op_universe(o).size();
   for (;;) {
     bool any = false;
-    for (Rank& x : ranks) {
+    for (size_t k = 0; k < ranks.size(); ++k) {  // lose() may add ranks
+      Rank x = ranks[k];
       if (!x.running) continue;
       int st = 0;
       pid_t got = waitpid(x.pid, &st, WNOHANG);
@@ -646,49 +802,39 @@ int supervise(const FuzzOptions& o) {
         any = true;
         // a job silent 3 timeouts long: hung (each rank notes each graph and check)
         struct stat sb {};
-        const std::string sf = dir + "/job" + std::to_string(x.job) + ".rank" + std::to_string(x.rank) + ".status";
+        const std::string sf = stem(x.job, x.life) + ".rank" + std::to_string(x.rank) + ".status";
         if (::stat(sf.c_str(), &sb) == 0 && std::time(nullptr) - sb.st_mtime > 3 * o.timeout_s)
-          lose(x.job, x.rank, "was silent for " + std::to_string(3 * o.timeout_s) + " s");
+          lose(x, "was silent for " + std::to_string(3 * o.timeout_s) + " s");
         continue;
       }
-      x.running = false;
+      ranks[k].running = false;
       if (WIFSIGNALED(st)) {
-        lose(x.job, x.rank, std::string("was killed by signal ") + std::to_string(WTERMSIG(st)) + " (" +
-                                strsignal(WTERMSIG(st)) + ")");
+        lose(x, std::string("was killed by signal ") + std::to_string(WTERMSIG(st)) + " (" + strsignal(WTERMSIG(st)) +
+                    ")");
+        any = true;
       } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 1) {
         const int code = WEXITSTATUS(st);
-        if (code == 2 || code == 125) worst_exit = std::max(worst_exit, code);
-        else lose(x.job, x.rank, "exited " + std::to_string(code));
-        stop_job(x.job);
+        if (code == 2 || code == 125) {
+          worst_exit = std::max(worst_exit, code);
+          stop_job(x.job);
+        } else {
+          lose(x, "exited " + std::to_string(code));
+          any = true;
+        }
       }
     }
     // the line: every job's progress so far
-    if (tty || elapsed() - last_line >= 30 || !any) {
-      Tally now = lost;
-      for (int j = 0; j < o.jobs; ++j) {
-        const std::string p = file_text(dir + "/job" + std::to_string(j) + ".progress");
-        try {
-          if (!p.empty()) add_tally(now, nlohmann::json::parse(p));
-        } catch (const std::exception&) {  // being rewritten: the next look
-        }
-      }
-      if (any) {
-        if (tty) std::cerr << "\r" << progress_line(now, elapsed(), universe) << std::flush;
-        else std::cerr << progress_line(now, elapsed(), universe) << "\n";
-        last_line = elapsed();
-      }
+    if (any && (tty || elapsed() - last_line >= 30)) {
+      const Tally now = tally_now();
+      if (tty) std::cerr << "\r" << progress_line(now, elapsed(), universe) << std::flush;
+      else std::cerr << progress_line(now, elapsed(), universe) << "\n";
+      last_line = elapsed();
     }
     if (!any) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  Tally t = lost;
-  for (int j = 0; j < o.jobs; ++j) {
-    const std::string p = file_text(dir + "/job" + std::to_string(j) + ".json");
-    if (p.empty()) continue;  // a job that died: its finding is in `lost`
-    add_tally(t, nlohmann::json::parse(p));
-  }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  const Tally t = tally_now();
+  remove_tree(dir);
   if (worst_exit) {
     std::cerr << "fuzz: a job stopped with exit code " << worst_exit << " (its message is above)\n";
     return worst_exit;
@@ -710,7 +856,7 @@ int cmd_fuzz(const FuzzOptions& o) {
   Tally t;
   double last_line = -1;
   run_job(
-      o, 0, 1, fr, t, [](const std::string&) {},
+      o, 0, 1, 0, fr, t, [](const std::string&) {},
       [&](bool) {
         if (!tty && elapsed() - last_line < 30) return;
         if (tty) std::cerr << "\r" << progress_line(t, elapsed(), universe) << std::flush;
@@ -721,19 +867,23 @@ int cmd_fuzz(const FuzzOptions& o) {
   return summarize(o, t, elapsed(), tty);
 }
 
-int fuzz_job_main(const std::string& dir, int job, int rank, int port) {
+int fuzz_job_main(const FuzzJobSpec& spec) {
   at::set_num_threads(1);  // jobs share the cores; the ranks of a job compute the same bits
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  const std::string& dir = spec.dir;
+  const int job = spec.job, rank = spec.rank;
   const FuzzOptions o = options_from(nlohmann::json::parse(file_text(dir + "/options.json")));
   const int world = o.worlds[static_cast<size_t>(job) % o.worlds.size()];
-  const std::string status = dir + "/job" + std::to_string(job) + ".rank" + std::to_string(rank) + ".status";
+  const std::string stem = dir + "/job" + std::to_string(job) + "." + std::to_string(spec.life);
+  const std::string status = stem + ".rank" + std::to_string(rank) + ".status";
   write_atomic(status, "joining the process group\n");
   if (o.backend == Backend::Cuda) cuda_select_device(rank);
   std::unique_ptr<Collectives> coll;
   if (world > 1)
-    coll = std::make_unique<Collectives>("127.0.0.1", port, rank, world, o.timeout_s,
-                                         o.backend == Backend::Cuda ? "nccl" : "gloo", "job" + std::to_string(job) + "/");
+    coll = std::make_unique<Collectives>("127.0.0.1", spec.port, rank, world, o.timeout_s,
+                                         o.backend == Backend::Cuda ? "nccl" : "gloo",
+                                         "job" + std::to_string(job) + "." + std::to_string(spec.life) + "/");
   // FUSEGATE_FAULT=diverge_fusion:R: rank R alone compiles with another
   // fusion rule (what the ranks' agreement must catch)
   if (fault_argument("diverge_fusion") == std::to_string(rank)) fault_enable("refuse_fusion", "reduction");
@@ -743,27 +893,26 @@ int fuzz_job_main(const std::string& dir, int job, int rank, int port) {
   fr.world = world;
   fr.proofs = fast_path_proofs(o.golden_dir, o.backend, world, true);
   Tally t;
-  double last = -1;
   run_job(
-      o, job, o.jobs, fr, t,
+      o, job, o.jobs, spec.first, fr, t,
       [&](const std::string& where) {
         write_atomic(status, where + "\n");
         // FUSEGATE_FAULT=crash:R or hang:R: rank R of every job aborts or
-        // stops answering at its first graph (the supervisor must name it)
-        if (fault_argument("crash") == std::to_string(rank)) std::abort();
-        if (fault_argument("hang") == std::to_string(rank))
+        // stops answering at its first graph, in its first life (the
+        // supervisor must name it, and go on); crash_at:I kills the rank 0
+        // that runs graph I
+        if (spec.life == 0 && fault_argument("crash") == std::to_string(rank)) std::abort();
+        if (spec.life == 0 && fault_argument("hang") == std::to_string(rank))
           for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+        if (rank == 0 && !fault_argument("crash_at").empty() && where.rfind("graph ", 0) == 0 &&
+            std::to_string(status_index(where)) == fault_argument("crash_at"))
+          std::abort();
       },
-      [&](bool found) {
-        if (rank != 0 || (!found && elapsed() - last < 2)) return;
-        write_atomic(dir + "/job" + std::to_string(job) + ".progress", tally_json(t).dump() + "\n");
-        last = elapsed();
+      [&](bool) {  // after each graph: what a supervisor counts if this rank dies next
+        if (rank == 0) write_atomic(stem + ".progress", tally_json(t).dump() + "\n");
       },
-      o.seconds, elapsed);
-  if (rank == 0) {
-    write_atomic(dir + "/job" + std::to_string(job) + ".progress", tally_json(t).dump() + "\n");
-    write_atomic(dir + "/job" + std::to_string(job) + ".json", tally_json(t).dump() + "\n");
-  }
+      spec.seconds_left, elapsed);
+  if (rank == 0) write_atomic(stem + ".json", tally_json(t).dump() + "\n");
   if (coll) coll->barrier();  // no rank leaves while another may still need the group
   return t.findings.empty() && t.refused == 0 ? 0 : 1;
 }

@@ -8,7 +8,8 @@
 // world size above 1) this process supervises: it serves one c10d store and
 // starts J jobs, job j taking graphs j, j + J, j + 2J, ... at world size
 // worlds[j % worlds.size()], each job one process a rank (`_fuzzjob`); a job
-// that dies or stops answering is a finding named by the graph it was on.
+// that dies or stops answering is a finding named by the graph it was on
+// (that graph written, unminimized), and starts again at its next graph.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -38,6 +39,7 @@ struct FuzzOptions {
   std::string fast_paths = "proven";  // --fast-paths: asked for; each runs only with a valid proof
   std::string golden_dir;        // where the proofs are read from
   int timeout_s = 120;           // a collective, or a job silent this long x3
+  bool print_graphs = false;     // --print-graph: each graph's text on stderr before it runs
 };
 
 // Where one rank of a job stands: its group (null at world size 1) and
@@ -81,7 +83,15 @@ int cmd_fuzz(const FuzzOptions& o);
 // One rank of job `job` of a supervised run (the `_fuzzjob` command): reads
 // the options the supervisor wrote to <dir>/options.json, joins its job's
 // group through the supervisor's store on `port` and writes
-// <dir>/job<job>.json (rank 0) when done.
-int fuzz_job_main(const std::string& dir, int job, int rank, int port);
+// <dir>/job<job>.<life>.progress after each graph and .json when done
+// (rank 0).
+struct FuzzJobSpec {
+  std::string dir;
+  int job = 0, life = 0;  // life: the job's restarts so far (files and store keys carry it)
+  int64_t first = 0;      // the job's first graph (job, or after the graph its last life died on)
+  double seconds_left = 0;
+  int rank = 0, port = 0;
+};
+int fuzz_job_main(const FuzzJobSpec& spec);
 
 }  // namespace fg

@@ -1,6 +1,7 @@
 #include "harness/golden.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -391,6 +392,17 @@ std::optional<json> read_json_file(const std::string& path, const std::string& w
     byte_to_line_col(text, e.byte, &line, &col);
     user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: corrupted " + what + " (" +
                parse_detail(e.what()) + "); " + hint);
+  } catch (const json::out_of_range& e) {
+    // a number beyond a double ("1e400"): the parser says which, not where
+    // (found by the fuzz target proof_loader)
+    std::string msg = e.what();
+    const size_t q = msg.find('\'');
+    const std::string number = q == std::string::npos ? "" : msg.substr(q + 1, msg.find('\'', q + 1) - q - 1);
+    int line = 1, col = 1;
+    const size_t at = number.empty() ? std::string::npos : text.find(number);
+    if (at != std::string::npos) byte_to_line_col(text, at + 1, &line, &col);
+    user_error(path + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: corrupted " + what +
+               " (the number " + (number.empty() ? std::string("here") : number) + " is out of range); " + hint);
   }
   if (text_out) *text_out = std::move(text);
   return j;
@@ -445,6 +457,12 @@ void sweep_stale_writes(const std::string& golden_dir) {
   }
   for (const auto& p : doomed) fs::remove(p, ec);
 }
+
+namespace {
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
+}  // namespace
+
+void remove_tree(const std::string& dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 void write_atomic(const std::string& path, const std::string& text) {
   fs::path target(path);

@@ -50,6 +50,13 @@ std::optional<nlohmann::json> read_json_file(const std::string& path, const std:
 // one, never a mix: creates parent folders, writes a temporary file beside
 // the target, syncs it, renames it over the target.
 void write_atomic(const std::string& path, const std::string& text);
+// Removes a folder and everything under it (symbolic links are removed,
+// not followed); a missing folder is no error. Not std::filesystem::
+// remove_all: PyTorch 2.11's libtorch.so exports its own copy of it, which
+// the dynamic linker binds this program's calls to and which calls through
+// a null pointer (found twice: the launcher's scratch folders, then the
+// fuzz supervisor's; the test lint.no_remove_all keeps it out).
+void remove_tree(const std::string& dir);
 // Removes the temporary file write_atomic() is writing now, if any; safe in
 // a signal handler.
 void unlink_inflight_write();

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <dirent.h>
-#include <ftw.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -52,12 +51,6 @@ std::string last_lines(const std::string& text, int n) {
   }
   return text.substr(pos);
 }
-
-// Removes the run's scratch folder. Not std::filesystem::remove_all: PyTorch
-// 2.11's libtorch.so exports its own copy of it, which crashes when called
-// from this program.
-int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }
-void remove_tree(const std::string& dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 // what a worker prints before exiting 1 on RanksDisagree (harness/main.cpp)
 constexpr const char* kDisagree = "ranks disagree: ";

@@ -2,9 +2,17 @@
 // or bad input, 125 cannot test.
 #include <CLI/CLI.hpp>
 
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <vector>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -199,6 +207,7 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
   fuzz->add_option("--max-findings", fopts.max_findings, "stop after this many findings")->capture_default_str();
   fuzz->add_option("--json", fopts.json_out, "write the summary here (JSON)");
+  fuzz->add_flag("--print-graph", fopts.print_graphs, "print each graph (.fg text) on stderr before it runs");
   fuzz->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
   std::string fuzz_worlds = "1";
   fuzz->add_option("--world-size", fuzz_worlds,
@@ -210,14 +219,16 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
   fuzz->add_option("--golden-dir", sel.golden_dir, "folder of golden files (the fast paths' proofs)");
   add_fast(fuzz);
-  std::string fjob_dir;
-  int fjob = 0, fjob_rank = 0, fjob_port = 0;
+  FuzzJobSpec fjob;
   auto* fuzzjob = app.add_subcommand("_fuzzjob", "(internal) one rank of a fuzz job");
   fuzzjob->group("");
-  fuzzjob->add_option("--dir", fjob_dir)->required();
-  fuzzjob->add_option("--job", fjob)->required();
-  fuzzjob->add_option("--rank", fjob_rank)->required();
-  fuzzjob->add_option("--port", fjob_port)->required();
+  fuzzjob->add_option("--dir", fjob.dir)->required();
+  fuzzjob->add_option("--job", fjob.job)->required();
+  fuzzjob->add_option("--life", fjob.life)->required();
+  fuzzjob->add_option("--from", fjob.first)->required();
+  fuzzjob->add_option("--seconds-left", fjob.seconds_left)->required();
+  fuzzjob->add_option("--rank", fjob.rank)->required();
+  fuzzjob->add_option("--port", fjob.port)->required();
 
   int rank = 0, port = 0;
   std::string wout;
@@ -319,7 +330,7 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   if (*worker) return worker_main(spec, rank, port, wout);
-  if (*fuzzjob) return fuzz_job_main(fjob_dir, fjob, fjob_rank, fjob_port);
+  if (*fuzzjob) return fuzz_job_main(fjob);
   install_stop_handlers();
   // temporaries of a bless or prove that was killed mid-write
   if (*check || *bless || *prove) sweep_stale_writes(sel.golden_dir);
@@ -411,9 +422,89 @@ int run_main(int argc, char** argv) {
   return 2;
 }
 
+// A process that dies of a memory or arithmetic fault says where, on
+// stderr, before it dies of the same signal (its parent, a launcher or a
+// fuzz supervisor, still sees the signal). Async-signal-safe calls but for dladdr;
+// backtrace() was called once beforehand, so that it loads what it needs
+// outside the handler. The executable exports its symbols (ENABLE_EXPORTS)
+// for the names; `addr2line -e fusegate ADDR` reads the rest.
+void on_fatal_signal(int sig, siginfo_t* info, void* context) {
+  char line[320];
+  void* pc = nullptr;
+#if defined(__x86_64__)
+  pc = reinterpret_cast<void*>(static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  pc = reinterpret_cast<void*>(static_cast<ucontext_t*>(context)->uc_mcontext.pc);
+#endif
+  const long tid = syscall(SYS_gettid);
+  int n = std::snprintf(line, sizeof line,
+                        "\nfusegate: fatal signal %d (%s) in pid %d, %s thread %ld: address %p, instruction at %p",
+                        sig, sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE" : "SIGILL",
+                        static_cast<int>(getpid()), tid == getpid() ? "main" : "another", tid,
+                        info ? info->si_addr : nullptr, pc);
+  if (n > 0) (void)!write(2, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1)));
+  // which library the instruction is in (dladdr is not async-signal-safe,
+  // but the process is ending either way)
+  Dl_info where{};
+  if (pc && dladdr(pc, &where) && where.dli_fname) {
+    n = std::snprintf(line, sizeof line, " (%s+%#lx%s%s)", where.dli_fname,
+                      static_cast<unsigned long>(reinterpret_cast<uintptr_t>(pc) -
+                                                 reinterpret_cast<uintptr_t>(where.dli_fbase)),
+                      where.dli_sname ? ", in " : "", where.dli_sname ? where.dli_sname : "");
+    if (n > 0) (void)!write(2, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1)));
+  }
+  // a call through a null or wild pointer leaves no frame to unwind: the
+  // return address the call pushed names its caller
+  void* caller = nullptr;
+#if defined(__x86_64__)
+  if (!pc || !dladdr(pc, &where)) {
+    const auto sp = static_cast<ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP];
+    if (sp) caller = *reinterpret_cast<void* const*>(sp);
+  }
+#endif
+  Dl_info from{};
+  if (caller && dladdr(caller, &from) && from.dli_fname) {
+    n = std::snprintf(line, sizeof line, "; called from %p (%s+%#lx%s%s)", caller, from.dli_fname,
+                      static_cast<unsigned long>(reinterpret_cast<uintptr_t>(caller) -
+                                                 reinterpret_cast<uintptr_t>(from.dli_fbase)),
+                      from.dli_sname ? ", in " : "", from.dli_sname ? from.dli_sname : "");
+    if (n > 0) (void)!write(2, line, static_cast<size_t>(std::min<int>(n, sizeof line - 1)));
+  }
+  (void)!write(2, "; backtrace:\n", 13);
+  if (const char* note = fg::fatal_note(); note[0]) {
+    static const char kWhile[] = "fusegate: it was ";
+    (void)!write(2, kWhile, sizeof kWhile - 1);
+    (void)!write(2, note, std::strlen(note));
+    (void)!write(2, "\n", 1);
+  }
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void install_fatal_signal_handlers() {
+  void* warm[1];
+  (void)backtrace(warm, 1);
+  // an alternate stack, so that a stack overflow is reported too
+  static std::vector<char> alt(1 << 16);
+  stack_t ss{};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  sigaltstack(&ss, nullptr);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_fatal_signal_handlers();
   try {
     return run_main(argc, argv);
   } catch (const fg::UserError& e) {

@@ -181,6 +181,15 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   if (variant) ++variants_;
   chunks_allowed_ = !(variant && limit >= 0 && variants_ > limit);
   k.chunked = variant && chunks_allowed_;
+  // 32-bit indices when the kernel's iteration space and every buffer of
+  // the graph hold fewer than 2^30 elements: an index is a sum of
+  // non-negative terms no larger than the element it reaches, and a
+  // grid-stride step (blocks x threads, at most a few million) past the
+  // last element cannot leave 31 bits. (NVRTC 13.0 also crashed compiling
+  // an unrolled row loop with 64-bit r and x divided by 17: a fuzz finding.)
+  int64_t largest = X * std::max<int64_t>(R, 1);
+  for (const BufferInfo& b : g_.buffers) largest = std::max(largest, b.storage_numel);
+  narrow_index_ = largest < (int64_t{1} << 30);
   std::map<int, ExprP> body;
   std::map<int, bool> inner;
   em.place(gr.nodes, X, R, &body, &inner);
@@ -210,6 +219,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   sig_rnumel_ = R;
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   chunks_allowed_ = true;
+  narrow_index_ = false;
   return k;
 }
 

@@ -98,11 +98,19 @@ class CStylePrinter {
   // Which values of `nodes` leave the kernel (must be stored).
   std::map<int, bool> needs_store(const std::vector<int>& nodes) const;
 
+  // The C type of the kernel variables (x, r, q) and so of the index
+  // arithmetic: int where every index of the kernel being printed fits in
+  // 32 bits, as Inductor narrows its index dtype (32-bit division and
+  // remainder by a constant are far cheaper on a GPU); int64_t otherwise.
+  // A dialect that narrows calls it; the host printer keeps int64_t.
+  std::string index_type() const { return narrow_index_ ? "int" : "int64_t"; }
+
   const LoweredGraph& g_;
   std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
 
  private:
   bool chunks_allowed_ = true;
+  bool narrow_index_ = false;
   int64_t variants_ = 0;  // kernels of this graph that could run in chunks, for FUSEGATE_BISECT
   Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);
 };

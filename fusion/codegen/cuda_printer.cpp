@@ -6,9 +6,10 @@ namespace fg {
 
 std::string CudaPrinter::outer_loop(int64_t numel, bool reduction) const {
   std::string n = std::to_string(numel);
-  if (reduction) return "for (int64_t x = blockIdx.x; x < " + n + "; x += gridDim.x)";
-  return "for (int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; x < " + n +
-         "; x += (int64_t)gridDim.x * blockDim.x)";
+  const std::string ix = index_type();
+  if (reduction) return "for (" + ix + " x = blockIdx.x; x < " + n + "; x += gridDim.x)";
+  return "for (" + ix + " x = (" + ix + ")blockIdx.x * blockDim.x + threadIdx.x; x < " + n + "; x += (" + ix +
+         ")gridDim.x * blockDim.x)";
 }
 
 namespace {
@@ -49,12 +50,13 @@ bool cuda_chunked(int64_t numel, int64_t rnumel) {
 std::string CudaPrinter::chunk_loop(int64_t numel, int64_t rnumel) const {
   if (rnumel > 1)
     return "#pragma unroll\nfor (int c = 0; c < " + std::to_string(row_registers(rnumel) / kLanes) + "; ++c)";
-  return "for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < " + std::to_string(numel / kLanes) +
-         "; q += (int64_t)gridDim.x * blockDim.x)";
+  const std::string ix = index_type();
+  return "for (" + ix + " q = (" + ix + ")blockIdx.x * blockDim.x + threadIdx.x; q < " +
+         std::to_string(numel / kLanes) + "; q += (" + ix + ")gridDim.x * blockDim.x)";
 }
 
 std::string CudaPrinter::chunk_prologue(int64_t numel, int64_t rnumel) const {
-  return "const int64_t q = (int64_t)c * " + std::to_string(cuda_row_threads(rnumel)) +
+  return "const " + index_type() + " q = (" + index_type() + ")c * " + std::to_string(cuda_row_threads(rnumel)) +
          " + threadIdx.x; if (q >= " + std::to_string(rnumel / kLanes) + ") continue;";
 }
 
@@ -64,8 +66,8 @@ std::string CudaPrinter::lane_loop() const {
 
 std::string CudaPrinter::lane_prologue(int64_t numel, int64_t rnumel) const {
   std::string l = std::to_string(kLanes);
-  if (rnumel > 1) return "const int j = c * " + l + " + v; const int64_t r = q * " + l + " + v;";
-  return "const int64_t x = q * " + l + " + v;";
+  if (rnumel > 1) return "const int j = c * " + l + " + v; const " + index_type() + " r = q * " + l + " + v;";
+  return "const " + index_type() + " x = q * " + l + " + v;";
 }
 
 std::string CudaPrinter::chunk_load(const std::string& st, const std::string& name, const std::string& ptr_at) const {
@@ -88,13 +90,14 @@ std::string CudaPrinter::chunk_store(DType t, const std::string& name, const std
 // length is a multiple of 8 run in chunks instead: cuda_chunked.)
 std::string CudaPrinter::inner_loop(int64_t rnumel) const {
   int64_t e = row_registers(rnumel);
-  if (e == 0) return "for (int64_t r = threadIdx.x; r < " + std::to_string(rnumel) + "; r += blockDim.x)";
+  if (e == 0) return "for (" + index_type() + " r = threadIdx.x; r < " + std::to_string(rnumel) + "; r += blockDim.x)";
   return "#pragma unroll\nfor (int j = 0; j < " + std::to_string(e) + "; ++j)";
 }
 
 std::string CudaPrinter::inner_loop_prologue(int64_t rnumel) const {
   if (row_registers(rnumel) == 0) return "";
-  return "const int64_t r = threadIdx.x + (int64_t)j * " + std::to_string(cuda_row_threads(rnumel)) +
+  return "const " + index_type() + " r = threadIdx.x + (" + index_type() + ")j * " +
+         std::to_string(cuda_row_threads(rnumel)) +
          "; if (r >= " + std::to_string(rnumel) + ") continue;";
 }
 

@@ -69,11 +69,19 @@ std::string cubin_for(const std::string& source, const std::string& arch) {
     ss << f.rdbuf();
     return ss.str();
   }
-  NvrtcResult r = nvrtc_compile(source, std::string(hex) + ".cu", arch);
-  if (r.cubin.empty()) {
-    std::ofstream(dir + "/" + hex + ".cu") << source;
-    internal_error("generated CUDA code did not compile (source in " + dir + "/" + hex + ".cu):\n" + r.log);
+  // the source is on disk while NVRTC runs: a compile that fails, or
+  // crashes the process inside NVRTC, leaves it there and names it
+  const std::string cu = dir + "/" + hex + ".cu";
+  std::ofstream(cu) << source;
+  NvrtcResult r;
+  {
+    FatalNote note("compiling " + cu + " with NVRTC (" + arch + ")");
+    r = nvrtc_compile(source, std::string(hex) + ".cu", arch);
   }
+  if (r.cubin.empty())
+    internal_error("generated CUDA code did not compile (source in " + cu + "):\n" + r.log);
+  std::error_code ec;
+  std::filesystem::remove(cu, ec);
   std::string tmp = path + ".tmp" + std::to_string(::getpid());
   std::ofstream(tmp, std::ios::binary) << r.cubin;
   std::filesystem::rename(tmp, path);

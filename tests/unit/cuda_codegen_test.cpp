@@ -112,7 +112,7 @@ TEST(CudaCodegen, ChunksAreWideWhereContiguousAndAligned) {
   CompiledProgram c = compile_cuda(kCases[0]);
   std::string all;
   for (const auto& k : c.program.kernels) all += k.source;
-  EXPECT_NE(all.find("for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; q < 4096;"), std::string::npos)
+  EXPECT_NE(all.find("for (int q = (int)blockIdx.x * blockDim.x + threadIdx.x; q < 4096;"), std::string::npos)
       << all;
   EXPECT_NE(all.find("fg_load_chunk(p0 + (8*q + 2048*x))"), std::string::npos) << all;  // x in the norm's row
   EXPECT_NE(all.find("fg_load_chunk(p3 + (8*q))"), std::string::npos) << all;          // the broadcast b
@@ -141,6 +141,31 @@ TEST(CudaCodegen, NvrtcReportsErrors) {
   NvrtcResult r = nvrtc_compile("extern \"C\" __global__ void k() { undefined_call(); }", "bad.cu");
   EXPECT_TRUE(r.cubin.empty());
   EXPECT_NE(r.log.find("undefined_call"), std::string::npos) << r.log;
+}
+
+// Index arithmetic is 32-bit where every index of the graph fits (the
+// kernel variables are int), 64-bit where a buffer holds 2^30 elements or
+// more: a row kernel (r % 17 and r / 17 in an unrolled row loop, the shape
+// NVRTC 13.0 crashed on with 64-bit indices) and a pointwise one each way.
+TEST(CudaCodegen, IndexTypeNarrowsWhereEveryIndexFits) {
+  const std::string small = R"(graph small(%x: f16[17,2,96]) {
+  %1 = permute(%x) {dims = [1, 2, 0]} : f16[2,96,17]
+  %2 = sum(%1) {dims = [-1, 0]} : f16[96]
+  return %2
+})";
+  std::string all;
+  for (const auto& k : compile_cuda(small).program.kernels) all += k.source;
+  EXPECT_NE(all.find("for (int x = blockIdx.x; x < 96; x += gridDim.x)"), std::string::npos) << all;
+  EXPECT_NE(all.find("const int r = threadIdx.x + (int)j * 32;"), std::string::npos) << all;
+  EXPECT_EQ(all.find("int64_t x"), std::string::npos) << all;
+  const std::string big = R"(graph big(%x: f32[32768,32768], %y: f32[32768,32768]) {
+  %1 = add(%x, %y) : f32[32768,32768]
+  return %1
+})";
+  all.clear();
+  for (const auto& k : compile_cuda(big).program.kernels) all += k.source;
+  EXPECT_NE(all.find("for (int64_t q = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;"), std::string::npos) << all;
+  EXPECT_EQ(all.find("for (int q"), std::string::npos) << all;
 }
 
 }  // namespace

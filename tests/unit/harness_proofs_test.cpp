@@ -46,7 +46,7 @@ class ProofDir : public ::testing::Test {
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(root_ / "proofs" / "cpu");
   }
-  void TearDown() override { fs::remove_all(root_); }
+  void TearDown() override { remove_tree(root_.string()); }
   std::string write(const std::string& text, const std::string& name = "qkv_rmsnorm_tp") {
     std::string p = proof_path(root_.string(), "cpu", name);
     std::ofstream(p) << text;
