@@ -219,6 +219,16 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
   };
   for (size_t i = 0; i < eager.outputs.size(); ++i)
     if (same_everywhere(i)) digests->push_back("out" + std::to_string(i) + " eager " + exact_digest(eager.outputs[i]));
+  // the least precise floating type among each value and those it is
+  // computed from (bf16 < f16 < f32 < f64)
+  auto rank_of = [](DType t) { return t == DType::BF16 ? 0 : t == DType::F16 ? 1 : t == DType::F32 ? 2 : 3; };
+  std::vector<DType> least_precise(g.nodes.size(), DType::F64);
+  for (const Node& n : g.nodes) {
+    DType& l = least_precise[static_cast<size_t>(n.id)];
+    if (is_floating(n.type.dtype)) l = n.type.dtype;
+    for (int in : n.inputs)
+      if (rank_of(least_precise[static_cast<size_t>(in)]) < rank_of(l)) l = least_precise[static_cast<size_t>(in)];
+  }
   double input_rms = 0;  // the largest of the floating inputs'
   for (const auto& [k, t] : inputs)
     if (t.is_floating_point() && t.numel() > 0)
@@ -290,10 +300,15 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
       const at::Tensor ref = keep(fp64.outputs[i]).to(at::kDouble);
       const double rms = std::max(std::sqrt(ref.pow(2).mean().item<double>()),
                                   input_rms * std::sqrt(static_cast<double>(longest_sum(g, fr.world))));
-      const bool low = c.outputs[i].scalar_type() == at::kBFloat16 || c.outputs[i].scalar_type() == at::kHalf;
-      const double rtol = c.outputs[i].scalar_type() == at::kBFloat16 ? 1.6e-2
-                          : c.outputs[i].scalar_type() == at::kHalf  ? 1e-3
-                                                                     : 1.3e-6;
+      // the precision of the output is that of the least precise value it
+      // is computed from: an f32 output of bf16 values carries bf16
+      // rounding, which compiled code and eager take at different places
+      // (a kernel keeps inlined bf16 values unrounded, as Inductor does):
+      // found as f32 outputs of bf16 chains 2x to 40x eager's error on 15
+      // elements or one, where eager's own rounding happened to cancel
+      const DType least = least_precise[static_cast<size_t>(g.outputs[i])];
+      const bool low = least == DType::BF16 || least == DType::F16;
+      const double rtol = least == DType::BF16 ? 1.6e-2 : least == DType::F16 ? 1e-3 : 1.3e-6;
       const bool scaled_ok = a["rmse_vs_fp64"].get<double>() <=
                              (low ? 3.0 : 2.0) * a["eager_rmse_vs_fp64"].get<double>() + rtol * rms;
       if (!a["pass"].get<bool>() && !scaled_ok) {

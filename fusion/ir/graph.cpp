@@ -1,5 +1,7 @@
 #include "fusion/ir/graph.h"
 
+#include <algorithm>
+
 #include <xxhash.h>
 
 #include <cctype>
@@ -30,6 +32,33 @@ int Graph::add(Op op, std::vector<int> in, Attrs attrs, const TensorType* type, 
       ts.push_back(node(i).type);
     }
     n.type = infer_type(op, ts, n.attrs);
+  }
+  // Names print as the node: unique, and never the bare id of another node.
+  // A pass that rebuilds a graph keeps its nodes' names, numeric labels of
+  // a .fg with gaps among them (a minimized fuzz finding), and adds unnamed
+  // nodes, which print as their ids: where the two would meet, the newcomer
+  // takes "_<id>" (or more underscores) instead.
+  auto taken = [&](const std::string& p) {
+    bool number = !p.empty() && p.size() < 10;
+    for (char c : p) number = number && std::isdigit(static_cast<unsigned char>(c)) != 0;
+    if (number) {  // an unnamed node prints as its id
+      const size_t k = std::stoul(p);
+      if (k < nodes.size() && nodes[k].name.empty()) return true;
+    }
+    for (const Node& m : nodes)
+      if (m.name == p) return true;
+    return false;
+  };
+  const bool numeric = !n.name.empty() && std::all_of(n.name.begin(), n.name.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
+  if (n.name.empty() || numeric) {
+    const std::string printed = n.name.empty() ? std::to_string(n.id) : n.name;
+    if (taken(printed)) {
+      std::string alt = "_" + printed;
+      while (taken(alt)) alt = "_" + alt;
+      n.name = alt;
+    }
   }
   nodes.push_back(std::move(n));
   return nodes.back().id;

@@ -43,6 +43,26 @@ TEST(Verify, CompilerOutputPasses) {
   EXPECT_EQ(failure([&] { verify_schedule(c.lowered, c.schedule, "schedule"); }), "");
 }
 
+// A .fg whose numeric labels have gaps (as a minimized fuzz finding's do)
+// keeps them as names; decompose adds unnamed nodes, printed by their ids,
+// and one of those met a kept label (%4): explain's verifier failed with
+// "name %4 is used twice". The newcomer now takes another name.
+TEST(Verify, GappedLabelsAndNodesAPassAddsDoNotClash) {
+  const char* text = R"(graph gaps(%x0: bf16[15], %w1: bf16[15], %w2: f32[15]) {
+  %1 = gelu(%x0) {approximate = "tanh"} : bf16[15]
+  %3 = rms_norm(%1, %w1) {eps = 1e-06} : bf16[15]
+  %4 = cast(%3) {to = "f32"} : f32[15]
+  %8 = softmax(%4) {dim = 0} : f32[15]
+  %10 = rms_norm(%8, %w2) {eps = 1e-06} : f32[15]
+  return %10
+})";
+  CompiledProgram c = compile(parse_graph(text, "gaps.fg"), CompileOptions{});
+  EXPECT_EQ(failure([&] { verify(c.captured, false); }), "");
+  EXPECT_EQ(failure([&] { verify(c.decomposed, false); }), "");
+  EXPECT_NE(print_graph(c.decomposed).find("%_4 = "), std::string::npos) << print_graph(c.decomposed);
+  EXPECT_EQ(failure([&] { verify_lowered(c.lowered, "lower"); }), "");
+}
+
 TEST(Verify, ReadBeforeWriteNamesThePassAndTheBuffer) {
   CompiledProgram c = compiled();
   LoweredGraph g = c.lowered;
