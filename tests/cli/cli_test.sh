@@ -226,10 +226,13 @@ Q
     # a rank that stops answering (SIGSTOP) is the one named, not a rank
     # waiting on it in a collective: three tries, all right
     for try in 1 2 3; do
-      "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 5 --iters 200 >"$T/out" 2>&1 &
+      # iterations enough that the run is still going when rank 1 stops (200
+      # finished first once the kernel cache was warm: exit 0, a flaky test)
+      "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 5 --iters 1000000 >"$T/out" 2>&1 &
       lp=$!
       sd=""
-      for i in $(seq 1 200); do
+      # up to 60 s for the ranks to start (a loaded machine compiling cold kernels)
+      for i in $(seq 1 1200); do
         d=$(grep -lx "$lp" /tmp/fusegate-run-*/launcher.pid 2>/dev/null | head -1)
         if [ -n "$d" ] && [ -e "$(dirname "$d")/rank1.json.heartbeat" ]; then sd=$(dirname "$d"); break; fi
         sleep 0.05
