@@ -517,14 +517,28 @@ FuzzGenOptions gen_options(const FuzzOptions& o, int world) {
   return gen;
 }
 
+// The flags that replay a finding with `fusegate run --graph` (and
+// bisect): its policy where one policy showed it (null: a job that died,
+// under all of them), the backend, world size and fast paths of the run.
+std::string replay_flags(const FuzzOptions& o, const FusionPolicy* policy, int world) {
+  return " --mode C" +
+         (!policy || *policy == FusionPolicy::Default ? "" : std::string(" --fusion ") + policy_name(*policy)) +
+         (o.backend == Backend::Cpu ? "" : std::string(" --backend ") + backend_name(o.backend)) +
+         (world > 1 ? " --world-size " + std::to_string(world) : "") +
+         (o.fast_paths == "proven" ? "" : " --fast-paths " + o.fast_paths);
+}
+
+// The prefix of a job's files in a supervised run's folder: one set a life.
+std::string job_stem(const std::string& dir, int job, int life) {
+  return dir + "/job" + std::to_string(job) + "." + std::to_string(life);
+}
+
 void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& fr, Tally& t,
-             const std::function<void(const std::string&)>& note, const std::function<void(bool)>& after,
+             const std::function<void(const std::string&)>& note, const std::function<void()>& after,
              double deadline_s, const std::function<double()>& elapsed) {
   namespace fs = std::filesystem;
   const FuzzGenOptions gen = gen_options(o, fr.world);
   const std::string who = jobs > 1 ? "fuzz job " + std::to_string(job) + ": " : "fuzz: ";
-  const std::string at_world = fr.world > 1 ? " --world-size " + std::to_string(fr.world) : "";
-  const FuzzFinding none;
   for (int64_t index = first;; index += jobs) {
     bool go = elapsed() < deadline_s && (o.graphs == 0 || index < o.graphs) &&
               static_cast<int>(t.findings.size()) < o.max_findings;
@@ -545,12 +559,12 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
     if (!f) {
       ++t.refused;
       if (t.refusals.size() < 5 && !t.refusals.count(why)) t.refusals[why] = seed;
-      after(false);
+      after();
       continue;
     }
     t.covered.insert(fg.ops.begin(), fg.ops.end());
     if (f->kind.empty()) {
-      after(false);
+      after();
       continue;
     }
     const bool speak = fr.rank == 0;
@@ -566,10 +580,7 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
     const std::string sname = fuzz_name(small);
     // the file replays as its own repro, named by its own hash
     std::optional<FuzzFinding> again = fuzz_check(small, sname, o, fr);
-    const std::string flags =
-        " --mode C" + (f->policy == FusionPolicy::Default ? "" : std::string(" --fusion ") + policy_name(f->policy)) +
-        (o.backend == Backend::Cpu ? "" : std::string(" --backend ") + backend_name(o.backend)) + at_world +
-        (o.fast_paths == "proven" ? "" : " --fast-paths " + o.fast_paths);
+    const std::string flags = replay_flags(o, &f->policy, fr.world);
     const std::string path = o.findings_dir + "/" + sname + ".fg";
     const std::string cmd = "fusegate run --graph " + path + flags;
     const bool replays = again && *again == *f;
@@ -598,7 +609,7 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
                           {"minimized_nodes", op_nodes(small)},
                           {"file", path},
                           {"replays", replays}});
-    after(true);
+    after();
   }
 }
 
@@ -712,7 +723,7 @@ int supervise(const FuzzOptions& o) {
   std::vector<Rank> ranks;
   std::vector<int> lives(static_cast<size_t>(o.jobs), 0);  // the current life of each job
   auto world_of = [&](int j) { return o.worlds[static_cast<size_t>(j) % o.worlds.size()]; };
-  auto stem = [&](int j, int life) { return dir + "/job" + std::to_string(j) + "." + std::to_string(life); };
+  auto stem = [&](int j, int life) { return job_stem(dir, j, life); };
   auto start_job = [&](int j, int64_t first) {
     const int life = lives[static_cast<size_t>(j)];
     const double left = o.seconds - elapsed();
@@ -778,9 +789,7 @@ int supervise(const FuzzOptions& o) {
       seed = o.seed + static_cast<uint64_t>(index);
       const Graph g = generate_graph(seed.get<uint64_t>(), gen_options(o, world)).graph;
       file = o.findings_dir + "/" + fuzz_name(g) + ".fg";
-      const std::string cmd = "fusegate run --graph " + file + " --mode C" +
-                              (o.backend == Backend::Cpu ? "" : std::string(" --backend ") + backend_name(o.backend)) +
-                              (world > 1 ? " --world-size " + std::to_string(world) : "");
+      const std::string cmd = "fusegate run --graph " + file + replay_flags(o, nullptr, world);
       fs::create_directories(o.findings_dir);
       write_atomic(file, "# fusegate fuzz finding: job " + std::to_string(j) + " rank " + std::to_string(x.rank) + " " +
                              what + " on this graph (under --fusion " + policies_text(o) + ")\n# from graph " +
@@ -872,7 +881,7 @@ int cmd_fuzz(const FuzzOptions& o) {
   double last_line = -1;
   run_job(
       o, 0, 1, 0, fr, t, [](const std::string&) {},
-      [&](bool) {
+      [&] {
         if (!tty && elapsed() - last_line < 30) return;
         if (tty) std::cerr << "\r" << progress_line(t, elapsed(), universe) << std::flush;
         else std::cerr << progress_line(t, elapsed(), universe) << "\n";
@@ -890,7 +899,7 @@ int fuzz_job_main(const FuzzJobSpec& spec) {
   const int job = spec.job, rank = spec.rank;
   const FuzzOptions o = options_from(nlohmann::json::parse(file_text(dir + "/options.json")));
   const int world = o.worlds[static_cast<size_t>(job) % o.worlds.size()];
-  const std::string stem = dir + "/job" + std::to_string(job) + "." + std::to_string(spec.life);
+  const std::string stem = job_stem(dir, job, spec.life);
   const std::string status = stem + ".rank" + std::to_string(rank) + ".status";
   write_atomic(status, "joining the process group\n");
   if (o.backend == Backend::Cuda) cuda_select_device(rank);
@@ -923,7 +932,7 @@ int fuzz_job_main(const FuzzJobSpec& spec) {
             std::to_string(status_index(where)) == fault_argument("crash_at"))
           std::abort();
       },
-      [&](bool) {  // after each graph: what a supervisor counts if this rank dies next
+      [&] {  // after each graph: what a supervisor counts if this rank dies next
         if (rank == 0) write_atomic(stem + ".progress", tally_json(t).dump() + "\n");
       },
       spec.seconds_left, elapsed);
