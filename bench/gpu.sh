@@ -43,7 +43,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=
   -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
 grep fusegate "$OUTDIR/cmake.log"
 ninja -C build-gpu fusegate test_cuda_codegen test_runtime >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
-FG=./build-gpu/harness/fusegate
+FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
 worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"
 bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
 rc=0
@@ -125,6 +125,16 @@ if [ "$what" = bisect ]; then
       "$(grep -oE 'the culprit is .*' "$OUTDIR/bisect-$1-$3.txt" | head -1)" "$(( (e - s) / 1000000 ))"
     grep -E "^  (buf|kernel:|replay)" "$OUTDIR/bisect-$1-$3.txt" | head -4
     [ $r -ne 1 ] && rc=1
+  done
+  # a changed fusion rule on cuda is reported as the decisions that changed,
+  # and a real `git bisect run` over a scripted history finds the bad commit
+  for c in bisect_ledger_diff git_bisect_run; do
+    s=$(date +%s%N)
+    bash tests/cli/cli_test.sh "$FG" "$PWD" $c cuda $bench_world >"$OUTDIR/cli-$c.txt" 2>&1
+    r=$?; e=$(date +%s%N)
+    printf "cli.%s on cuda, world %s: exit %s, %s, %d ms\n" $c $bench_world $r "$(tail -1 "$OUTDIR/cli-$c.txt")" \
+      "$(( (e - s) / 1000000 ))"
+    [ $r -ne 0 ] && { rc=1; tail -30 "$OUTDIR/cli-$c.txt"; }
   done
   # the chunked variant must give the same digests as element by element
   $FG run tp_block_llama --backend cuda --mode C --world-size 1 --out "$OUTDIR/chunks.json" >/dev/null 2>&1

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Command-line tests of the gate's stop-the-line behaviours. Usage:
-#   cli_test.sh FUSEGATE SOURCE_DIR CASE
+#   cli_test.sh FUSEGATE SOURCE_DIR CASE [BACKEND [WORLD]]
 # Each case runs fusegate on a scratch copy of a repro and its goldens and
-# asserts the exit code and the message.
+# asserts the exit code and the message. BACKEND (default cpu) and WORLD
+# (default 2) are read by the cases that also run on a GPU machine
+# (bisect_ledger_diff, git_bisect_run: bench/gpu.sh bisect passes cuda).
 set -uo pipefail
-FG="$1"; SRC="$2"; CASE="$3"
+FG="$1"; SRC="$2"; CASE="$3"; BACKEND="${4:-cpu}"; WORLD="${5:-2}"
 T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
 export FUSEGATE_CACHE_DIR="${FUSEGATE_CACHE_DIR:-$T/cache}"
 fail() { echo "FAIL($CASE): $*"; echo "--- output:"; cat "$T/out" 2>/dev/null; exit 1; }
@@ -823,12 +825,17 @@ PY
     FUSEGATE_QUIET_PRINT=1 FUSEGATE_FAULT=perturb:buf5 "$FG" bisect ffn_allreduce --repro-dir "$T/repros" --mode C \
       --world-size 1 --fast-paths none >"$T/out" 2>&1
     expect_rc $? 125; expect_out "runs as 2 graphs .*searches one graph only: cannot test"
-    "$FG" bisect tp_block_llama --mode A >"$T/out" 2>&1; expect_rc $? 2; expect_out "use --mode B or C"
+    "$FG" bisect tp_block_llama --mode A >"$T/out" 2>&1; expect_rc $? 2; expect_out "use --mode B or C" ;;
+  bisect_ledger_diff)
     # a changed fusion rule: outputs right, one kernel more than the golden;
     # not a search: the decisions that changed are the report
-    FUSEGATE_FAULT=refuse_fusion:reduction "$FG" bisect tp_block_llama --mode C --world-size 2 >"$T/out" 2>&1
-    expect_rc $? 1; expect_out "regressed against .*tp_block_llama/C_w2.json: not a search"
-    expect_out "kernel_count 11 -> 12"
+    golden="$SRC/golden/$BACKEND/tp_block_llama/C_w$WORLD.json"
+    want=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ranks'][0]['kernel_count'])" "$golden") \
+      || fail "no golden $golden"
+    FUSEGATE_FAULT=refuse_fusion:reduction "$FG" bisect tp_block_llama --mode C --world-size "$WORLD" \
+      --backend "$BACKEND" >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "regressed against .*$BACKEND/tp_block_llama/C_w$WORLD.json: not a search"
+    expect_out "kernel_count $want -> $((want + 1))\b"
     # the changed decision with its nodes, score, reason and repro line
     expect_out "buf2\+buf4 score \(2, 0, [0-9]+, -1\) at repros/tp_block_llama.cpp:[0-9]+ \(attention\): fused -> rejected \(fault_refused\)" ;;
   git_bisect_run)
@@ -840,7 +847,8 @@ PY
     cp "$SRC/repros/fg/ffn_allreduce.fg" "$R/repros/hist_block.fg"
     g add -A; g commit -qm one
     # its golden, blessed at the known-good commit and kept outside the tree
-    (cd "$R" && "$FG" bless hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1) \
+    (cd "$R" && "$FG" bless hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1 \
+      --backend "$BACKEND") \
       >"$T/out" 2>&1 || fail "bless at the good commit"
     echo "# a comment" >>"$R/repros/hist_block.fg"; g commit -qam two
     line=$(grep -n "all_reduce" "$R/repros/hist_block.fg" | cut -d: -f1)
@@ -849,7 +857,7 @@ PY
     echo "# another" >>"$R/repros/hist_block.fg"; g commit -qam four
     # a commit without the repro cannot be tested: skipped, not "bad"
     git -C "$R" rm -q repros/hist_block.fg; g commit -qm "five: repro gone"
-    args=(hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1)
+    args=(hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1 --backend "$BACKEND")
     (cd "$R" && g bisect start HEAD~1 HEAD~4 >/dev/null &&
       FUSEGATE="$FG" git bisect run bash "$SRC/ci/bisect-step.sh" "${args[@]}") >"$T/out" 2>&1
     expect_out "$first is the first bad commit"
