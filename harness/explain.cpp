@@ -147,8 +147,8 @@ static std::vector<CompiledProgram> dry_capture(const Repro& r, Mode m, int worl
   Inputs in;
   for (const auto& spec : r.inputs(world)) {
     TensorType t{spec.dtype, spec.full_shape};
-    if (spec.shard_dim >= 0) t.shape[static_cast<size_t>(spec.shard_dim)] /= world;
-    in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t), spec.name);
+    if (!spec.shard.replicated()) t.shape[static_cast<size_t>(spec.shard.dim)] /= world;
+    in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t), spec.name, input_annotations(spec));
   }
   s.finish(r.forward(s, in));
   if (print) {

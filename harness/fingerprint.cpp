@@ -137,17 +137,22 @@ Verdict compare_across_worlds(const json& base, const json& other, const std::st
       continue;
     }
     const json* rep = field(*it->second, "replicated");
-    if (rep && rep->is_boolean() && !rep->get<bool>()) {
-      v.findings.push_back(
-          {VerdictKind::Pass, "output " + name + " is sharded at " + world + ": not compared"});
+    const json* gathered = field(*it->second, "gathered");
+    const bool shard = rep && rep->is_boolean() && !rep->get<bool>();
+    if (shard && !gathered) {
+      // a .fg without layouts: each rank ran the whole program on its own
+      // copy, a different program from world 1's
+      v.findings.push_back({VerdictKind::Pass, "output " + name + " is not compared with world 1: the repro declares "
+                                               "no layouts, so each rank of " + world + " runs its own copy"});
       continue;
     }
     const json* fa = field(*bo, "fingerprint");
-    const json* fb = field(*it->second, "fingerprint");
+    const json* fb = field(shard ? *gathered : *it->second, "fingerprint");
     std::string why = "fingerprint missing";
     if (!fa || !fb || !fingerprints_close(*fa, *fb, &why))
       v.findings.push_back({VerdictKind::Fail, "output " + name + ": " + world +
-                                                   " rank 0 drifts from world 1: " + why});
+                                                   (shard ? ", gathered from every rank," : " rank 0") +
+                                                   " drifts from world 1: " + why});
   }
   v.kind = overall_kind(v.findings);
   return v;

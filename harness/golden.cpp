@@ -345,7 +345,7 @@ void check_schema(const std::string& path, const std::string& text, const json& 
     for (size_t i = 0; i < rk.at("outputs").size(); ++i)
       check_fields(sc, rk["outputs"][i], rp + ".outputs[" + std::to_string(i) + "]",
                    {{"name", T::Str, true}, {"exact", T::Str, false}, {"fingerprint", T::Obj, false},
-                    {"replicated", T::Bool, false}});
+                    {"replicated", T::Bool, false}, {"gathered", T::Obj, false}});
     if (rk.contains("ledger"))
       for (size_t i = 0; i < rk["ledger"].size(); ++i)
         check_fields(sc, rk["ledger"][i], rp + ".ledger[" + std::to_string(i) + "]",

@@ -155,13 +155,13 @@ void validate_spec(const RunSpec& spec) {
     user_error("world size " + std::to_string(spec.world) + ": at most " + std::to_string(kMaxWorld) +
                " ranks, each a process on this machine");
   for (const InputSpec& s : r->inputs(spec.world)) {
-    if (s.shard_dim < 0 || spec.world == 1) continue;
-    int64_t n = s.full_shape[static_cast<size_t>(s.shard_dim)];
-    int64_t block = s.shard_blocks > 0 ? n / s.shard_blocks : n;
-    if (block % spec.world != 0)
-      user_error("world size " + std::to_string(spec.world) + " does not divide " + r->name + "'s input " + s.name +
-                 " along dim " + std::to_string(s.shard_dim) + " (" + std::to_string(block) +
-                 (s.shard_blocks > 1 ? " per block" : "") + "): use a world size that divides it");
+    if (s.shard.replicated() || spec.world == 1) continue;
+    const auto blocks = s.shard.block_sizes(s.full_shape[static_cast<size_t>(s.shard.dim)]);
+    for (int64_t block : blocks)
+      if (block % spec.world != 0)
+        user_error("world size " + std::to_string(spec.world) + " does not divide " + r->name + "'s input " + s.name +
+                   " along dim " + std::to_string(s.shard.dim) + " (" + std::to_string(block) +
+                   (blocks.size() > 1 ? " in a block" : "") + "): use a world size that divides it");
   }
   // a malformed proof is bad input before any rank starts, as a golden is
   // (ab and prove force their fast path and read no proof: prove rewrites one)

@@ -233,6 +233,21 @@ int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
   return 0;
 }
 
+// A sharded output whole: every rank's share, gathered in rank order and
+// put back block by block.
+at::Tensor gather_shards(Collectives& coll, const at::Tensor& local, const Sharding& shard) {
+  const int64_t d = shard.dim, w = coll.world();
+  // all_gather stacks along dim 0: move the sharded dim there and back
+  std::vector<at::Tensor> pieces = coll.all_gather(local.movedim(d, 0).contiguous()).chunk(w, 0);
+  std::vector<at::Tensor> parts;
+  int64_t at = 0;
+  for (int64_t full : shard.block_sizes(local.size(d) * w)) {
+    for (const at::Tensor& p : pieces) parts.push_back(p.narrow(0, at, full / w));
+    at += full / w;
+  }
+  return at::cat(parts, 0).movedim(0, d).contiguous();
+}
+
 }  // namespace
 
 FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, bool check_gpu) {
@@ -481,10 +496,18 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   j["outputs"] = nlohmann::json::array();
   for (size_t i = 0; i < res.outputs.size(); ++i) {
     std::string name = i < r->outputs.size() ? r->outputs[i] : "out" + std::to_string(i);
+    const Sharding shard = i < r->output_shards.size() ? r->output_shards[i] : Sharding{};
     j["outputs"].push_back({{"name", name},
-                            {"replicated", r->replicated_outputs},
+                            {"replicated", r->replicated_outputs && shard.replicated()},
                             {"exact", exact_digest(res.outputs[i])},
                             {"fingerprint", fingerprint(res.outputs[i])}});
+    // a shard: the whole output, gathered from every rank, is what compares
+    // with world size 1 (every rank gathers, in output order)
+    if (r->replicated_outputs && !shard.replicated() && spec.world > 1) {
+      at::Tensor whole = gather_shards(coll, res.outputs[i].to(ex.device()), shard).cpu();
+      j["outputs"].back()["gathered"] = {
+          {"shard", shard.dim}, {"exact", exact_digest(whole)}, {"fingerprint", fingerprint(whole)}};
+    }
   }
   if (mode != Mode::Eager) {
     // the references: eager on the same inputs, and the same program in fp64

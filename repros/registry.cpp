@@ -41,12 +41,87 @@ std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
   return out;
 }
 
+std::vector<int64_t> Sharding::block_sizes(int64_t full) const {
+  return blocks.empty() ? std::vector<int64_t>{full} : blocks;
+}
+
+std::string InitSpec::str() const {
+  switch (kind) {
+    case Init::Normal: return "normal(" + format_double(a) + ", " + format_double(b) + ")";
+    case Init::Uniform: return "uniform(" + format_double(a) + ", " + format_double(b) + ")";
+    case Init::Ones: return "ones";
+    case Init::Zeros: return "zeros";
+    case Init::Arange: return "arange(" + format_double(a) + ", " + format_double(b) + ")";
+  }
+  return "?";
+}
+
+Attrs input_annotations(const InputSpec& s) {
+  Attrs a;
+  if (!s.shard.replicated()) {
+    a["shard"] = int64_t{s.shard.dim};
+    if (!s.shard.blocks.empty()) a["blocks"] = s.shard.blocks;
+  }
+  switch (s.init.kind) {
+    case Init::Normal: a["init"] = std::string("normal"); a["mean"] = s.init.a; a["std"] = s.init.b; break;
+    case Init::Uniform: a["init"] = std::string("uniform"); a["low"] = s.init.a; a["high"] = s.init.b; break;
+    case Init::Ones: a["init"] = std::string("ones"); break;
+    case Init::Zeros: a["init"] = std::string("zeros"); break;
+    case Init::Arange: a["init"] = std::string("arange"); a["start"] = s.init.a; a["step"] = s.init.b; break;
+  }
+  return a;
+}
+
 std::set<std::string> replicated_inputs(const std::vector<InputSpec>& specs) {
   std::set<std::string> r;
   for (const auto& s : specs)
-    if (s.shard_dim < 0) r.insert(s.name);
+    if (s.shard.replicated()) r.insert(s.name);
   return r;
 }
+
+namespace {
+
+Sharding sharding_of(const Attrs& a, const TensorType& t) {
+  Sharding sh;
+  if (!a.count("shard")) return sh;
+  int64_t d = attr_int(a, "shard", Op::Input);
+  sh.dim = static_cast<int>(d < 0 ? d + static_cast<int64_t>(t.shape.size()) : d);
+  if (a.count("blocks")) sh.blocks = attr_ints(a, "blocks", Op::Input);
+  return sh;
+}
+
+// An input's init as its attributes say (check_annotations has checked
+// them), or by the first use the graph makes of it.
+InitSpec init_of(const Graph& g, const Node& in) {
+  const Attrs& a = in.attrs;
+  std::string kind = attr_str_or(a, "init", "");
+  if (kind.empty()) {
+    if (a.count("mean") || a.count("std")) kind = "normal";
+    else if (a.count("low") || a.count("high")) kind = "uniform";
+    else if (a.count("start") || a.count("step")) kind = "arange";
+  }
+  auto fan_in = [](const Shape& s) { return normal(0.0, 1.0 / std::sqrt(static_cast<double>(s.back()))); };
+  if (kind == "normal") return normal(attr_float_or(a, "mean", 0.0), attr_float_or(a, "std", 1.0));
+  if (kind == "uniform") return {Init::Uniform, attr_float_or(a, "low", 0.0), attr_float_or(a, "high", 1.0)};
+  if (kind == "ones") return {Init::Ones, 0, 0};
+  if (kind == "zeros") return {Init::Zeros, 0, 0};
+  if (kind == "arange") return {Init::Arange, attr_float_or(a, "start", 0.0), attr_float_or(a, "step", 1.0)};
+  if (kind == "fan_in") return fan_in(in.type.shape);
+  if (is_floating(in.type.dtype))
+    for (const Node& n : g.nodes)
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] != in.id) continue;
+        const bool linear = n.op == Op::Linear || n.op == Op::LinearAddRank0;
+        if (linear && k == 1) return fan_in(in.type.shape);
+        if (n.op == Op::Linear && k == 2) return fan_in(g.node(n.inputs[1]).type.shape);
+        if ((n.op == Op::RmsNorm || n.op == Op::LayerNorm) && k == 1) return normal(1.0, 0.1);
+        if (n.op == Op::LayerNorm && k == 2) return normal(0.0, 0.1);
+        return normal(0.0, 1.0);
+      }
+  return normal(0.0, 1.0);
+}
+
+}  // namespace
 
 Repro fg_repro(const std::string& path) {
   std::vector<Graph> gs = parse_graph_file(path);
@@ -74,18 +149,24 @@ Repro graph_repro(const Graph& graph, const std::string& name, const std::string
   r.name = name;
   r.description = description;
   r.file = file;
-  r.replicated_outputs = false;
-  r.inputs = [g](int) {
-    std::vector<InputSpec> specs;
-    for (int id : g->input_ids()) {
-      const Node& n = g->node(id);
-      bool norm = n.name.size() >= 2 && (n.name.rfind("norm") == n.name.size() - 4 || n.name.rfind("ln") == n.name.size() - 2);
-      specs.push_back({n.name, n.type.shape, n.type.dtype, norm ? 1.0 : 0.0, norm ? 0.1 : 1.0});
-    }
-    return specs;
-  };
+  std::vector<InputSpec> specs;
+  bool laid_out = false;
+  for (int id : g->input_ids()) {
+    const Node& n = g->node(id);
+    specs.push_back({n.name, n.type.shape, n.type.dtype, init_of(*g, n), sharding_of(n.attrs, n.type)});
+    laid_out = laid_out || !specs.back().shard.replicated();
+  }
+  for (size_t i = 0; i < g->outputs.size(); ++i) {
+    r.outputs.push_back("out" + std::to_string(i));
+    r.output_shards.push_back(i < g->output_attrs.size()
+                                  ? sharding_of(g->output_attrs[i], g->node(g->outputs[i]).type)
+                                  : Sharding{});
+    laid_out = laid_out || !r.output_shards.back().replicated();
+  }
+  // without any layout, every rank runs the whole program on its own copy
+  r.replicated_outputs = laid_out;
+  r.inputs = [specs](int) { return specs; };
   r.forward = [g](Session& s, Inputs& in) { return run_fg(s, *g, in); };
-  for (size_t i = 0; i < g->outputs.size(); ++i) r.outputs.push_back("out" + std::to_string(i));
   return r;
 }
 
@@ -99,11 +180,12 @@ Repro residual_block(const BlockDims& d, const std::string& name, const std::str
   r.file = file;
   const int64_t proj = d.heads * d.head_dim;
   std::vector<InputSpec> specs{
-      {"x", {d.batch, d.seq, d.hidden}, DType::BF16, 0.0, 1.0},
-      {"ln1", {d.hidden}, DType::BF16, 1.0, 0.1},
-      {"w_qkv", {3 * proj, d.hidden}, DType::BF16, 0.0, 1.0 / std::sqrt(static_cast<double>(d.hidden)), 0, 3},
-      {"w_o", {d.hidden, proj}, DType::BF16, 0.0, 1.0 / std::sqrt(static_cast<double>(proj)), 1},
-      {"ln2", {d.hidden}, DType::BF16, 1.0, 0.1},
+      {"x", {d.batch, d.seq, d.hidden}, DType::BF16, normal(0.0, 1.0)},
+      {"ln1", {d.hidden}, DType::BF16, normal(1.0, 0.1)},
+      {"w_qkv", {3 * proj, d.hidden}, DType::BF16, normal(0.0, 1.0 / std::sqrt(static_cast<double>(d.hidden))),
+       {0, {proj, proj, proj}}},
+      {"w_o", {d.hidden, proj}, DType::BF16, normal(0.0, 1.0 / std::sqrt(static_cast<double>(proj))), {1}},
+      {"ln2", {d.hidden}, DType::BF16, normal(1.0, 0.1)},
   };
   specs.insert(specs.end(), own_inputs.begin(), own_inputs.end());
   r.inputs = [specs](int) { return specs; };

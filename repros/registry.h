@@ -14,14 +14,41 @@
 
 namespace fg {
 
+// How a tensor is laid out across ranks: whole on every rank (dim < 0), or
+// cut along `dim` into world-size equal shares, block by block for a fused
+// tensor (q|k|v: `blocks` are the full sizes of its blocks along `dim`).
+struct Sharding {
+  int dim = -1;
+  std::vector<int64_t> blocks;  // empty: one block
+  bool replicated() const { return dim < 0; }
+  // the full block sizes along `dim` of a tensor whose dim is `full` long
+  std::vector<int64_t> block_sizes(int64_t full) const;
+};
+
+// How an input is filled, from a generator seeded by the repro and input
+// names (the same full tensor at every world size and on every rank).
+enum class Init { Normal, Uniform, Ones, Zeros, Arange };
+struct InitSpec {
+  Init kind = Init::Normal;
+  // normal: mean, std (integer dtypes: uniform integers in [0, max(2, std)));
+  // uniform: low, high (integers: [low, high)); arange: start, step over the
+  // flattened elements
+  double a = 0.0, b = 1.0;
+  std::string str() const;  // "normal(0, 0.0625)"
+};
+inline InitSpec normal(double mean, double std) { return {Init::Normal, mean, std}; }
+
 struct InputSpec {
   std::string name;
   Shape full_shape;       // before sharding
   DType dtype = DType::BF16;
-  double mean = 0.0, std = 1.0;  // normal(mean, std); std 0 gives a constant
-  int shard_dim = -1;     // -1: replicated; else split evenly over ranks along this dim
-  int shard_blocks = 1;   // a fused weight of N blocks (q|k|v) is split block by block
+  InitSpec init;
+  Sharding shard;
 };
+
+// The layout and init of an input as .fg attributes ({shard, blocks, init,
+// ...}): how captured graphs show them.
+Attrs input_annotations(const InputSpec& s);
 
 using Inputs = std::map<std::string, Tensor>;
 
@@ -32,7 +59,13 @@ struct Repro {
   std::function<std::vector<InputSpec>(int world)> inputs;
   std::function<std::vector<Tensor>(Session&, Inputs&)> forward;
   std::vector<std::string> outputs;  // names, in forward's order
-  bool replicated_outputs = true;    // every rank ends with the same values
+  // Whether the repro says how its outputs are laid out: then an output is
+  // replicated (bit-identical on every rank) unless `output_shards` cuts it,
+  // and every output is compared with world size 1 (a sharded one gathered
+  // first). False for a .fg that declares no layouts: every rank runs the
+  // whole program on its own copy, and nothing is compared across ranks.
+  bool replicated_outputs = true;
+  std::vector<Sharding> output_shards;  // empty, or one per output
   int min_world = 1, max_world = 1 << 20;
   std::optional<Backend> only_backend;  // run only there (a GPU-sized block)
   // Set: after its counted forwards the worker calls the forward again with
@@ -49,7 +82,7 @@ struct BlockDims {
 BlockDims cpu_block();     // hidden 256, 8 heads x 32, MLP 1024, batch 2 x seq 64
 BlockDims anchor_block();  // hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512 (GPU)
 
-// Names of the inputs every rank holds whole (shard_dim < 0): what TP
+// Names of the inputs every rank holds whole (not sharded): what TP
 // rewrites may rely on being the same on every rank.
 std::set<std::string> replicated_inputs(const std::vector<InputSpec>& specs);
 
@@ -58,8 +91,11 @@ std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs);
 const Repro* find_repro(const std::vector<Repro>& rs, const std::string& name);
 std::string repro_names(const std::vector<Repro>& rs);
 
-// A repro from a .fg file: inputs are replicated, drawn from N(0, 1) (or
-// N(1, 0.1) for names ending in "norm" or "ln"); host ops break the graph.
+// A repro from a .fg file: each input as its attributes say (layout,
+// init); without an init, by its first use: the weight of a linear
+// fan_in (N(0, 1/sqrt(in features))) and its bias too, the weight of a norm
+// N(1, 0.1), its bias N(0, 0.1), anything else N(0, 1). Without any layout
+// every rank gets the same full inputs. Host ops break the graph.
 Repro fg_repro(const std::string& path);
 // A repro that runs graph `g` (as an .fg file named `name` would: the same
 // inputs, seeded by `name`); the fuzzer's candidates.

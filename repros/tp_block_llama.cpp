@@ -43,9 +43,9 @@ Tensor mlp(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
 Repro tp_block_llama(const BlockDims& d) {
   const double sh = 1.0 / std::sqrt(static_cast<double>(d.hidden));
   std::vector<InputSpec> own = {
-      {"w_gate", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
-      {"w_up", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
-      {"w_down", {d.hidden, d.mlp}, DType::BF16, 0.0, 1.0 / std::sqrt(static_cast<double>(d.mlp)), 1},
+      {"w_gate", {d.mlp, d.hidden}, DType::BF16, normal(0.0, sh), {0}},
+      {"w_up", {d.mlp, d.hidden}, DType::BF16, normal(0.0, sh), {0}},
+      {"w_down", {d.hidden, d.mlp}, DType::BF16, normal(0.0, 1.0 / std::sqrt(static_cast<double>(d.mlp))), {1}},
   };
   return residual_block(
       d, "tp_block_llama",

@@ -51,11 +51,11 @@ Tensor mlp(Session& s, const BlockDims& d, const Tensor& x, Inputs& w) {
 Repro tp_block_wan(const BlockDims& d) {
   const double sh = 1.0 / std::sqrt(static_cast<double>(d.hidden));
   std::vector<InputSpec> own = {
-      {"q_norm", {d.heads * d.head_dim}, DType::BF16, 1.0, 0.1, 0},
-      {"k_norm", {d.heads * d.head_dim}, DType::BF16, 1.0, 0.1, 0},
-      {"w_fc1", {d.mlp, d.hidden}, DType::BF16, 0.0, sh, 0},
-      {"b_fc1", {d.mlp}, DType::BF16, 0.0, 0.1, 0},
-      {"w_fc2", {d.hidden, d.mlp}, DType::BF16, 0.0, 1.0 / std::sqrt(static_cast<double>(d.mlp)), 1},
+      {"q_norm", {d.heads * d.head_dim}, DType::BF16, normal(1.0, 0.1), {0}},
+      {"k_norm", {d.heads * d.head_dim}, DType::BF16, normal(1.0, 0.1), {0}},
+      {"w_fc1", {d.mlp, d.hidden}, DType::BF16, normal(0.0, sh), {0}},
+      {"b_fc1", {d.mlp}, DType::BF16, normal(0.0, 0.1), {0}},
+      {"w_fc2", {d.hidden, d.mlp}, DType::BF16, normal(0.0, 1.0 / std::sqrt(static_cast<double>(d.mlp))), {1}},
   };
   return residual_block(
       d, "tp_block_wan",

@@ -32,9 +32,10 @@ SourceLoc Session::located(const Here& h) const {
   return l;
 }
 
-Tensor Session::wrap(ConcreteP v, const std::string& name) {
+Tensor Session::wrap(ConcreteP v, const std::string& name, Attrs annotations) {
   auto impl = std::make_shared<TensorImpl>();
   impl->name = name;
+  impl->annotations = std::move(annotations);
   impl->session = this;
   impl->type = ex_->type_of(v);
   impl->value = std::move(v);
@@ -51,7 +52,7 @@ int Session::node_for(const Tensor& t) {
   std::string name = impl->name.empty() ? "arg" + std::to_string(cur_inputs_.size()) : impl->name;
   for (const auto& n : cur_.nodes)
     if (n.name == name) name += "_" + std::to_string(cur_inputs_.size());
-  int id = cur_.add_input(name, impl->type);
+  int id = cur_.add(Op::Input, {}, impl->annotations, &impl->type, name);
   cur_inputs_.push_back(impl);
   cur_impls_.resize(cur_.nodes.size());
   return id;

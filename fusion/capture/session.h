@@ -65,6 +65,7 @@ struct TensorImpl {
   ConcreteP value;  // set when concrete
   int node = -1;    // set when a node of the current graph
   std::string name; // a repro input's name, used for its graph input
+  Attrs annotations; // a repro input's layout and init, shown on its graph input
 };
 
 // Location of the repro line that called an API function.
@@ -97,8 +98,9 @@ class Session {
   int world_size() const { return ex_->world_size(); }
   int rank() const { return ex_->rank(); }
 
-  // A concrete value entering the program (a repro input).
-  Tensor wrap(ConcreteP v, const std::string& name = {});
+  // A concrete value entering the program (a repro input, with its layout
+  // and init as .fg attributes).
+  Tensor wrap(ConcreteP v, const std::string& name = {}, Attrs annotations = {});
   // Records or runs one op.
   Tensor op(Op op, const std::vector<Tensor>& in, Attrs attrs, const Here& here);
   Tensor full(double value, DType t, const Shape& shape, const Here& here);

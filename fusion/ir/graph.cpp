@@ -78,11 +78,12 @@ Graph rebuild(const Graph& g, const EmitFn& emit) {
     map[static_cast<size_t>(n.id)] = emit(n, in, map, out);
   }
   for (int o : g.outputs) out.outputs.push_back(map[static_cast<size_t>(o)]);
+  out.output_attrs = g.output_attrs;
   return out;
 }
 
 int copy_node(Graph& out, const Node& n, const std::vector<int>& in) {
-  int id = n.op == Op::Input ? out.add_input(n.name, n.type, n.loc) : out.add(n.op, in, n.attrs, &n.type, n.name, n.loc);
+  int id = out.add(n.op, n.op == Op::Input ? std::vector<int>{} : in, n.attrs, &n.type, n.name, n.loc);
   out.nodes[static_cast<size_t>(id)].origin = n.origin;
   return id;
 }
@@ -162,6 +163,9 @@ void verify(const Graph& g, bool as_user) {
   }
   for (int o : g.outputs)
     if (o < 0 || o >= static_cast<int>(g.nodes.size())) fail(nullptr, "output " + std::to_string(o) + " does not exist");
+  if (!g.output_attrs.empty() && g.output_attrs.size() != g.outputs.size())
+    fail(nullptr, "output attributes for " + std::to_string(g.output_attrs.size()) + " of " +
+                      std::to_string(g.outputs.size()) + " outputs");
 }
 
 std::string graph_hash(const Graph& g) {

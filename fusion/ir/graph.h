@@ -26,6 +26,10 @@ struct Graph {
   std::string name = "g";
   std::vector<Node> nodes;
   std::vector<int> outputs;
+  // Per output, how a .fg repro says it is laid out across ranks ({shard =
+  // d, blocks = [...]}); empty, or as long as `outputs`. Input nodes carry
+  // theirs (layout, init) in their attrs. Passes keep both; no pass reads them.
+  std::vector<Attrs> output_attrs;
 
   // Appends a node, inferring its type (input/full take `type` as given).
   int add(Op op, std::vector<int> inputs, Attrs attrs = {}, const TensorType* type = nullptr,

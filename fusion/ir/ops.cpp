@@ -201,6 +201,47 @@ int64_t norm_dim(int64_t d, size_t rank, Op op) {
   return d < 0 ? d + r : d;
 }
 
+SliceBounds slice_bounds(const Attrs& a, const Shape& in, Op op) {
+  SliceBounds b;
+  b.dim = norm_dim(attr_int(a, "dim", op), in.size(), op);
+  const int64_t n = in[static_cast<size_t>(b.dim)];
+  if (a.count("blocks")) {
+    if (a.count("start") || a.count("end") || a.count("step"))
+      type_error(op, "takes either blocks/index or start/end/step, not both");
+    const std::vector<int64_t> blocks = attr_ints(a, "blocks", op);
+    const int64_t index = attr_int(a, "index", op);
+    if (blocks.empty()) type_error(op, "blocks must name at least one block");
+    if (index < 0 || index >= static_cast<int64_t>(blocks.size()))
+      type_error(op, "index " + std::to_string(index) + " is not one of the " + std::to_string(blocks.size()) + " blocks");
+    int64_t total = 0;
+    for (int64_t x : blocks) {
+      if (x < 1) type_error(op, "every block needs a size of at least 1, got " + shape_str(blocks));
+      total += x;
+    }
+    // this rank holds 1/k of every block
+    if (n < 1 || total % n != 0)
+      type_error(op, "dim " + std::to_string(b.dim) + " of size " + std::to_string(n) + " is no even share of blocks " +
+                         shape_str(blocks) + " (" + std::to_string(total) + " in all)");
+    const int64_t k = total / n;
+    for (int64_t x : blocks)
+      if (x % k != 0)
+        type_error(op, "blocks " + shape_str(blocks) + " do not split into " + std::to_string(k) + " equal shares");
+    for (int64_t i = 0; i < index; ++i) b.start += blocks[static_cast<size_t>(i)] / k;
+    b.end = b.start + blocks[static_cast<size_t>(index)] / k;
+    return b;
+  }
+  if (a.count("index")) type_error(op, "attribute 'index' needs 'blocks'");
+  b.start = attr_int_or(a, "start", 0);
+  b.end = attr_int_or(a, "end", n);
+  b.step = attr_int_or(a, "step", 1);
+  if (b.step < 1) type_error(op, "step must be >= 1");
+  if (b.start < 0) b.start += n;
+  if (b.end < 0) b.end += n;
+  b.start = std::clamp<int64_t>(b.start, 0, n);
+  b.end = std::clamp<int64_t>(b.end, b.start, n);
+  return b;
+}
+
 namespace {
 
 // Pointwise: unary math on floats, broadcasting binaries and comparisons, where, cast and cat.
@@ -397,16 +438,8 @@ TensorType infer_view(Op op, const std::vector<TensorType>& in, const Attrs& att
     }
     case Op::Slice: {
       out = in[0];
-      int64_t d = norm_dim(attr_int(attrs, "dim", op), out.shape.size(), op);
-      int64_t n = out.shape[d];
-      int64_t start = attr_int_or(attrs, "start", 0), end = attr_int_or(attrs, "end", n);
-      int64_t step = attr_int_or(attrs, "step", 1);
-      if (step < 1) type_error(op, "step must be >= 1");
-      if (start < 0) start += n;
-      if (end < 0) end += n;
-      start = std::clamp<int64_t>(start, 0, n);
-      end = std::clamp<int64_t>(end, start, n);
-      out.shape[d] = (end - start + step - 1) / step;
+      const SliceBounds b = slice_bounds(attrs, in[0].shape, op);
+      out.shape[static_cast<size_t>(b.dim)] = (b.end - b.start + b.step - 1) / b.step;
       return out;
     }
     case Op::Expand: {
@@ -438,7 +471,8 @@ TensorType infer_collective_mutation_host(Op op, const std::vector<TensorType>& 
       return in[0];
     case Op::AllGather: case Op::ReduceScatter: {
       out = in[0];
-      int64_t w = attr_int(attrs, "world", op);
+      // `world` types a .fg line; a run takes its own world size (1 if absent)
+      int64_t w = attr_int_or(attrs, "world", 1);
       if (w < 1) type_error(op, "world must be >= 1");
       if (out.shape.empty()) type_error(op, "needs rank >= 1");
       // ranks' pieces are stacked along dim 0; a `dim` attribute must say so

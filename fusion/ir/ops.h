@@ -72,6 +72,17 @@ std::vector<int64_t> attr_ints(const Attrs& a, const std::string& key, Op op);
 // what is wrong ("mul: shapes [2,3] and [4] do not broadcast").
 TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& attrs);
 
+// What a slice takes along its dim of size `len`: [start, end) by step,
+// clamped to the dim. Two forms: `start`/`end`/`step` (as torch's slice),
+// or `blocks`/`index`, world-relative: `blocks` are the full sizes of the
+// blocks of a fused tensor (q|k|v) and the slice is block `index` of
+// whatever share of them this rank holds (len = sum(blocks) / k, each block
+// cut to block / k), so one .fg line means the same at every world size.
+struct SliceBounds {
+  int64_t dim = 0, start = 0, end = 0, step = 1;
+};
+SliceBounds slice_bounds(const Attrs& a, const Shape& in, Op op = Op::Slice);
+
 // Broadcast two shapes (numpy rules); false if they do not broadcast.
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape* out);
 // Normalise a possibly negative dim against a rank; throws on range error.

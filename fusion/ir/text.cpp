@@ -56,6 +56,18 @@ std::string attr_text(const Attr& a) {
   return r + "]";
 }
 
+// " {k = v, ...}", or nothing for no attributes.
+std::string attrs_text(const Attrs& attrs) {
+  if (attrs.empty()) return "";
+  std::string r = " {";
+  bool first = true;
+  for (const auto& [k, v] : attrs) {
+    r += (first ? "" : ", ") + k + " = " + attr_text(v);
+    first = false;
+  }
+  return r + "}";
+}
+
 }  // namespace
 
 std::string print_graph(const Graph& g) {
@@ -63,7 +75,7 @@ std::string print_graph(const Graph& g) {
   bool first = true;
   for (const Node& n : g.nodes) {
     if (n.op != Op::Input) continue;
-    r += (first ? "" : ", ") + g.ref(n.id) + ": " + n.type.str();
+    r += (first ? "" : ", ") + g.ref(n.id) + ": " + n.type.str() + attrs_text(n.attrs);
     first = false;
   }
   r += ") {\n";
@@ -71,21 +83,78 @@ std::string print_graph(const Graph& g) {
     if (n.op == Op::Input) continue;
     r += "  " + g.ref(n.id) + " = " + op_name(n.op) + "(";
     for (size_t i = 0; i < n.inputs.size(); ++i) r += (i ? ", " : "") + g.ref(n.inputs[i]);
-    r += ")";
-    if (!n.attrs.empty()) {
-      r += " {";
-      bool first_attr = true;
-      for (const auto& [k, v] : n.attrs) {
-        r += (first_attr ? "" : ", ") + k + " = " + attr_text(v);
-        first_attr = false;
-      }
-      r += "}";
-    }
-    r += " : " + n.type.str() + "\n";
+    r += ")" + attrs_text(n.attrs) + " : " + n.type.str() + "\n";
   }
   r += "  return";
-  for (size_t i = 0; i < g.outputs.size(); ++i) r += (i ? ", " : " ") + g.ref(g.outputs[i]);
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    r += (i ? ", " : " ") + g.ref(g.outputs[i]) + (i < g.output_attrs.size() ? attrs_text(g.output_attrs[i]) : "");
   return r + "\n}\n";
+}
+
+namespace {
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (s == n) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string check_annotations(const Attrs& a, const TensorType& t, bool output) {
+  for (const auto& [k, v] : a) {
+    bool known = output ? one_of(k, {"shard", "blocks"})
+                        : one_of(k, {"shard", "blocks", "init", "mean", "std", "low", "high", "start", "step"});
+    if (!known)
+      return "unknown attribute '" + k + "' (an " + (output ? "output takes shard, blocks" : "input takes shard, blocks, init, mean, std, low, high, start, step") + ")";
+    const bool number = std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
+    if ((k == "shard" && !std::holds_alternative<int64_t>(v)) ||
+        (k == "blocks" && !std::holds_alternative<std::vector<int64_t>>(v)) ||
+        (k == "init" && !std::holds_alternative<std::string>(v)) ||
+        (one_of(k, {"mean", "std", "low", "high", "start", "step"}) && !number))
+      return "attribute '" + k + "' has the wrong type (shard: an integer dim, blocks: a list of sizes, init: a string, the rest numbers)";
+  }
+  if (a.count("shard")) {
+    const int64_t r = static_cast<int64_t>(t.shape.size());
+    int64_t d = std::get<int64_t>(a.at("shard"));
+    if (d < -r || d >= r) return "shard dim " + std::to_string(d) + " is out of range for " + t.str();
+    if (d < 0) d += r;
+    if (a.count("blocks")) {
+      const auto& b = std::get<std::vector<int64_t>>(a.at("blocks"));
+      int64_t total = 0;
+      for (int64_t x : b) {
+        if (x < 1) return "every block needs a size of at least 1, got " + shape_str(b);
+        total += x;
+      }
+      if (b.empty() || total != t.shape[static_cast<size_t>(d)])
+        return "blocks " + shape_str(b) + " must add up to dim " + std::to_string(d) + " of " + t.str();
+    }
+  } else if (a.count("blocks")) {
+    return "blocks need a shard dim";
+  }
+  if (output) return "";
+  // which initialisation the parameters name, and that they agree
+  std::string init = a.count("init") ? std::get<std::string>(a.at("init")) : "";
+  auto implied = [&](std::initializer_list<const char*> keys, const char* kind) -> std::string {
+    for (const char* k : keys)
+      if (a.count(k)) {
+        if (init.empty()) init = kind;
+        if (init != kind) return std::string("attribute '") + k + "' belongs to init \"" + kind + "\", not \"" + init + "\"";
+      }
+    return "";
+  };
+  for (const auto& e : {implied({"mean", "std"}, "normal"), implied({"low", "high"}, "uniform"),
+                        implied({"start", "step"}, "arange")})
+    if (!e.empty()) return e;
+  if (!init.empty() && !one_of(init, {"normal", "uniform", "ones", "zeros", "arange", "fan_in"}))
+    return "unknown init \"" + init + "\" (known: normal, uniform, ones, zeros, arange, fan_in)";
+  if ((init == "normal" || init == "fan_in") && !is_floating(t.dtype))
+    return "init \"" + init + "\" needs a floating input, not " + t.str();
+  if (init == "fan_in" && t.shape.empty()) return "init \"fan_in\" needs a dim to take the fan-in from";
+  if (a.count("std") && attr_float_or(a, "std", 1.0) < 0) return "std must not be negative";
+  if (init == "uniform" && !(attr_float_or(a, "low", 0.0) < attr_float_or(a, "high", 1.0)))
+    return "uniform needs low < high";
+  return "";
 }
 
 // ----------------------------------------------------------------- parsing
@@ -402,6 +471,28 @@ class Parser {
     return ids;
   }
 
+  // return %a, %b {shard = 1}: each output may say how it is laid out
+  void parse_returns(Graph& g) {
+    if (cur_.kind != Tok::Ref) return;
+    std::vector<Attrs> notes;
+    bool any = false;
+    for (;;) {
+      Token r = cur_;
+      g.outputs.push_back(use());
+      notes.emplace_back();
+      if (at_punct('{')) {
+        Token at = cur_;
+        notes.back() = parse_attrs();
+        const std::string bad = check_annotations(notes.back(), g.node(g.outputs.back()).type, true);
+        if (!bad.empty()) fail(at, "output %" + r.text + ": " + bad);
+        any = true;
+      }
+      if (!at_punct(',')) break;
+      take();
+    }
+    if (any) g.output_attrs = std::move(notes);
+  }
+
   void parse_stmt(Graph& g) {
     Token ref = expect_kind(Tok::Ref, "a statement like '%x = op(...) : type' or 'return'");
     int line = ref.line;
@@ -452,7 +543,14 @@ class Parser {
         std::string name = define(ref, static_cast<int>(g.nodes.size()));
         expect_punct(':');
         TensorType t = parse_type();
-        g.add(Op::Input, {}, {}, &t, name, SourceLoc{file_, kw.line, ""});
+        Attrs notes;
+        if (at_punct('{')) {
+          Token at = cur_;
+          notes = parse_attrs();
+          const std::string bad = check_annotations(notes, t, false);
+          if (!bad.empty()) fail(at, "input %" + ref.text + ": " + bad);
+        }
+        g.add(Op::Input, {}, std::move(notes), &t, name, SourceLoc{file_, kw.line, ""});
         if (!at_punct(',')) break;
         take();
       }
@@ -461,7 +559,7 @@ class Parser {
     expect_punct('{');
     while (!at_word("return")) parse_stmt(g);
     take();
-    g.outputs = parse_uses();
+    parse_returns(g);
     expect_punct('}');
     try {
       verify(g, /*as_user=*/true);

@@ -3,8 +3,10 @@
 // types). Grammar:
 //
 //   file   := graph+                    ('#' starts a comment to end of line)
-//   graph  := 'graph' IDENT '(' [arg (',' arg)*] ')' '{' stmt* 'return' [ref (',' ref)*] '}'
-//   arg    := ref ':' type
+//   graph  := 'graph' IDENT '(' [arg (',' arg)*] ')' '{' stmt* 'return' [out (',' out)*] '}'
+//   arg    := ref ':' type [attrs]
+//   out    := ref [attrs]
+//   attrs  := '{' attr (',' attr)* '}'
 //   stmt   := ref '=' IDENT '(' [ref (',' ref)*] ')' ['{' attr (',' attr)* '}'] ':' type
 //   attr   := IDENT '=' (INT | FLOAT | STRING | '[' [INT (',' INT)*] ']')
 //   type   := DTYPE '[' [INT (',' INT)*] ']'
@@ -12,6 +14,13 @@
 //
 // Each statement's declared type must equal the type the op infers. Errors
 // name the file, line and column.
+//
+// An input's attributes say how a repro lays it out across ranks and fills
+// it; an output's how it is laid out (check_annotations lists the keys).
+// Types are full shapes, the program at world size 1; at world size N a rank
+// holds 1/N of a sharded input along `shard` (block by block with `blocks`),
+// and the program's shape attributes must hold at every size (reshape with
+// -1, slice by blocks/index: fusion/ir/ops.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -28,5 +37,13 @@ Graph parse_graph(const std::string& text, const std::string& file = "<input>");
 std::vector<Graph> parse_graph_file(const std::string& path);
 // Shortest text that reads back as the same double ("1e-06", "0.5", "2").
 std::string format_double(double v);
+// What is wrong with the layout / init attributes of an input (or, with
+// `output`, of an output) of type `t`; empty when nothing is.
+//   shard = D            split over ranks along dim D (default: replicated)
+//   blocks = [a, b, c]   full block sizes along D (fused q|k|v), cut block by block
+//   init = "normal" (mean, std) | "uniform" (low, high) | "ones" | "zeros" |
+//          "arange" (start, step) | "fan_in" (normal(0, 1/sqrt(last dim)))
+// Parameters imply their init; outputs take shard and blocks only.
+std::string check_annotations(const Attrs& a, const TensorType& t, bool output);
 
 }  // namespace fg

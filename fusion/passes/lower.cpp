@@ -427,11 +427,8 @@ class Lowerer {
         break;
       }
       case Op::Slice: {
-        int64_t d = norm_dim(attr_int(n.attrs, "dim", n.op), is.size(), n.op);
-        int64_t len = is[static_cast<size_t>(d)];
-        int64_t start = attr_int_or(n.attrs, "start", 0), step = attr_int_or(n.attrs, "step", 1);
-        if (start < 0) start += len;
-        start = std::clamp<int64_t>(start, 0, len);
+        const SliceBounds sb = slice_bounds(n.attrs, is, n.op);
+        const int64_t d = sb.dim, start = sb.start, step = sb.step;
         map = [d, start, step](const Coords& c) {
           Coords r = c;
           r[static_cast<size_t>(d)] = ix_add(ix_const(start), ix_mul(c[static_cast<size_t>(d)], step));

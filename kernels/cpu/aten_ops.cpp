@@ -192,12 +192,8 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     case Op::Permute: return in[0].permute(attr_ints(a, "dims", n.op));
     case Op::Transpose: return in[0].transpose(attr_int(a, "dim0", n.op), attr_int(a, "dim1", n.op));
     case Op::Slice: {
-      int64_t d = norm_dim(attr_int(a, "dim", n.op), static_cast<size_t>(in[0].dim()), n.op);
-      int64_t len = in[0].size(d);
-      int64_t start = attr_int_or(a, "start", 0), end = attr_int_or(a, "end", len);
-      if (start < 0) start += len;
-      if (end < 0) end += len;
-      return in[0].slice(d, start, std::min(end, len), attr_int_or(a, "step", 1));
+      const SliceBounds b = slice_bounds(a, Shape(in[0].sizes().begin(), in[0].sizes().end()), n.op);
+      return in[0].slice(b.dim, b.start, b.end, b.step);
     }
     case Op::Expand: return in[0].expand(n.type.shape);
     case Op::AllReduce: {

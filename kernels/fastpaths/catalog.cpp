@@ -125,17 +125,17 @@ std::vector<QkSite> qk_sites(const Graph& g, bool distributed_only) {
   std::map<int, std::vector<std::pair<int64_t, NormChain>>> by_source;
   for (NormChain& c : norm_chains(g)) {
     const Node& x = g.node(c.x);
-    if (x.op != Op::Slice || !is_last_dim(x, attr_int(x.attrs, "dim", x.op)) || attr_int_or(x.attrs, "step", 1) != 1)
-      continue;
-    if (distributed_only && c.all_reduce < 0) continue;
+    if (x.op != Op::Slice) continue;
     const Node& src = g.node(x.inputs[0]);
+    const SliceBounds sb = slice_bounds(x.attrs, src.type.shape);
+    if (!is_last_dim(x, sb.dim) || sb.step != 1) continue;
+    if (distributed_only && c.all_reduce < 0) continue;
     if (src.type.dtype != DType::BF16 || src.type.shape.size() != x.type.shape.size()) continue;
     // the columns as the kernel reads them: a negative start counts from the end
     const int64_t cols = src.type.shape.back(), width = x.type.shape.back();
     if (width % 8 != 0) continue;  // the kernels work in chunks of 8 elements
-    int64_t start = attr_int_or(x.attrs, "start", 0);
-    if (start < 0) start += cols;
-    if (start < 0 || start + width > cols) continue;
+    const int64_t start = sb.start;
+    if (start + width > cols) continue;
     by_source[src.id].push_back({start, std::move(c)});
   }
   std::vector<QkSite> out;

@@ -865,6 +865,86 @@ PY
     (cd "$R" && git bisect reset >/dev/null 2>&1; FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" "${args[@]}") \
       >"$T/out" 2>&1
     expect_rc $? 125; expect_out "unknown repro 'hist_block'"; expect_out "cannot test this commit" ;;
+  fg_inputs_as_declared)
+    # each input as its attributes say, or by its use: seen through the
+    # outputs that return them
+    mkdir -p "$T/init"
+    cat >"$T/init/inits.fg" <<'FG'
+graph inits(%o: f32[64,32] {init = "ones"}, %z: f32[64,32] {init = "zeros"}, %r: f32[64,32] {start = 1.0},
+            %u: f32[64,32] {low = 2.0, high = 3.0}, %n: f32[64,32] {mean = 5.0, std = 0.5}, %w: f32[32,256],
+            %g: f32[32], %x: f32[64,256]) {
+  %8 = linear(%x, %w) : f32[64,32]
+  %9 = rms_norm(%8, %g) {eps = 1e-06} : f32[64,32]
+  %10 = add(%r, %u) : f32[64,32]
+  return %o, %z, %r, %u, %n, %w, %g, %9, %10
+}
+FG
+    "$FG" run inits --repro-dir "$T/init" --mode A --world-size 1 --out "$T/r.json" >"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/r.json" <<'PY' || fail "inputs are not what their attributes say"
+import json, math, sys
+o = {x["name"]: x["fingerprint"] for x in json.load(open(sys.argv[1]))["ranks"][0]["outputs"]}
+n = 64 * 32
+mean = lambda f: f["sum"] / f["numel"]
+rms = lambda f: math.sqrt(f["sumsq"] / f["numel"])
+assert o["out0"]["sum"] == n and o["out0"]["max_abs"] == 1, o["out0"]
+assert o["out1"]["sumsq"] == 0, o["out1"]
+assert o["out2"]["sum"] == n * (n + 1) / 2 and o["out2"]["max_abs"] == n, o["out2"]  # arange from 1
+assert 2.0 <= mean(o["out3"]) <= 3.0 and o["out3"]["max_abs"] <= 3.0 and abs(mean(o["out3"]) - 2.5) < 0.05, o["out3"]
+assert abs(mean(o["out4"]) - 5.0) < 0.05 and abs(math.sqrt(rms(o["out4"])**2 - mean(o["out4"])**2) - 0.5) < 0.05
+# by use: a linear's weight is fan-in scaled (1/sqrt(256)), a norm's weight N(1, 0.1)
+assert abs(rms(o["out5"]) - 1 / 16) < 0.004, rms(o["out5"])
+assert abs(mean(o["out6"]) - 1.0) < 0.05 and rms(o["out6"]) < 1.1, o["out6"]
+PY
+    # the printed graph shows what each input got
+    "$FG" explain inits --repro-dir "$T/init" --mode C >"$T/out" 2>&1; expect_rc $? 0
+    expect_out '%w: f32\[32,256\] \{init = "normal", mean = 0.0, std = 0.0625\}'
+    expect_out '%g: f32\[32\] \{init = "normal", mean = 1.0, std = 0.1\}'
+    expect_out '%r: f32\[64,32\] \{init = "arange", start = 1.0, step = 1.0\}'
+    expect_out '%u: f32\[64,32\] \{high = 3.0, init = "uniform", low = 2.0\}' ;;
+  sharded_fg_matches_world1)
+    # a .fg with sharded weights: every rank gets its share of the same full
+    # tensors, a sharded output is gathered, and world 2 and 4 compare with 1
+    mkdir -p "$T/tp"
+    cat >"$T/tp/tp_qkv.fg" <<'FG'
+# fused q|k|v (uneven blocks, as grouped-query attention has), column-parallel,
+# then a row-parallel projection and its all-reduce
+graph tp_qkv(%x: f32[2,8,32], %w_qkv: f32[64,32] {shard = 0, blocks = [32, 16, 16]},
+             %w_o: f32[32,32] {shard = 1}) {
+  %3 = linear(%x, %w_qkv) : f32[2,8,64]
+  %4 = slice(%3) {dim = -1, blocks = [32, 16, 16], index = 0} : f32[2,8,32]
+  %5 = slice(%3) {dim = -1, blocks = [32, 16, 16], index = 2} : f32[2,8,16]
+  %6 = linear(%4, %w_o) : f32[2,8,32]
+  %7 = all_reduce(%6) {reduce_op = "sum"} : f32[2,8,32]
+  %8 = silu(%5) : f32[2,8,16]
+  return %7, %8 {shard = 2}, %3 {shard = 2, blocks = [32, 16, 16]}
+}
+FG
+    tp() { "$FG" "$1" tp_qkv --repro-dir "$T/tp" --golden-dir "$T/g" --mode C "${@:2}" >"$T/out" 2>&1; }
+    tp bless; expect_rc $? 0
+    tp check --strict; expect_rc $? 0
+    expect_out "3 checks: 3 passed"
+    python3 - "$T/g/cpu/tp_qkv/C_w4.json" "$T/g/cpu/tp_qkv/C_w1.json" <<'PY' || fail "the sharded outputs were not gathered"
+import json, sys
+w4, w1 = (json.load(open(p)) for p in sys.argv[1:])
+one = {o["name"]: o for o in w1["ranks"][0]["outputs"]}
+for r in w4["ranks"]:
+    out = {o["name"]: o for o in r["outputs"]}
+    assert out["out0"]["replicated"] and "gathered" not in out["out0"]
+    assert not out["out1"]["replicated"] and out["out1"]["fingerprint"]["shape"] == [2, 8, 4]
+    # the whole of each sharded output equals world 1's, bit for bit
+    for k in ("out1", "out2"):
+        assert out[k]["gathered"]["exact"] == one[k]["exact"], (r["rank"], k)
+PY
+    # a wrong layout (dim 1 instead of 2) is caught by the comparison with world 1
+    sed -i 's/%8 {shard = 2}/%8 {shard = 1}/' "$T/tp/tp_qkv.fg"
+    tp check --world-size 1 --world-size 2; expect_rc $? 1
+    expect_out "output out1: world 2, gathered from every rank, drifts from world 1: shape \[2,8,16\] vs \[2,16,8\]"
+    # so is a missing all-reduce: the partial sums differ across ranks
+    sed -i 's/%8 {shard = 1}/%8 {shard = 2}/; s/  %7 = all_reduce(%6) {reduce_op = "sum"} : f32\[2,8,32\]/  %7 = neg(%6) : f32[2,8,32]/' \
+      "$T/tp/tp_qkv.fg"
+    tp check --world-size 1 --world-size 2; expect_rc $? 1
+    expect_out "output out0 is replicated but rank 1"
+    expect_out "world 2 rank 0 drifts from world 1" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"

@@ -535,5 +535,72 @@ TEST(SourceLocText, ParseIsTheInverseOfStr) {
   EXPECT_FALSE(SourceLoc::parse("x.cpp:12a", &x));
 }
 
+// Layouts and inits on inputs, layouts on outputs: they print back as written.
+const char* kLaidOut =
+    "graph tp(%x: bf16[2,16,64], %w_qkv: bf16[96,64] {blocks = [64, 16, 16], init = \"fan_in\", shard = 0}, "
+    "%w_o: bf16[64,64] {shard = 1, std = 0.02}, %pos: i64[16] {init = \"arange\"}, %g: bf16[64] {init = \"ones\"}) {\n"
+    "  %5 = linear(%x, %w_qkv) : bf16[2,16,96]\n"
+    "  %6 = slice(%5) {blocks = [64, 16, 16], dim = -1, index = 1} : bf16[2,16,16]\n"
+    "  return %5 {shard = 2, blocks = [64, 16, 16]}, %6 {shard = 2}\n"
+    "}\n";
+
+TEST(IrText, LayoutsAndInitsRoundTrip) {
+  Graph g = parse_graph(kLaidOut, "tp.fg");
+  const Node& w = g.node(1);
+  EXPECT_EQ(std::get<int64_t>(w.attrs.at("shard")), 0);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(w.attrs.at("blocks")), (std::vector<int64_t>{64, 16, 16}));
+  ASSERT_EQ(g.output_attrs.size(), 2u);
+  EXPECT_EQ(std::get<int64_t>(g.output_attrs[1].at("shard")), 2);
+  // attributes print in key order; a second print is the same text
+  const std::string printed = print_graph(g);
+  EXPECT_NE(printed.find("%5 {blocks = [64, 16, 16], shard = 2}, %6 {shard = 2}"), std::string::npos) << printed;
+  EXPECT_EQ(print_graph(parse_graph(printed, "tp.fg")), printed);
+  EXPECT_EQ(g.node(6).type.shape, (Shape{2, 16, 16}));  // block 1 of the full q|k|v
+}
+
+TEST(IrText, LayoutMistakesNameTheInputAndTheRule) {
+  auto err = [](const std::string& header) {
+    return user_error_of([&] { parse_graph("graph t(" + header + ") {\n  return %x\n}\n", "t.fg"); });
+  };
+  EXPECT_NE(err("%x: bf16[8,4] {shard = 2}").find("input %x: shard dim 2 is out of range for bf16[8,4]"),
+            std::string::npos);
+  EXPECT_NE(err("%x: bf16[8,4] {shard = 0, blocks = [4, 2]}").find("blocks [4,2] must add up to dim 0 of bf16[8,4]"),
+            std::string::npos);
+  EXPECT_NE(err("%x: bf16[8,4] {blocks = [8]}").find("blocks need a shard dim"), std::string::npos);
+  EXPECT_NE(err("%x: bf16[8,4] {sharded = 0}").find("unknown attribute 'sharded'"), std::string::npos);
+  EXPECT_NE(err("%x: bf16[8,4] {init = \"ones\", std = 2.0}").find("'std' belongs to init \"normal\", not \"ones\""),
+            std::string::npos);
+  EXPECT_NE(err("%x: bf16[8,4] {init = \"kaiming\"}").find("unknown init \"kaiming\""), std::string::npos);
+  EXPECT_NE(err("%x: i64[8] {init = \"normal\"}").find("needs a floating input"), std::string::npos);
+  EXPECT_NE(err("%x: bf16[8] {low = 1.0, high = 0.5}").find("uniform needs low < high"), std::string::npos);
+  EXPECT_NE(err("%x: bf16[8] {shard = \"0\"}").find("'shard' has the wrong type"), std::string::npos);
+  // an output takes a layout only, and the error names it with its line
+  const std::string out = user_error_of([] {
+    parse_graph("graph t(%x: bf16[8]) {\n  %1 = neg(%x) : bf16[8]\n  return %1 {init = \"ones\"}\n}\n", "t.fg");
+  });
+  EXPECT_TRUE(starts_with(out, "t.fg:3:")) << out;
+  EXPECT_NE(out.find("output %1: unknown attribute 'init'"), std::string::npos) << out;
+}
+
+TEST(Ops, SliceByBlocksTakesThisRanksShareOfEachBlock) {
+  const Attrs a{{"dim", int64_t{0}}, {"blocks", std::vector<int64_t>{64, 16, 16}}, {"index", int64_t{1}}};
+  // world 1: the whole of block 1; world 2 and 4: a half and a quarter of each block
+  SliceBounds w1 = slice_bounds(a, {96}), w2 = slice_bounds(a, {48}), w4 = slice_bounds(a, {24});
+  EXPECT_EQ(std::make_pair(w1.start, w1.end), std::make_pair(int64_t{64}, int64_t{80}));
+  EXPECT_EQ(std::make_pair(w2.start, w2.end), std::make_pair(int64_t{32}, int64_t{40}));
+  EXPECT_EQ(std::make_pair(w4.start, w4.end), std::make_pair(int64_t{16}, int64_t{20}));
+  // a size that is no even share of the blocks, or blocks a share cuts unevenly
+  EXPECT_NE(user_error_of([&] { slice_bounds(a, {50}); }).find("is no even share of blocks"), std::string::npos);
+  EXPECT_NE(user_error_of([&] { slice_bounds(a, {3}); }).find("do not split into 32 equal shares"), std::string::npos);
+  Attrs both = a;
+  both["start"] = int64_t{0};
+  EXPECT_NE(user_error_of([&] { slice_bounds(both, {96}); }).find("either blocks/index or start/end/step"),
+            std::string::npos);
+  Attrs bad = a;
+  bad["index"] = int64_t{3};
+  EXPECT_NE(user_error_of([&] { slice_bounds(bad, {96}); }).find("index 3 is not one of the 3 blocks"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace fg
