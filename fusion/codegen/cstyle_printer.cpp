@@ -72,6 +72,9 @@ std::string CStylePrinter::op_text(Op op, DType t, const std::vector<std::string
     case Op::Tanh: return "std::tanh(" + a[0] + ")";
     case Op::Sin: return "std::sin(" + a[0] + ")";
     case Op::Cos: return "std::cos(" + a[0] + ")";
+    case Op::Erf: return "std::erf(" + a[0] + ")";
+    // operands are variables or literals here, so each may be read twice
+    case Op::Abs: return is_floating(t) ? "std::fabs(" + a[0] + ")" : "(" + a[0] + " < 0 ? -" + a[0] + " : " + a[0] + ")";
     case Op::Gelu:
       if (attr_str_or(attrs, "approximate", "none") == "tanh")
         return "fg_gelu_tanh(" + a[0] + ")";
@@ -82,6 +85,8 @@ std::string CStylePrinter::op_text(Op op, DType t, const std::vector<std::string
     case Op::Div: return "(" + c(a[0]) + " / " + c(a[1]) + ")";
     case Op::Pow: return "std::pow(" + c(a[0]) + ", " + c(a[1]) + ")";
     case Op::Maximum: return "fg_max(" + c(a[0]) + ", " + c(a[1]) + ")";
+    case Op::Minimum:  // NaN-propagating, as fg_max
+      return "((" + a[0] + " != " + a[0] + " || " + c(a[0]) + " < " + c(a[1]) + ") ? " + c(a[0]) + " : " + c(a[1]) + ")";
     case Op::Eq: return "(" + a[0] + " == " + a[1] + ")";
     case Op::Ne: return "(" + a[0] + " != " + a[1] + ")";
     case Op::Lt: return "(" + a[0] + " < " + a[1] + ")";

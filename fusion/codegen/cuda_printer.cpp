@@ -102,6 +102,9 @@ std::string CudaPrinter::inner_loop_prologue(int64_t rnumel) const {
 }
 
 std::string CudaPrinter::combine_partials(const std::string& acc, Op reduce_op) const {
+  // min as the negated max of the negated values (NaN stays NaN): the
+  // prelude, which the fast paths' proofs hash, stays as it is
+  if (reduce_op == Op::Amin) return acc + " = -fg_block_max(-" + acc + ");";
   return acc + " = " + (reduce_op == Op::Sum ? "fg_block_sum(" : "fg_block_max(") + acc + ");";
 }
 

@@ -21,6 +21,7 @@ ExprP finish(Expr e) {
     case Expr::Where: k = "where"; break;
     case Expr::Cast: k = std::string("cast[") + dtype_name(e.dtype) + "]"; break;
     case Expr::IndexLt: k = "lt(" + e.index->key + ", " + std::to_string(e.bound) + ")"; break;
+    case Expr::IndexValue: k = std::string("index[") + dtype_name(e.dtype) + "](" + e.index->key + ")"; break;
   }
   if (!e.args.empty()) {
     k += "(";
@@ -96,6 +97,14 @@ ExprP ex_index_lt(IndexP index, int64_t bound) {
   e.dtype = DType::Bool;
   e.index = std::move(index);
   e.bound = bound;
+  return finish(std::move(e));
+}
+
+ExprP ex_index_value(IndexP index, DType t) {
+  Expr e;
+  e.kind = Expr::IndexValue;
+  e.dtype = t;
+  e.index = std::move(index);
   return finish(std::move(e));
 }
 

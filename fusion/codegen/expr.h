@@ -18,13 +18,13 @@ struct Expr;
 using ExprP = std::shared_ptr<const Expr>;
 
 struct Expr {
-  enum Kind { Load, Const, Unary, Binary, Where, Cast, IndexLt } kind = Const;
+  enum Kind { Load, Const, Unary, Binary, Where, Cast, IndexLt, IndexValue } kind = Const;
   DType dtype = DType::F32;  // logical type of the value
   Op op = Op::Add;           // Unary/Binary
   Attrs attrs;               // op attributes that change the math (gelu approximate)
   double value = 0;          // Const
   int buffer = -1;           // Load
-  IndexP index;              // Load, IndexLt
+  IndexP index;              // Load, IndexLt, IndexValue (the index as a value: arange)
   int64_t bound = 0;         // IndexLt: index < bound
   std::vector<ExprP> args;
   std::string key;
@@ -38,6 +38,7 @@ ExprP ex_binary(Op op, ExprP a, ExprP b, DType out);
 ExprP ex_where(ExprP c, ExprP a, ExprP b, DType out);
 ExprP ex_cast(ExprP a, DType to);
 ExprP ex_index_lt(IndexP index, int64_t bound);
+ExprP ex_index_value(IndexP index, DType t);
 
 // Distinct buffers read by loads.
 std::set<int> ex_buffers(const ExprP& e);

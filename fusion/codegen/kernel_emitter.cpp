@@ -74,6 +74,7 @@ std::string KernelEmitter::emit(const ExprP& e) {
     }
     case Expr::Cast: text = round_to(e->dtype, emit(e->args[0])); break;
     case Expr::IndexLt: text = "(" + e->index->key + " < " + std::to_string(e->bound) + ")"; break;
+    case Expr::IndexValue: text = "static_cast<" + p_.compute_type(e->dtype) + ">(" + e->index->key + ")"; break;
     default: internal_error("unexpected expression kind");
   }
   std::string v = "t" + std::to_string(tmp_++);
@@ -217,7 +218,9 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       if (!sn.is_reduction()) continue;
       DType t = sn.body->dtype;
       std::string at = p_.accumulator_type(t, sn.reduce_op);
-      std::string init = sn.reduce_op == Op::Sum ? "0" : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
+      std::string init = sn.reduce_op == Op::Sum ? "0"
+                         : sn.reduce_op == Op::Amin ? (is_floating(t) ? "INFINITY" : "9223372036854775807LL")
+                                                    : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
       acc[n] = "acc" + std::to_string(n);
       line(at + " " + acc[n] + " = " + init + ";");
     }
@@ -238,8 +241,11 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       std::string v = emit(body.at(n));
       const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
       if (sn.is_reduction()) {
-        line(acc[n] + (sn.reduce_op == Op::Sum ? " += " + v + ";"
-                                               : " = fg_max(" + acc[n] + ", static_cast<decltype(" + acc[n] + ")>(" + v + "));"));
+        const std::string x = "static_cast<decltype(" + acc[n] + ")>(" + v + ")";
+        if (sn.reduce_op == Op::Sum) line(acc[n] + " += " + v + ";");
+        else if (sn.reduce_op == Op::Amin)  // NaN sticks, as in fg_max (the prelude has no min)
+          line("if (" + x + " != " + x + " || " + x + " < " + acc[n] + ") " + acc[n] + " = " + x + ";");
+        else line(acc[n] + " = fg_max(" + acc[n] + ", " + x + ");");
       } else {
         v = perturb(n, v);
         value[n] = v;

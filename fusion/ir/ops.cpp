@@ -1,8 +1,10 @@
 #include "fusion/ir/ops.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "fusion/errors.h"
+#include "fusion/ir/text.h"
 
 namespace fg {
 
@@ -18,6 +20,7 @@ const OpInfo kOps[] = {
   {Op::Div, "div", "div", K::Pointwise, 2, 2},
   {Op::Pow, "pow", "pow", K::Pointwise, 2, 2},
   {Op::Maximum, "maximum", "maximum", K::Pointwise, 2, 2},
+  {Op::Minimum, "minimum", "minimum", K::Pointwise, 2, 2},
   {Op::Neg, "neg", "neg", K::Pointwise, 1, 1},
   {Op::Exp, "exp", "exp", K::Pointwise, 1, 1},
   {Op::Log, "log", "log", K::Pointwise, 1, 1},
@@ -30,6 +33,9 @@ const OpInfo kOps[] = {
   {Op::Tanh, "tanh", "tanh", K::Pointwise, 1, 1},
   {Op::Sin, "sin", "sin", K::Pointwise, 1, 1},
   {Op::Cos, "cos", "cos", K::Pointwise, 1, 1},
+  {Op::Erf, "erf", "erf", K::Pointwise, 1, 1},
+  {Op::Abs, "abs", "abs", K::Pointwise, 1, 1},
+  {Op::Clamp, "clamp", "clamp", K::Pointwise, 1, 1},
   {Op::Where, "where", "where", K::Pointwise, 3, 3},
   {Op::Eq, "eq", "eq", K::Pointwise, 2, 2},
   {Op::Ne, "ne", "ne", K::Pointwise, 2, 2},
@@ -39,11 +45,16 @@ const OpInfo kOps[] = {
   {Op::Ge, "ge", "ge", K::Pointwise, 2, 2},
   {Op::Cast, "cast", "_to_copy", K::Pointwise, 1, 1},
   {Op::Cat, "cat", "cat", K::Pointwise, 1, 64},
+  {Op::Arange, "arange", "arange", K::Pointwise, 0, 0},
+  {Op::Contiguous, "contiguous", "clone", K::Pointwise, 1, 1},
+  {Op::Pad, "pad", "constant_pad_nd", K::Pointwise, 1, 1},
   {Op::Sum, "sum", "sum", K::Reduction, 1, 1},
   {Op::Mean, "mean", "mean", K::Reduction, 1, 1},
   {Op::Amax, "amax", "amax", K::Reduction, 1, 1},
+  {Op::Amin, "amin", "amin", K::Reduction, 1, 1},
   {Op::Var, "var", "var", K::Reduction, 1, 1},
   {Op::Softmax, "softmax", "_softmax", K::Reduction, 1, 1},
+  {Op::LogSoftmax, "log_softmax", "_log_softmax", K::Reduction, 1, 1},
   {Op::RmsNorm, "rms_norm", "rms_norm", K::Reduction, 2, 2},
   {Op::LayerNorm, "layer_norm", "native_layer_norm", K::Reduction, 3, 3},
   {Op::Linear, "linear", "mm", K::Extern, 2, 3},
@@ -57,6 +68,7 @@ const OpInfo kOps[] = {
   {Op::Transpose, "transpose", "permute", K::View, 1, 1},
   {Op::Slice, "slice", "slice", K::View, 1, 1},
   {Op::Expand, "expand", "expand", K::View, 1, 1},
+  {Op::Flip, "flip", "flip", K::View, 1, 1},
   {Op::AllReduce, "all_reduce", "all_reduce", K::Collective, 1, 1},
   {Op::AllGather, "all_gather", "all_gather_into_tensor", K::Collective, 1, 1},
   {Op::ReduceScatter, "reduce_scatter", "reduce_scatter_tensor", K::Collective, 1, 1},
@@ -128,7 +140,7 @@ bool op_from_name(const std::string& name, Op* out) {
 bool is_unary_pointwise(Op op) {
   switch (op) {
     case Op::Neg: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Relu:
-    case Op::Gelu: case Op::Silu: case Op::Sigmoid: case Op::Tanh: case Op::Sin: case Op::Cos:
+    case Op::Gelu: case Op::Silu: case Op::Sigmoid: case Op::Tanh: case Op::Sin: case Op::Cos: case Op::Erf:
       return true;
     default: return false;
   }
@@ -138,7 +150,7 @@ bool is_comparison(Op op) {
 }
 bool is_binary_pointwise(Op op) {
   return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Pow ||
-         op == Op::Maximum || is_comparison(op);
+         op == Op::Maximum || op == Op::Minimum || is_comparison(op);
 }
 
 int64_t attr_int(const Attrs& a, const std::string& key, Op op) {
@@ -273,6 +285,39 @@ TensorType infer_pointwise(Op op, const std::vector<TensorType>& in, const Attrs
       if (!parse_dtype(attr_str_or(attrs, "to", ""), &t)) type_error(op, "attribute 'to' must name a dtype");
       return TensorType{t, in[0].shape};
     }
+    case Op::Abs: case Op::Contiguous:
+      if (op == Op::Abs && in[0].dtype == DType::Bool) type_error(op, "needs a number, got " + in[0].str());
+      return in[0];
+    case Op::Clamp:
+      if (!attrs.count("min") && !attrs.count("max")) type_error(op, "needs attribute 'min', 'max' or both");
+      if (in[0].dtype == DType::Bool) type_error(op, "needs a number, got " + in[0].str());
+      if (attrs.count("min") && attrs.count("max") && attr_float(attrs, "min", op) > attr_float(attrs, "max", op))
+        type_error(op, "min is above max");
+      return in[0];
+    case Op::Arange: {
+      // torch.arange(start, end, step): ceil((end - start) / step) values
+      const double start = attr_float_or(attrs, "start", 0.0), end = attr_float(attrs, "end", op),
+                   step = attr_float_or(attrs, "step", 1.0);
+      if (step == 0) type_error(op, "step must not be 0");
+      const double n = std::ceil((end - start) / step);
+      if (!(n >= 1) || n > 1e12) type_error(op, "gives no values from start " + format_double(start) + " to end " + format_double(end));
+      if (!parse_dtype(attr_str_or(attrs, "dtype", "i64"), &out.dtype)) type_error(op, "attribute 'dtype' must name a dtype");
+      if (out.dtype == DType::Bool) type_error(op, "cannot make bool values");
+      out.shape = {static_cast<int64_t>(n)};
+      return out;
+    }
+    case Op::Pad: {
+      const std::vector<int64_t> pad = attr_ints(attrs, "pad", op);
+      out = in[0];
+      if (pad.size() % 2 || pad.size() / 2 > out.shape.size())
+        type_error(op, "pad " + shape_str(pad) + " needs two sizes (before, after) a dim, at most " +
+                           std::to_string(out.shape.size()) + " dims, last dim first");
+      for (size_t k = 0; k < pad.size(); k += 2) {
+        if (pad[k] < 0 || pad[k + 1] < 0) type_error(op, "negative padding " + shape_str(pad) + " is not supported");
+        out.shape[out.shape.size() - 1 - k / 2] += pad[k] + pad[k + 1];
+      }
+      return out;
+    }
     case Op::Cat: {
       int64_t d = norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
       out = in[0];
@@ -297,7 +342,7 @@ TensorType infer_pointwise(Op op, const std::vector<TensorType>& in, const Attrs
 TensorType infer_reduction(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
   TensorType out;
   switch (op) {
-    case Op::Sum: case Op::Mean: case Op::Amax: case Op::Var: {
+    case Op::Sum: case Op::Mean: case Op::Amax: case Op::Amin: case Op::Var: {
       auto dims = reduce_dims(attrs, in[0].shape.size(), op);
       bool keep = attr_int_or(attrs, "keepdim", 0) != 0;
       for (size_t i = 0; i < in[0].shape.size(); ++i) {
@@ -307,12 +352,13 @@ TensorType infer_reduction(Op op, const std::vector<TensorType>& in, const Attrs
       }
       out.dtype = in[0].dtype;
       if (!is_floating(out.dtype)) {
-        if (op != Op::Sum && op != Op::Amax) type_error(op, "needs a floating input, got " + in[0].str());
+        if (op != Op::Sum && op != Op::Amax && op != Op::Amin) type_error(op, "needs a floating input, got " + in[0].str());
         if (op == Op::Sum) out.dtype = DType::I64;
       }
       return out;
     }
-    case Op::Softmax:
+    case Op::Softmax: case Op::LogSoftmax:
+      if (!is_floating(in[0].dtype)) type_error(op, "needs a floating input, got " + in[0].str());
       norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
       return in[0];
     case Op::RmsNorm: case Op::LayerNorm: {
@@ -362,10 +408,15 @@ TensorType infer_extern(Op op, const std::vector<TensorType>& in, const Attrs& a
       return out;
     }
     case Op::Sdpa: {
+      // grouped-query attention: k and v may have fewer heads, each shared
+      // by q's heads in groups of q heads / kv heads
       const auto &q = in[0].shape, &k = in[1].shape, &v = in[2].shape;
-      if (q.size() != 4 || k.size() != 4 || v.size() != 4 || q[0] != k[0] || q[1] != k[1] || q[3] != k[3] ||
-          k[2] != v[2] || k[0] != v[0] || k[1] != v[1])
-        type_error(op, "q, k, v must be [B,H,S,D] with matching B, H, D and key length: " + shapes_of(in));
+      if (q.size() != 4 || k.size() != 4 || v.size() != 4 || q[0] != k[0] || q[3] != k[3] || k[2] != v[2] ||
+          k[0] != v[0] || k[1] != v[1])
+        type_error(op, "q, k, v must be [B,H,S,D] with matching B, D, key length and k/v heads: " + shapes_of(in));
+      if (q[1] % k[1] != 0)
+        type_error(op, std::to_string(q[1]) + " query heads do not share " + std::to_string(k[1]) +
+                           " key/value heads evenly: " + shapes_of(in));
       return TensorType{in[0].dtype, {q[0], q[1], q[2], v[3]}};
     }
     case Op::FastPath: {
@@ -442,6 +493,9 @@ TensorType infer_view(Op op, const std::vector<TensorType>& in, const Attrs& att
       out.shape[static_cast<size_t>(b.dim)] = (b.end - b.start + b.step - 1) / b.step;
       return out;
     }
+    case Op::Flip:
+      for (int64_t d : attr_ints(attrs, "dims", op)) norm_dim(d, in[0].shape.size(), op);
+      return in[0];
     case Op::Expand: {
       Shape s = attr_ints(attrs, "shape", op);
       const Shape& x = in[0].shape;

@@ -17,13 +17,15 @@ const char* fusion_kind_name(FusionKind k);
 enum class Op {
   // leaves
   Input, Full,
-  // pointwise
-  Add, Sub, Mul, Div, Pow, Maximum, Neg, Exp, Log, Sqrt, Rsqrt, Relu, Gelu, Silu, Sigmoid,
-  Tanh, Sin, Cos, Where, Eq, Ne, Lt, Le, Gt, Ge, Cast, Cat,
+  // pointwise. arange() {start, end, step, dtype} is a leaf too: its values
+  // come from its index. contiguous is a copy (realized only where needed),
+  // pad a constant pad (torch's F.pad order: last dim first).
+  Add, Sub, Mul, Div, Pow, Maximum, Minimum, Neg, Exp, Log, Sqrt, Rsqrt, Relu, Gelu, Silu, Sigmoid,
+  Tanh, Sin, Cos, Erf, Abs, Clamp, Where, Eq, Ne, Lt, Le, Gt, Ge, Cast, Cat, Arange, Contiguous, Pad,
   // reductions
-  Sum, Mean, Amax, Var,
+  Sum, Mean, Amax, Amin, Var,
   // composites, removed by decompose
-  Softmax, RmsNorm, LayerNorm,
+  Softmax, LogSoftmax, RmsNorm, LayerNorm,
   // extern kernels. linear_add_rank0(a, w, r) is linear(a, w) plus r on rank
   // 0 only: what a row-parallel GEMM computes when a replicated residual
   // added after its all-reduce moves in front of it (passes/tp_rewrite).
@@ -31,8 +33,8 @@ enum class Op {
   // hand-written fused kernel (kernels/fastpaths/) that passes/fast_paths
   // put in place of the nodes it matched; its result type is in its attributes.
   Linear, LinearAddRank0, Matmul, Sdpa, Embedding, FastPath,
-  // views
-  Reshape, Permute, Transpose, Slice, Expand,
+  // views (flip is index arithmetic, never a strided view)
+  Reshape, Permute, Transpose, Slice, Expand, Flip,
   // collectives (functional)
   AllReduce, AllGather, ReduceScatter,
   // mutation: copy_(dst, src) writes src into the graph input dst

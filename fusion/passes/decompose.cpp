@@ -22,6 +22,7 @@ class Decomposer {
       case Op::Mean: return in_f32(a[0], [&](int x) { return mean(x, n.attrs); });
       case Op::Var: return in_f32(a[0], [&](int x) { return var(x, n.attrs); });
       case Op::Softmax: return in_f32(a[0], [&](int x) { return softmax(x, n.attrs); });
+      case Op::LogSoftmax: return in_f32(a[0], [&](int x) { return log_softmax(x, n.attrs); });
       case Op::RmsNorm: return rms_norm(a[0], a[1], attr_float_or(n.attrs, "eps", 1e-6));
       case Op::LayerNorm: return layer_norm(a[0], a[1], a[2], attr_float_or(n.attrs, "eps", 1e-5));
       default: {
@@ -82,6 +83,16 @@ class Decomposer {
     int e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
     int s = emit(Op::Sum, {e}, red, "sum");
     return emit(Op::Div, {e, s}, {}, "div");
+  }
+  // x - m - log(sum(exp(x - m))), m the row's max: every piece named
+  // _log_softmax, as Inductor names the kernel after the op it decomposed
+  int log_softmax(int x, const Attrs& attrs) {
+    Attrs red{{"dims", std::vector<int64_t>{attr_int(attrs, "dim", Op::LogSoftmax)}}, {"keepdim", int64_t{1}}};
+    const char* o = "_log_softmax";
+    int m = emit(Op::Amax, {x}, red, o);
+    int d = emit(Op::Sub, {x, m}, {}, o);
+    int s = emit(Op::Sum, {emit(Op::Exp, {d}, {}, o)}, red, o);
+    return emit(Op::Sub, {d, emit(Op::Log, {s}, {}, o)}, {}, o);
   }
   // y = cast(xf * rsqrt(mean(xf^2) + eps), x.dtype) * w, computed in f32
   // as the model codebases' RMSNorm modules do.

@@ -1,10 +1,11 @@
-// decompose: rewrites composite ops (rms_norm, layer_norm, softmax, mean,
-// var) into primitive pointwise ops and sum/amax reductions, so that the
+// decompose: rewrites composite ops (rms_norm, layer_norm, softmax,
+// log_softmax, mean, var) into primitive pointwise ops and sum/amax
+// reductions, so that the
 // scheduler sees what it can fuse. Silu, gelu and sigmoid stay primitive:
 // the code printers know them.
 //
 // Before: a verified graph without host ops. After: a verified graph whose
-// reductions are only sum and amax; node ids change, outputs are kept in
+// reductions are only sum, amax and amin; node ids change, outputs are kept in
 // order; new nodes carry the source location of the node they replace and,
 // in `origin`, its ATen name where that names kernels better.
 #pragma once

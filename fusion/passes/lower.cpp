@@ -1,9 +1,11 @@
 #include "fusion/passes/lower.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 
 #include "fusion/errors.h"
@@ -90,11 +92,17 @@ LoadFn make_loader(F f) { return std::make_shared<const std::function<ExprP(cons
 
 // A lowered value: either backed by a buffer through a strided layout, or a
 // loader that computes it from other values (inlined).
+using Relayout = std::function<std::optional<Layout>(const Layout&)>;
+
 struct Value {
   TensorType type;
   LoadFn load;
   int buffer = -1;
   Layout layout;
+  // A chain of views over the value of graph node `view_base`, not yet in a
+  // buffer: `relayout` maps that value's buffer layout to this view's.
+  int view_base = -1;
+  Relayout relayout;
   std::set<std::string> origins;
   std::set<std::string> lines;  // repro source locations of the graph nodes it covers
   bool storage() const { return buffer >= 0; }
@@ -234,6 +242,22 @@ class Lowerer {
 
   const Value& in(const Node& n, size_t k) { return values_[static_cast<size_t>(n.inputs[k])]; }
 
+  // An extern's input: a view of a pointwise value realizes that value in
+  // its own order and reads it through the view when the view keeps the
+  // innermost dim contiguous (what the library kernels take); anything else
+  // is realized as it is read.
+  Value realize_for_extern(const Value& v) {
+    if (v.view_base >= 0 && fusion_kind(g_.node(v.view_base).op) == FusionKind::Pointwise) {
+      Value& base = values_[static_cast<size_t>(v.view_base)];
+      const bool was_stored = base.storage();
+      if (!was_stored) base = realize(base);
+      std::optional<Layout> l = v.relayout(base.layout);
+      if (l && !l->strides.empty() && l->strides.back() == 1)
+        return from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
+    }
+    return realize(v);
+  }
+
   std::string origin_of(const Node& n) const { return n.origin.empty() ? op_info(n.op).aten : n.origin; }
   // Where the repro made `n` (nothing when unknown: a graph built in code).
   static std::set<std::string> line_of(const Node& n) {
@@ -287,6 +311,47 @@ class Lowerer {
       v.load = make_loader([val, t](const Coords&) { return ex_const(val, t); });
       return v;
     }
+    if (op == Op::Arange) {
+      // start + step * i: in index arithmetic when both are integers (exact,
+      // as Inductor's index_expr), else in the dtype's compute type
+      const double start = attr_float_or(attrs, "start", 0.0), step = attr_float_or(attrs, "step", 1.0);
+      const bool integral = start == std::floor(start) && step == std::floor(step);
+      v.load = make_loader([start, step, integral, t](const Coords& c) {
+        if (integral)
+          return ex_index_value(ix_add(ix_mul(c[0], static_cast<int64_t>(step)), ix_const(static_cast<int64_t>(start))), t);
+        ExprP i = ex_index_value(c[0], t);
+        return ex_binary(Op::Add, ex_binary(Op::Mul, i, ex_const(step, t), t), ex_const(start, t), t);
+      });
+      return v;
+    }
+    if (op == Op::Contiguous) {
+      // already in row-major order: the same value, no copy
+      if (ins[0].storage() && ins[0].layout.is_contiguous()) return ins[0];
+      v.load = ins[0].load;
+      return v;
+    }
+    if (op == Op::Pad) {
+      const std::vector<int64_t> pad = attr_ints(attrs, "pad", op);
+      const Shape in_shape = ins[0].type.shape;
+      const double fill = attr_float_or(attrs, "value", 0.0);
+      LoadFn inner = ins[0].load;
+      v.load = memo([inner, pad, in_shape, fill, t](const Coords& c) {
+        // outside the input on any padded dim: the fill value
+        Coords cc = c;
+        std::vector<std::tuple<size_t, int64_t, int64_t>> edges;  // dim, before, size
+        for (size_t k = 0; k < pad.size(); k += 2) {
+          const size_t d = in_shape.size() - 1 - k / 2;
+          cc[d] = ix_clamp(ix_add(c[d], ix_const(-pad[k])), 0, in_shape[d] - 1);
+          edges.emplace_back(d, pad[k], in_shape[d]);
+        }
+        ExprP r = ex_cast((*inner)(cc), t);
+        const ExprP f = ex_const(fill, t);
+        for (const auto& [d, before, n] : edges)
+          r = ex_where(ex_index_lt(c[d], before), f, ex_where(ex_index_lt(c[d], before + n), r, f, t), t);
+        return r;
+      });
+      return v;
+    }
     if (op == Op::Cat) {
       int64_t d = norm_dim(attr_int(attrs, "dim", op), out.size(), op);
       std::vector<std::pair<LoadFn, Shape>> pieces;
@@ -316,6 +381,14 @@ class Lowerer {
       for (const auto& [ld, shape] : loads) a.push_back((*ld)(broadcast_coords(c, out, shape)));
       if (op == Op::Cast) return ex_cast(a[0], t);
       if (op == Op::Where) return ex_where(a[0], a[1], a[2], t);
+      if (op == Op::Abs) return ex_unary(op, a[0], attrs);
+      if (op == Op::Clamp) {
+        // torch.clamp: max(x, min), then min(., max); NaN stays NaN
+        ExprP r = a[0];
+        if (attrs.count("min")) r = ex_binary(Op::Maximum, r, ex_const(attr_float(attrs, "min", op), t), t);
+        if (attrs.count("max")) r = ex_binary(Op::Minimum, r, ex_const(attr_float(attrs, "max", op), t), t);
+        return r;
+      }
       if (is_unary_pointwise(op)) return ex_unary(op, a[0], attrs);
       return ex_binary(op, a[0], a[1], t);
     });
@@ -323,7 +396,7 @@ class Lowerer {
   }
 
   Value lower_reduction(const Node& n) {
-    FG_CHECK(n.op == Op::Sum || n.op == Op::Amax, "reduction not decomposed");
+    FG_CHECK(n.op == Op::Sum || n.op == Op::Amax || n.op == Op::Amin, "reduction not decomposed");
     const Value& x = in(n, 0);
     const Shape& s = x.type.shape;
     std::vector<int64_t> dims = n.attrs.count("dims") ? attr_ints(n.attrs, "dims", n.op) : std::vector<int64_t>{};
@@ -364,7 +437,7 @@ class Lowerer {
         ExprP acc;
         for (int64_t j = 0; j < r; ++j) {
           ExprP e = ex_cast((*xl)(full(oc, ix_unflatten(ix_const(j), rshape))), t);
-          acc = acc ? ex_binary(op == Op::Sum ? Op::Add : Op::Maximum, acc, e, t) : e;
+          acc = acc ? ex_binary(op == Op::Sum ? Op::Add : op == Op::Amin ? Op::Minimum : Op::Maximum, acc, e, t) : e;
         }
         return acc ? acc : ex_const(0, t);
       });
@@ -392,14 +465,15 @@ class Lowerer {
     const Shape& is = x.type.shape;
     const Shape& os = n.type.shape;
     // index map from output coords to input coords, and the strided layout
+    // of the view over a layout of its input (none: only index arithmetic)
     std::function<Coords(const Coords&)> map;
-    std::optional<Layout> layout;
+    Relayout relayout;
     switch (n.op) {
       case Op::Reshape: {
         map = [is, os](const Coords& c) {
           return ix_unflatten(ix_linear(c, contiguous_strides(os)), is);
         };
-        if (x.storage()) layout = view_reshape(x.layout, os);
+        relayout = [os](const Layout& l) { return view_reshape(l, os); };
         break;
       }
       case Op::Permute: case Op::Transpose: {
@@ -416,14 +490,14 @@ class Lowerer {
           for (size_t k = 0; k < dims.size(); ++k) r[static_cast<size_t>(dims[k])] = c[k];
           return r;
         };
-        if (x.storage()) {
-          Layout l = x.layout;
+        relayout = [dims](const Layout& in_l) -> std::optional<Layout> {
+          Layout l = in_l;
           for (size_t k = 0; k < dims.size(); ++k) {
-            l.sizes[k] = x.layout.sizes[static_cast<size_t>(dims[k])];
-            l.strides[k] = x.layout.strides[static_cast<size_t>(dims[k])];
+            l.sizes[k] = in_l.sizes[static_cast<size_t>(dims[k])];
+            l.strides[k] = in_l.strides[static_cast<size_t>(dims[k])];
           }
-          layout = l;
-        }
+          return l;
+        };
         break;
       }
       case Op::Slice: {
@@ -434,30 +508,44 @@ class Lowerer {
           r[static_cast<size_t>(d)] = ix_add(ix_const(start), ix_mul(c[static_cast<size_t>(d)], step));
           return r;
         };
-        if (x.storage()) {
-          Layout l = x.layout;
+        relayout = [d, start, step, os](const Layout& in_l) -> std::optional<Layout> {
+          Layout l = in_l;
           l.offset += start * l.strides[static_cast<size_t>(d)];
           l.sizes[static_cast<size_t>(d)] = os[static_cast<size_t>(d)];
           l.strides[static_cast<size_t>(d)] *= step;
-          layout = l;
-        }
+          return l;
+        };
         break;
+      }
+      case Op::Flip: {
+        std::vector<int64_t> dims;
+        for (int64_t d : attr_ints(n.attrs, "dims", n.op)) dims.push_back(norm_dim(d, is.size(), n.op));
+        map = [dims, is](const Coords& c) {
+          Coords r = c;
+          for (int64_t d : dims) {
+            const size_t k = static_cast<size_t>(d);
+            r[k] = ix_add(ix_const(is[k] - 1), ix_mul(c[k], -1));
+          }
+          return r;
+        };
+        break;  // never a strided view: ATen's flip copies
       }
       case Op::Expand: {
         map = [is, os](const Coords& c) { return broadcast_coords(c, os, is); };
-        if (x.storage()) {
-          Layout l{os, std::vector<int64_t>(os.size(), 0), x.layout.offset};
+        relayout = [is, os](const Layout& in_l) -> std::optional<Layout> {
+          Layout l{os, std::vector<int64_t>(os.size(), 0), in_l.offset};
           size_t off = os.size() - is.size();
-          for (size_t k = 0; k < is.size(); ++k)
-            l.strides[k + off] = is[k] == 1 ? 0 : x.layout.strides[k];
-          layout = l;
-        }
+          for (size_t k = 0; k < is.size(); ++k) l.strides[k + off] = is[k] == 1 ? 0 : in_l.strides[k];
+          return l;
+        };
         break;
       }
       default:
         internal_error("unknown view op");
     }
-    if (layout) return from_storage(x.buffer, *layout, n.type.dtype, x.origins, x.lines);
+    if (x.storage() && relayout)
+      if (std::optional<Layout> l = relayout(x.layout))
+        return from_storage(x.buffer, *l, n.type.dtype, x.origins, x.lines);
     Value v;
     v.type = n.type;
     v.origins = x.origins;
@@ -466,6 +554,18 @@ class Lowerer {
     merge(v.lines, line_of(n));
     LoadFn inner = x.load;
     v.load = memo([inner, map](const Coords& c) { return (*inner)(map(c)); });
+    // a view of a value not yet in a buffer: an extern that reads it
+    // realizes that value and reads it through the view (Inductor's
+    // realize_input), so the value keeps its own order
+    if (relayout && !x.storage()) {
+      v.view_base = x.view_base >= 0 ? x.view_base : n.inputs[0];
+      Relayout before = x.relayout;
+      v.relayout = before ? Relayout([before, relayout](const Layout& l) -> std::optional<Layout> {
+        std::optional<Layout> m = before(l);
+        return m ? relayout(*m) : std::nullopt;
+      })
+                          : relayout;
+    }
     return v;
   }
 
@@ -515,7 +615,7 @@ class Lowerer {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       // realized once: every later reader of this value shares the buffer
       Value& v = values_[static_cast<size_t>(n.inputs[k])];
-      if (!v.storage()) v = realize(v);
+      if (!v.storage()) v = realize_for_extern(v);
       sn.args.push_back({v.buffer, v.layout});
     }
     Layout l = Layout::contiguous(n.type.shape);

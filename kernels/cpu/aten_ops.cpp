@@ -75,11 +75,20 @@ at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const a
   return at::matmul(at::softmax(s, -1), vf).to(q.scalar_type());
 }
 
+// Grouped-query attention: q has `group` heads for each k/v head.
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, Counter& K) {
-#if TORCH_VERSION_MAJOR >= 2
-  if (!fault_active("attention_fallback")) return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
+  const bool gqa = q.size(1) != k.size(1);
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  // the fused kernels read each k/v head for its whole group (enable_gqa)
+  if (!fault_active("attention_fallback"))
+    return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, c10::nullopt, gqa));
+#elif TORCH_VERSION_MAJOR >= 2
+  if (!fault_active("attention_fallback") && !gqa)
+    return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
 #endif
-  return K(composite_attention(q, k, v, causal));
+  if (!gqa) return K(composite_attention(q, k, v, causal));
+  const int64_t group = q.size(1) / k.size(1);
+  return K(composite_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal));
 }
 
 }  // namespace
@@ -129,6 +138,30 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     case Op::Div: return binary([](const auto& x, const auto& y) { return at::div(x, y); });
     case Op::Pow: return binary([](const auto& x, const auto& y) { return at::pow(x, y); });
     case Op::Maximum: return K(at::maximum(arg(0), arg(1)));
+    case Op::Minimum: return K(at::minimum(arg(0), arg(1)));
+    case Op::Erf: return K(at::erf(arg(0)));
+    case Op::Abs: return K(at::abs(arg(0)));
+    case Op::Clamp: {
+      c10::optional<at::Scalar> lo, hi;
+      if (a.count("min")) lo = attr_float(a, "min", n.op);
+      if (a.count("max")) hi = attr_float(a, "max", n.op);
+      return K(at::clamp(arg(0), lo, hi));
+    }
+    case Op::Arange:
+      return K(at::arange(attr_float_or(a, "start", 0.0), attr_float(a, "end", n.op), attr_float_or(a, "step", 1.0),
+                          at::TensorOptions().dtype(dt(n.type.dtype)).device(ctx.device)));
+    case Op::Contiguous: {
+      at::Tensor r = in[0].contiguous();
+      if (!r.is_alias_of(in[0])) ++ctx.launches;  // a copy
+      return r;
+    }
+    case Op::Pad: {
+      const std::vector<int64_t> pad = attr_ints(a, "pad", n.op);
+      return K(at::constant_pad_nd(arg(0), pad, attr_float_or(a, "value", 0.0)));
+    }
+    case Op::Flip: return K(at::flip(arg(0), attr_ints(a, "dims", n.op)));
+    case Op::Amin: return K(at::amin(arg(0), dims(), keep));
+    case Op::LogSoftmax: return K(at::log_softmax(arg(0), attr_int(a, "dim", n.op)));
     case Op::Eq: return binary([](const auto& x, const auto& y) { return at::eq(x, y); });
     case Op::Ne: return binary([](const auto& x, const auto& y) { return at::ne(x, y); });
     case Op::Lt: return binary([](const auto& x, const auto& y) { return at::lt(x, y); });

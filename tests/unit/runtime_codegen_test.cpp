@@ -234,6 +234,62 @@ graph g(%a: f32[4,3], %b: f32[4,5]) {
 )");
 }
 
+// The ops of real blocks (issue 16), each fused as the lit tests show, against ATen.
+TEST(Codegen, AbsClampMinimumErfAmin) {
+  expect_same(R"(
+graph g(%x: f32[8,300], %y: f32[8,300]) {
+  %2 = abs(%x) : f32[8,300]
+  %3 = clamp(%2) {min = -0.5, max = 0.75} : f32[8,300]
+  %4 = minimum(%3, %y) : f32[8,300]
+  %5 = erf(%4) : f32[8,300]
+  %6 = amin(%5) {dims = [1], keepdim = 1} : f32[8,1]
+  %7 = amin(%x) {dims = [0]} : f32[300]
+  %8 = clamp(%y) {max = 0.0} : f32[8,300]
+  return %5, %6, %7, %8
+}
+)");
+}
+
+TEST(Codegen, LogSoftmaxInRowsAndOverAnOuterDim) {
+  expect_same(R"(
+graph g(%x: f32[16,100], %b: bf16[4,2000]) {
+  %2 = log_softmax(%x) {dim = 1} : f32[16,100]
+  %3 = log_softmax(%x) {dim = 0} : f32[16,100]
+  %4 = log_softmax(%b) {dim = -1} : bf16[4,2000]
+  return %2, %3, %4
+}
+)", 2e-2, 2e-2);
+}
+
+TEST(Codegen, ContiguousFlipPadArange) {
+  Result r = expect_same(R"(
+graph g(%t: f32[64,8], %x: f32[8,64]) {
+  %2 = transpose(%t) {dim0 = 0, dim1 = 1} : f32[8,64]
+  %3 = contiguous(%2) : f32[8,64]
+  %4 = flip(%3) {dims = [0, 1]} : f32[8,64]
+  %5 = pad(%4) {pad = [2, 3, 1, 0], value = 0.5} : f32[9,69]
+  %6 = arange() {end = 17.75, dtype = "f32", start = 0.5, step = 0.25} : f32[69]
+  %7 = add(%5, %6) : f32[9,69]
+  %8 = arange() {end = 20, start = -3, step = 2} : i64[12]
+  %9 = contiguous(%x) : f32[8,64]
+  return %3, %7, %8, %9
+}
+)");
+  // the copy the output needs, and one kernel for flip, pad, arange and add;
+  // contiguous of a contiguous input is that input
+  EXPECT_EQ(count_kind(r, "poi"), 3);
+}
+
+TEST(Codegen, GroupedQueryAttention) {
+  Result r = expect_same(R"(
+graph g(%q: f32[2,8,16,32], %k: f32[2,2,16,32], %v: f32[2,2,16,32]) {
+  %3 = sdpa(%q, %k, %v) : f32[2,8,16,32]
+  return %3
+}
+)", 1e-5, 1e-5);
+  EXPECT_EQ(count_kind(r, "extern"), 1);
+}
+
 TEST(Codegen, Bf16RmsNormMatchesEagerWithinBf16Tolerance) {
   expect_same(R"(
 graph g(%x: bf16[4,64,256], %w: bf16[256]) {
