@@ -42,8 +42,11 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // lower needs the decomposed graph: it only knows sum/amax reductions
   // GEMM templates are generated for the cpu backend; on cuda, GEMMs stay
   // library calls (cuBLASLt, with its epilogues)
-  c.lowered = lower(c.decomposed, LowerOptions{opts.input_layouts,
-                                               opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu});
+  // reductions split in two only for cuda, as Inductor splits them for
+  // Triton only (its C++ backend does not)
+  LowerOptions lo{opts.input_layouts, opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu, {}};
+  lo.split.enabled = opts.backend == Backend::Cuda;
+  c.lowered = lower(c.decomposed, lo);
 
   const bool checked = verify_passes_enabled();
   if (checked) verify_lowered(c.lowered, "lower");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <functional>
 #include <map>
 #include <memory>
@@ -79,6 +80,71 @@ std::optional<Layout> view_reshape(const Layout& base, const Shape& sizes) {
     out.strides[static_cast<size_t>(vd)] = 1;
   }
   return out;
+}
+
+namespace {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t k = 1; k * k <= n; ++k)
+    if (n % k == 0) {
+      d.push_back(k);
+      if (k * k != n) d.push_back(n / k);
+    }
+  return d;
+}
+
+// The divisor of n closest to `target` (the first of two as close), as
+// min(sympy.divisors(n), key=|x - target|) picks it.
+int64_t closest_divisor(int64_t n, int64_t target) {
+  std::vector<int64_t> d = divisors(n);
+  std::sort(d.begin(), d.end());
+  int64_t best = d[0];
+  for (int64_t x : d)
+    if (std::llabs(x - target) < std::llabs(best - target)) best = x;
+  return best;
+}
+
+}  // namespace
+
+int64_t reduction_splits(int64_t numel, int64_t rnumel, bool inner, const SplitReductions& c) {
+  if (!c.enabled) return 1;
+  const int64_t min_dev = c.min_elements_per_thread * c.num_sm * c.threads_per_sm;
+  const int64_t max_dev = c.max_elements_per_thread * c.num_sm * c.threads_per_sm;
+  const int64_t threads = 32 * 8;  // num_warps 8
+  const int64_t total = rnumel * numel;
+  if (inner || numel == 1) {
+    if (numel >= 2 * c.num_sm || rnumel <= c.min_rnumel) return 1;
+    int64_t size;
+    if (total <= min_dev) {
+      size = c.min_elements_per_thread;
+    } else if (total < max_dev) {
+      const int64_t target_blocks = c.num_sm * c.threads_per_sm / (2 * threads);
+      const int64_t per_output = (target_blocks + numel - 1) / numel;
+      const int64_t tmp = (rnumel + threads * per_output - 1) / (threads * per_output);
+      const int64_t closest = closest_divisor(rnumel, tmp);
+      size = std::llabs(closest - tmp) < 30 ? std::max(closest, c.min_elements_per_thread) : tmp;
+    } else {
+      const int64_t closest = closest_divisor(rnumel, c.max_elements_per_thread);
+      size = std::llabs(closest - c.max_elements_per_thread) < 50 ? closest : c.max_elements_per_thread;
+    }
+    return (rnumel + size * threads - 1) / (size * threads);
+  }
+  if (rnumel <= c.min_elements_per_thread || numel >= c.num_sm * 2 * 32) return 1;
+  const int64_t rvals_per_thread = 4, xblocks = (numel + 127) / 128;
+  int64_t size;
+  if (total < min_dev) {
+    size = c.min_elements_per_thread;
+  } else if (total < max_dev) {
+    const int64_t target_blocks = (c.num_sm * c.threads_per_sm / threads + xblocks - 1) / xblocks;
+    const int64_t tmp = (rnumel + rvals_per_thread * target_blocks - 1) / (rvals_per_thread * target_blocks);
+    const int64_t closest = closest_divisor(rnumel, tmp);
+    size = std::llabs(tmp - closest) < 20 ? std::max(closest, c.min_elements_per_thread) : tmp;
+  } else {
+    const int64_t closest = closest_divisor(rnumel, c.max_elements_per_thread);
+    size = std::llabs(closest - c.max_elements_per_thread) < 50 ? closest : c.max_elements_per_thread;
+  }
+  return (rnumel + rvals_per_thread * size - 1) / (rvals_per_thread * size);
 }
 
 namespace {
@@ -443,6 +509,10 @@ class Lowerer {
       });
       return v;
     }
+    ExprP body = ex_cast((*x.load)(ix_coords("i", s)), t);
+    const int64_t numel_out = numel(s) / r;
+    const int64_t split = reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
+    if (split > 1) return lower_split_reduction(n, x, dims, r, split, origins, lines);
     Layout l = Layout::contiguous(n.type.shape);
     int b = new_buffer("", t, l);
     SchedNode sn;
@@ -451,13 +521,97 @@ class Lowerer {
     sn.shape = s;
     sn.reduce_dims = dims;
     sn.reduce_op = op;
-    sn.body = ex_cast((*x.load)(ix_coords("i", s)), t);
+    sn.body = body;
     sn.store = l;
     sn.writes = {b};
     sn.origins.assign(origins.begin(), origins.end());
     sn.lines.assign(lines.begin(), lines.end());
     add_node(std::move(sn));
     return from_storage(b, l, t);
+  }
+
+  // Inductor's hint: a reduction is INNER when most of its full-size reads
+  // (those that use every iteration variable) step through some reduced dim
+  // with a stride of at most 1, OUTER when they stride over all of them.
+  static bool reads_inner(const ExprP& body, const Shape& s, const std::vector<int64_t>& dims) {
+    std::map<std::string, std::pair<int, IndexP>> loads;
+    ex_loads(body, &loads);
+    std::map<std::string, IndexP> zero;
+    for (size_t i = 0; i < s.size(); ++i) zero["i" + std::to_string(i)] = ix_const(0);
+    int inner = 0, outer = 0;
+    for (const auto& [key, ld] : loads) {
+      std::map<std::string, int64_t> vars;
+      ix_vars(ld.second, &vars);
+      bool full = true;
+      for (size_t i = 0; i < s.size(); ++i) full = full && (s[i] == 1 || vars.count("i" + std::to_string(i)));
+      if (!full) continue;
+      bool all_strided = true;
+      const int64_t at0 = ix_subst(ld.second, zero)->constant;
+      for (int64_t d : dims) {
+        if (s[static_cast<size_t>(d)] == 1) continue;
+        auto one = zero;
+        one["i" + std::to_string(d)] = ix_const(1);
+        all_strided = all_strided && ix_subst(ld.second, one)->constant - at0 > 1;
+      }
+      (all_strided ? outer : inner) += 1;
+    }
+    return inner > outer;
+  }
+
+  // A reduction in two kernels (Inductor's create_multilayer): the first
+  // reduces each output's elements in `split` blocks of ceil(r / split)
+  // (a block's tail past r reads the reduction's identity), into an f32
+  // buffer for 16-bit types; the second reduces the blocks.
+  Value lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
+                              int64_t split, const std::set<std::string>& origins, const std::set<std::string>& lines) {
+    const Shape& s = x.type.shape;
+    const DType t = n.type.dtype;
+    const Op op = n.op;
+    const int64_t block = (r + split - 1) / split;
+    Shape outer, rshape;
+    for (size_t i = 0; i < s.size(); ++i)
+      (std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end() ? rshape : outer).push_back(s[i]);
+    const DType acc = (t == DType::BF16 || t == DType::F16) ? DType::F32 : t;
+    const bool fp = is_floating(acc);
+    const double identity = op == Op::Sum    ? 0.0
+                            : op == Op::Amin ? (fp ? INFINITY : static_cast<double>(std::numeric_limits<int64_t>::max()))
+                                             : (fp ? -INFINITY : static_cast<double>(std::numeric_limits<int64_t>::min()));
+    auto add_reduction = [&](const Shape& shape, ExprP body, DType dt, const Shape& out_shape) {
+      Layout l = Layout::contiguous(out_shape);
+      const int b = new_buffer("", dt, l);
+      SchedNode sn;
+      sn.kind = SNKind::Reduction;
+      sn.out_buffer = b;
+      sn.shape = shape;
+      sn.reduce_dims = {static_cast<int64_t>(shape.size()) - 1};
+      sn.reduce_op = op;
+      sn.body = std::move(body);
+      sn.store = l;
+      sn.writes = {b};
+      sn.origins.assign(origins.begin(), origins.end());
+      sn.lines.assign(lines.begin(), lines.end());
+      add_node(std::move(sn));
+      return from_storage(b, l, dt);
+    };
+    // stage 1 over [outer..., split, block]
+    Shape s1 = outer;
+    s1.push_back(split);
+    s1.push_back(block);
+    Coords c1 = ix_coords("i", s1);
+    IndexP flat = ix_add(ix_mul(c1[outer.size()], block), c1[outer.size() + 1]);
+    Coords rc = ix_unflatten(split * block == r ? flat : ix_clamp(flat, 0, r - 1), rshape);
+    Coords full;
+    size_t oi = 0, ri = 0;
+    for (size_t i = 0; i < s.size(); ++i)
+      full.push_back(std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end() ? rc[ri++] : c1[oi++]);
+    ExprP body1 = ex_cast(ex_cast((*x.load)(full), t), acc);
+    if (split * block != r) body1 = ex_where(ex_index_lt(flat, r), body1, ex_const(identity, acc), acc);
+    Shape mid = outer;
+    mid.push_back(split);
+    Value partial = add_reduction(s1, body1, acc, mid);
+    // stage 2 over [outer..., split], accumulated as stage 1, rounded once
+    // into the reduction's own shape and dtype
+    return add_reduction(mid, (*partial.load)(ix_coords("i", mid)), t, n.type.shape);
   }
 
   Value lower_view(const Node& n) {

@@ -7,7 +7,8 @@
 // with > 100 ops. Views (reshape, permute, transpose, slice, expand) become
 // index arithmetic, or stay strided views of a buffer when they can, so
 // they cost no kernel. Reductions with fewer than 8 elements are unrolled
-// into pointwise code.
+// into pointwise code; with `split` on, a reduction Inductor would split
+// becomes two reduction nodes (reduction_splits).
 //
 // Before: a verified, decomposed graph. After: scheduler nodes in a valid
 // execution order, each with its reads, writes and dependencies (including
@@ -98,12 +99,30 @@ struct LoweredGraph {
   std::vector<int> input_buffers;  // buffer id of graph input k
 };
 
+// Inductor's split reductions (ir.py, Reduction.num_splits): on a GPU a
+// reduction with few outputs over many elements runs as two kernels, the
+// first reducing `split` blocks of each output's elements in parallel, the
+// second the blocks' results. The numbers are Inductor's; num_sm is the
+// device's SM count, fixed here so that a graph compiles alike everywhere
+// (explain has no GPU): 132 on the H100 SXM and the H200.
+struct SplitReductions {
+  bool enabled = false;       // config.split_reductions; Triton (cuda) only
+  int64_t num_sm = 132;
+  int64_t min_rnumel = 8192;  // inner reductions over this many or fewer never split
+  int64_t min_elements_per_thread = 32, max_elements_per_thread = 512, threads_per_sm = 2048;
+};
+// How many blocks Inductor splits a reduction of `numel` outputs over
+// `rnumel` elements into (1: not split); `inner`: its reads walk the reduced
+// elements with stride 1 (ReductionHint.INNER), else OUTER.
+int64_t reduction_splits(int64_t numel, int64_t rnumel, bool inner, const SplitReductions& c);
+
 struct LowerOptions {
   // Layouts of the graph inputs at run time; missing entries are contiguous.
   std::vector<Layout> input_layouts;
   // Linear layers become generated GEMM templates (max-autotune) instead of
   // extern GEMM calls.
   bool gemm_templates = false;
+  SplitReductions split;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});

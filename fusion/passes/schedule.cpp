@@ -68,9 +68,11 @@
 //    their own index (bias, activation, residual add, silu*mul over merged
 //    siblings); template score 1, after ordinary fusions.
 //
-// Departures, on purpose: split reductions (an extra kernel for a small
-// output with a long reduction) are a GPU-occupancy rule and are not applied
-// by the cpu backend; in `default` GEMMs stay extern, as in Inductor.
+// Split reductions (an extra kernel for a small output with a long
+// reduction) are made before scheduling, by lower, on the cuda backend only,
+// as Inductor makes them for Triton only (passes/lower.h, SplitReductions);
+// the scheduler sees two reductions. In `default` GEMMs stay extern, as in
+// Inductor.
 #include "fusion/passes/schedule.h"
 
 #include <algorithm>

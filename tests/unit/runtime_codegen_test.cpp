@@ -290,6 +290,22 @@ graph g(%q: f32[2,8,16,32], %k: f32[2,2,16,32], %v: f32[2,2,16,32]) {
   EXPECT_EQ(count_kind(r, "extern"), 1);
 }
 
+// Reductions with few outputs over many elements: two kernels on cuda
+// (split), one on cpu; the same values either way.
+TEST(Codegen, LargeFullReductions) {
+  expect_same(R"(
+graph g(%x: f32[300,257], %b: bf16[12289]) {
+  %2 = sum(%x) : f32[]
+  %3 = amax(%x) : f32[]
+  %4 = amin(%x) {dims = [0]} : f32[257]
+  %5 = cast(%b) {to = "f32"} : f32[12289]
+  %6 = sum(%5) : f32[]
+  %7 = mean(%x) {dims = [1]} : f32[300]
+  return %2, %3, %4, %6, %7
+}
+)", 1e-4, 1e-3);
+}
+
 TEST(Codegen, Bf16RmsNormMatchesEagerWithinBf16Tolerance) {
   expect_same(R"(
 graph g(%x: bf16[4,64,256], %w: bf16[256]) {
