@@ -18,7 +18,8 @@ namespace fg {
 // cut along `dim` into world-size equal shares, block by block for a fused
 // tensor (q|k|v: `blocks` are the full sizes of its blocks along `dim`).
 struct Sharding {
-  int dim = -1;
+  Sharding(int d = -1, std::vector<int64_t> b = {}) : dim(d), blocks(std::move(b)) {}
+  int dim;
   std::vector<int64_t> blocks;  // empty: one block
   bool replicated() const { return dim < 0; }
   // the full block sizes along `dim` of a tensor whose dim is `full` long
@@ -39,9 +40,11 @@ struct InitSpec {
 inline InitSpec normal(double mean, double std) { return {Init::Normal, mean, std}; }
 
 struct InputSpec {
+  InputSpec(std::string n, Shape shape, DType t, InitSpec i, Sharding s = {})
+      : name(std::move(n)), full_shape(std::move(shape)), dtype(t), init(i), shard(std::move(s)) {}
   std::string name;
   Shape full_shape;       // before sharding
-  DType dtype = DType::BF16;
+  DType dtype;
   InitSpec init;
   Sharding shard;
 };

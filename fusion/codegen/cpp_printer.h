@@ -37,5 +37,8 @@ KernelProgram generate_cpp(const LoweredGraph& g, const Schedule& s);
 // rounding): hand-written fast paths (kernels/fastpaths/) are compiled with
 // them too, so their rounding is the generated kernels' rounding.
 const std::string& host_kernel_prelude();
+// What generated host kernels add after it (fast paths do not include it,
+// so it can grow without invalidating their proofs).
+const std::string& host_generated_extras();
 
 }  // namespace fg

@@ -73,5 +73,7 @@ int cuda_row_threads(int64_t rnumel);
 // rounding, fg_block_reduce): the fast paths' CUDA kernels
 // (kernels/fastpaths/cuda/) are compiled with them too.
 const std::string& cuda_kernel_prelude();
+// What generated CUDA kernels add after it (not in the fast paths' sources).
+const std::string& cuda_generated_extras();
 
 }  // namespace fg

@@ -101,7 +101,7 @@ bool KernelEmitter::perturbs(int n) const {
   const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
   const bool chosen = fault_argument("perturb") == sn.name ||
                       (sn.is_reduction() && fault_argument("broken_fusion") == "reduction");
-  return k_.nodes.size() >= 2 && chosen && sn.body && is_floating(sn.body->dtype);
+  return k_.nodes.size() >= 2 && chosen && sn.body && is_floating(sn.body->dtype) && sn.reduce_op != Op::Argmax;
 }
 
 // A pointwise value as the kernel uses it: `v`, or a variable holding the
@@ -222,6 +222,12 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
                          : sn.reduce_op == Op::Amin ? (is_floating(t) ? "INFINITY" : "9223372036854775807LL")
                                                     : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
       acc[n] = "acc" + std::to_string(n);
+      if (sn.reduce_op == Op::Argmax) {
+        // the index, and beside it the value it points at
+        line(at + " " + acc[n] + "v = " + (is_floating(t) ? "-INFINITY" : "INT64_MIN") + ";");
+        line("int64_t " + acc[n] + " = 0;");
+        continue;
+      }
       line(at + " " + acc[n] + " = " + init + ";");
     }
     current_phase = pi;
@@ -242,7 +248,10 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
       if (sn.is_reduction()) {
         const std::string x = "static_cast<decltype(" + acc[n] + ")>(" + v + ")";
-        if (sn.reduce_op == Op::Sum) line(acc[n] + " += " + v + ";");
+        if (sn.reduce_op == Op::Argmax)
+          line("if (fg_argmax_better(static_cast<decltype(" + acc[n] + "v)>(" + v + "), static_cast<int64_t>(r), " +
+               acc[n] + "v, " + acc[n] + ")) { " + acc[n] + "v = " + v + "; " + acc[n] + " = r; }");
+        else if (sn.reduce_op == Op::Sum) line(acc[n] + " += " + v + ";");
         else if (sn.reduce_op == Op::Amin)  // NaN sticks, as in fg_max (the prelude has no min)
           line("if (" + x + " != " + x + " || " + x + " < " + acc[n] + ") " + acc[n] + " = " + x + ";");
         else line(acc[n] + " = fg_max(" + acc[n] + ", " + x + ");");

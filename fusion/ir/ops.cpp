@@ -52,6 +52,7 @@ const OpInfo kOps[] = {
   {Op::Mean, "mean", "mean", K::Reduction, 1, 1},
   {Op::Amax, "amax", "amax", K::Reduction, 1, 1},
   {Op::Amin, "amin", "amin", K::Reduction, 1, 1},
+  {Op::Argmax, "argmax", "argmax", K::Reduction, 1, 1},
   {Op::Var, "var", "var", K::Reduction, 1, 1},
   {Op::Softmax, "softmax", "_softmax", K::Reduction, 1, 1},
   {Op::LogSoftmax, "log_softmax", "_log_softmax", K::Reduction, 1, 1},
@@ -355,6 +356,20 @@ TensorType infer_reduction(Op op, const std::vector<TensorType>& in, const Attrs
         if (op != Op::Sum && op != Op::Amax && op != Op::Amin) type_error(op, "needs a floating input, got " + in[0].str());
         if (op == Op::Sum) out.dtype = DType::I64;
       }
+      return out;
+    }
+    case Op::Argmax: {
+      if (in[0].dtype == DType::Bool) type_error(op, "needs a number, got " + in[0].str());
+      const bool keep = attr_int_or(attrs, "keepdim", 0) != 0;
+      out.dtype = DType::I64;
+      if (!attrs.count("dim")) {
+        if (keep) out.shape.assign(in[0].shape.size(), 1);
+        return out;
+      }
+      const int64_t d = norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
+      for (size_t i = 0; i < in[0].shape.size(); ++i)
+        if (static_cast<int64_t>(i) != d) out.shape.push_back(in[0].shape[i]);
+        else if (keep) out.shape.push_back(1);
       return out;
     }
     case Op::Softmax: case Op::LogSoftmax:

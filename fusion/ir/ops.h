@@ -24,6 +24,9 @@ enum class Op {
   Tanh, Sin, Cos, Erf, Abs, Clamp, Where, Eq, Ne, Lt, Le, Gt, Ge, Cast, Cat, Arange, Contiguous, Pad,
   // reductions
   Sum, Mean, Amax, Amin, Var,
+  // argmax {dim, keepdim}: the index (i64) of the first largest value along
+  // dim (NaN largest), or in the flattened tensor without dim
+  Argmax,
   // composites, removed by decompose
   Softmax, LogSoftmax, RmsNorm, LayerNorm,
   // extern kernels. linear_add_rank0(a, w, r) is linear(a, w) plus r on rank

@@ -462,10 +462,12 @@ class Lowerer {
   }
 
   Value lower_reduction(const Node& n) {
-    FG_CHECK(n.op == Op::Sum || n.op == Op::Amax || n.op == Op::Amin, "reduction not decomposed");
+    FG_CHECK(n.op == Op::Sum || n.op == Op::Amax || n.op == Op::Amin || n.op == Op::Argmax,
+             "reduction not decomposed");
     const Value& x = in(n, 0);
     const Shape& s = x.type.shape;
     std::vector<int64_t> dims = n.attrs.count("dims") ? attr_ints(n.attrs, "dims", n.op) : std::vector<int64_t>{};
+    if (n.op == Op::Argmax && n.attrs.count("dim")) dims = {attr_int(n.attrs, "dim", n.op)};
     if (dims.empty())
       for (size_t i = 0; i < s.size(); ++i) dims.push_back(static_cast<int64_t>(i));
     for (auto& d : dims) d = norm_dim(d, s.size(), n.op);
@@ -478,7 +480,9 @@ class Lowerer {
     origins.insert(origin_of(n));
     std::set<std::string> lines = x.lines;
     merge(lines, line_of(n));
-    DType t = n.type.dtype;
+    // the type of what is reduced: the result's, but argmax compares values
+    // and returns an index
+    DType t = n.op == Op::Argmax ? x.type.dtype : n.type.dtype;
     Op op = n.op;
 
     // full coordinates of the input from output coordinates and reduced ones
@@ -500,21 +504,36 @@ class Lowerer {
       v.lines = lines;
       LoadFn xl = x.load;
       v.load = memo([xl, full, rshape, r, op, t](const Coords& oc) {
-        ExprP acc;
+        ExprP acc, index = ex_const(0, DType::I64);
         for (int64_t j = 0; j < r; ++j) {
           ExprP e = ex_cast((*xl)(full(oc, ix_unflatten(ix_const(j), rshape))), t);
+          if (op == Op::Argmax && acc) {
+            // the first largest, NaN largest: as fg_argmax_better
+            auto isnan = [t](const ExprP& a) { return ex_binary(Op::Ne, a, a, DType::Bool); };
+            auto notnan = [t](const ExprP& a) { return ex_binary(Op::Eq, a, a, DType::Bool); };
+            ExprP take = ex_where(isnan(e), notnan(acc),
+                                  ex_where(isnan(acc), ex_const(0, DType::Bool), ex_binary(Op::Gt, e, acc, DType::Bool),
+                                           DType::Bool),
+                                  DType::Bool);
+            index = ex_where(take, ex_const(static_cast<double>(j), DType::I64), index, DType::I64);
+            acc = ex_where(take, e, acc, t);
+            continue;
+          }
           acc = acc ? ex_binary(op == Op::Sum ? Op::Add : op == Op::Amin ? Op::Minimum : Op::Maximum, acc, e, t) : e;
         }
+        if (op == Op::Argmax) return index;
         return acc ? acc : ex_const(0, t);
       });
       return v;
     }
     ExprP body = ex_cast((*x.load)(ix_coords("i", s)), t);
     const int64_t numel_out = numel(s) / r;
-    const int64_t split = reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
+    // Inductor never splits argmax
+    const int64_t split =
+        op == Op::Argmax ? 1 : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
     if (split > 1) return lower_split_reduction(n, x, dims, r, split, origins, lines);
     Layout l = Layout::contiguous(n.type.shape);
-    int b = new_buffer("", t, l);
+    int b = new_buffer("", n.type.dtype, l);
     SchedNode sn;
     sn.kind = SNKind::Reduction;
     sn.out_buffer = b;
@@ -527,7 +546,7 @@ class Lowerer {
     sn.origins.assign(origins.begin(), origins.end());
     sn.lines.assign(lines.begin(), lines.end());
     add_node(std::move(sn));
-    return from_storage(b, l, t);
+    return from_storage(b, l, n.type.dtype);
   }
 
   // Inductor's hint: a reduction is INNER when most of its full-size reads

@@ -161,6 +161,11 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     }
     case Op::Flip: return K(at::flip(arg(0), attr_ints(a, "dims", n.op)));
     case Op::Amin: return K(at::amin(arg(0), dims(), keep));
+    case Op::Argmax: {
+      c10::optional<int64_t> d;
+      if (a.count("dim")) d = attr_int(a, "dim", n.op);
+      return K(at::argmax(arg(0), d, keep));
+    }
     case Op::LogSoftmax: return K(at::log_softmax(arg(0), attr_int(a, "dim", n.op)));
     case Op::Eq: return binary([](const auto& x, const auto& y) { return at::eq(x, y); });
     case Op::Ne: return binary([](const auto& x, const auto& y) { return at::ne(x, y); });

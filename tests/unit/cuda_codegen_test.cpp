@@ -2,6 +2,8 @@
 // and has the structure the launcher relies on.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/compile.h"
 #include "fusion/ir/text.h"
@@ -78,6 +80,24 @@ const char* kCases[] = {
 
 TEST(CudaCodegen, EveryCaseCompilesForSm90) {
   for (const char* text : kCases) expect_compiles(compile_cuda(text));
+}
+
+// The op tests of the text IR (tests/lit/ops: argmax, pad, flip, arange,
+// log_softmax, split reductions, ...), through NVRTC, under every policy.
+TEST(CudaCodegen, EveryOpsLitCaseCompilesForSm90) {
+  int cases = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEGATE_SOURCE_DIR) + "/tests/lit/ops")) {
+    if (e.path().extension() != ".fg") continue;
+    for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::None}) {
+      CompileOptions o;
+      o.backend = Backend::Cuda;
+      o.fusion = p;
+      SCOPED_TRACE(e.path().string());
+      expect_compiles(compile(parse_graph_file(e.path().string()).at(0), o));
+    }
+    ++cases;
+  }
+  EXPECT_GE(cases, 10);  // the folder was found and holds the cases
 }
 
 TEST(CudaCodegen, RowReductionIsOneBlockPerRowWithCombinedPartials) {

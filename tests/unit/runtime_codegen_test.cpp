@@ -306,6 +306,31 @@ graph g(%x: f32[300,257], %b: bf16[12289]) {
 )", 1e-4, 1e-3);
 }
 
+// argmax: the first largest value's index, NaN the largest, over rows,
+// over a short dim (unrolled) and over the whole tensor; ties come from
+// values rounded to halves, NaN from a mask.
+TEST(Codegen, ArgmaxFirstLargestNaNLargest) {
+  expect_same(R"(
+graph g(%x: f32[16,300], %y: f32[32,5]) {
+  %2 = full() {value = 2.0} : f32[]
+  %3 = mul(%x, %2) : f32[16,300]
+  %4 = cast(%3) {to = "i64"} : i64[16,300]
+  %5 = cast(%4) {to = "f32"} : f32[16,300]
+  %6 = argmax(%5) {dim = 1} : i64[16]
+  %7 = full() {value = 2.2} : f32[]
+  %8 = gt(%x, %7) : bool[16,300]
+  %9 = full() {value = nan} : f32[]
+  %10 = where(%8, %9, %x) : f32[16,300]
+  %11 = argmax(%10) {dim = -1, keepdim = 1} : i64[16,1]
+  %12 = argmax(%y) {dim = 1} : i64[32]
+  %13 = argmax(%5) : i64[]
+  %14 = argmax(%x) {dim = 0} : i64[300]
+  %15 = sum(%x) {dims = [1]} : f32[16]
+  return %6, %11, %12, %13, %14, %15
+}
+)", 1e-5, 1e-4);
+}
+
 TEST(Codegen, Bf16RmsNormMatchesEagerWithinBf16Tolerance) {
   expect_same(R"(
 graph g(%x: bf16[4,64,256], %w: bf16[256]) {
