@@ -46,6 +46,18 @@ ExprP ex_load(int buffer, DType t, IndexP index) {
   return finish(std::move(e));
 }
 
+ExprP ex_load_indirect(int buffer, DType t, IndexP index, std::vector<std::pair<std::string, int64_t>> vars,
+                       std::vector<ExprP> values) {
+  Expr e;
+  e.kind = Expr::Load;
+  e.dtype = t;
+  e.buffer = buffer;
+  e.index = std::move(index);
+  e.indirect = std::move(vars);
+  e.args = std::move(values);
+  return finish(std::move(e));
+}
+
 ExprP ex_const(double v, DType t) {
   Expr e;
   e.kind = Expr::Const;
@@ -124,6 +136,38 @@ void ex_loads(const ExprP& e, std::map<std::string, std::pair<int, IndexP>>* out
     for (const auto& a : x->args) walk(a);
   };
   walk(e);
+}
+
+ExprP ex_bind_indirect(const ExprP& e, const std::string& name, int64_t size, const ExprP& value) {
+  std::unordered_map<const Expr*, ExprP> memo;
+  std::function<ExprP(const ExprP&)> go = [&](const ExprP& x) -> ExprP {
+    auto it = memo.find(x.get());
+    if (it != memo.end()) return it->second;
+    Expr c = *x;
+    bool changed = false;
+    for (auto& a : c.args) {
+      ExprP n = go(a);
+      changed = changed || n != a;
+      a = n;
+    }
+    if (c.kind == Expr::Load) {
+      std::map<std::string, int64_t> vars;
+      ix_vars(c.index, &vars);
+      if (vars.count(name)) {
+        c.indirect.push_back({name, size});
+        c.args.push_back(value);
+        changed = true;
+      }
+    }
+    ExprP r = x;
+    if (changed) {
+      c.op_count = 0;
+      r = finish(std::move(c));
+    }
+    memo[x.get()] = r;
+    return r;
+  };
+  return go(e);
 }
 
 namespace {

@@ -27,11 +27,20 @@ struct Expr {
   IndexP index;              // Load, IndexLt, IndexValue (the index as a value: arange)
   int64_t bound = 0;         // IndexLt: index < bound
   std::vector<ExprP> args;
+  // Load through an index that data gives (gather, index_select): each
+  // (name, size) is an index variable `index` uses, its value args[k]
+  // clamped to [0, size): the kernel computes it before the load.
+  std::vector<std::pair<std::string, int64_t>> indirect;
   std::string key;
   int op_count = 0;          // computing ops in the tree (inline heuristics)
 };
 
 ExprP ex_load(int buffer, DType t, IndexP index);
+// A load whose index uses variables bound to computed values (Expr::indirect).
+ExprP ex_load_indirect(int buffer, DType t, IndexP index, std::vector<std::pair<std::string, int64_t>> vars,
+                       std::vector<ExprP> values);
+// The variables an indirect load defines are named with this prefix.
+constexpr const char* kIndirectVarPrefix = "ind";
 ExprP ex_const(double v, DType t);
 ExprP ex_unary(Op op, ExprP a, const Attrs& attrs = {});
 ExprP ex_binary(Op op, ExprP a, ExprP b, DType out);
@@ -44,6 +53,9 @@ ExprP ex_index_value(IndexP index, DType t);
 std::set<int> ex_buffers(const ExprP& e);
 // Every (buffer, index) load, de-duplicated by key.
 void ex_loads(const ExprP& e, std::map<std::string, std::pair<int, IndexP>>* out);
+// `e` with every load whose index uses variable `name` reading it as the
+// value `value` clamped to [0, size) (an indirect load).
+ExprP ex_bind_indirect(const ExprP& e, const std::string& name, int64_t size, const ExprP& value);
 // Replaces index variables everywhere.
 ExprP ex_subst(const ExprP& e, const std::map<std::string, IndexP>& m);
 

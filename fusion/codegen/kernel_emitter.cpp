@@ -46,6 +46,17 @@ std::string KernelEmitter::emit(const ExprP& e) {
   std::string text;
   switch (e->kind) {
     case Expr::Load: {
+      // an indirect load: its index variables first, each once in scope
+      for (size_t k = 0; k < e->indirect.size(); ++k) {
+        const auto& [name, size] = e->indirect[k];
+        bool declared = false;
+        for (const auto& sc : scopes_) declared = declared || sc.count("#" + name);
+        if (declared) continue;
+        const std::string v = emit(e->args[k]);
+        line("const int64_t " + name + " = fg_clamp(static_cast<int64_t>(" + v + "), 0, " + std::to_string(size - 1) +
+             ");");
+        scopes_.back()["#" + name] = name;
+      }
       text = custom_load_ ? custom_load_(e) : "";
       if (text.empty() && vec_load.count(e->key))
         text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, vec_load[e->key], "v");
@@ -308,6 +319,11 @@ std::string KernelEmitter::finish(const std::string& signature, const std::vecto
 bool KernelEmitter::chunk_access(const IndexP& index, const std::string& var, int64_t range, IndexP* base) {
   constexpr int64_t kLanes = CStylePrinter::kChunkLanes;
   if (range % kLanes != 0) return false;
+  // an indirect index is known per element only, never for a whole chunk
+  std::map<std::string, int64_t> used;
+  ix_vars(index, &used);
+  for (const auto& [v, r] : used)
+    if (v.rfind(kIndirectVarPrefix, 0) == 0) return false;
   IndexP at = ix_subst(index, {{var, ix_add(ix_mul(ix_var("q", range / kLanes), kLanes), ix_var("v", kLanes))}});
   bool unit = false;
   IndexP b = ix_const(at->constant);

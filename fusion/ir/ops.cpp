@@ -48,6 +48,8 @@ const OpInfo kOps[] = {
   {Op::Arange, "arange", "arange", K::Pointwise, 0, 0},
   {Op::Contiguous, "contiguous", "clone", K::Pointwise, 1, 1},
   {Op::Pad, "pad", "constant_pad_nd", K::Pointwise, 1, 1},
+  {Op::IndexSelect, "index_select", "index_select", K::Pointwise, 2, 2},
+  {Op::Gather, "gather", "gather", K::Pointwise, 2, 2},
   {Op::Sum, "sum", "sum", K::Reduction, 1, 1},
   {Op::Mean, "mean", "mean", K::Reduction, 1, 1},
   {Op::Amax, "amax", "amax", K::Reduction, 1, 1},
@@ -317,6 +319,23 @@ TensorType infer_pointwise(Op op, const std::vector<TensorType>& in, const Attrs
         if (pad[k] < 0 || pad[k + 1] < 0) type_error(op, "negative padding " + shape_str(pad) + " is not supported");
         out.shape[out.shape.size() - 1 - k / 2] += pad[k] + pad[k + 1];
       }
+      return out;
+    }
+    case Op::IndexSelect: case Op::Gather: {
+      const int64_t d = norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
+      if (in[1].dtype != DType::I64) type_error(op, "needs an i64 index, got " + in[1].str());
+      out = in[0];
+      if (op == Op::IndexSelect) {
+        if (in[1].shape.size() != 1) type_error(op, "needs a 1-D index, got " + in[1].str());
+        out.shape[static_cast<size_t>(d)] = in[1].shape[0];
+        return out;
+      }
+      if (in[1].shape.size() != in[0].shape.size())
+        type_error(op, "index " + in[1].str() + " must have the rank of " + in[0].str());
+      for (size_t i = 0; i < in[0].shape.size(); ++i)
+        if (static_cast<int64_t>(i) != d && in[1].shape[i] > in[0].shape[i])
+          type_error(op, "index " + in[1].str() + " is larger than " + in[0].str() + " outside dim " + std::to_string(d));
+      out.shape = in[1].shape;
       return out;
     }
     case Op::Cat: {

@@ -22,6 +22,10 @@ enum class Op {
   // pad a constant pad (torch's F.pad order: last dim first).
   Add, Sub, Mul, Div, Pow, Maximum, Minimum, Neg, Exp, Log, Sqrt, Rsqrt, Relu, Gelu, Silu, Sigmoid,
   Tanh, Sin, Cos, Erf, Abs, Clamp, Where, Eq, Ne, Lt, Le, Gt, Ge, Cast, Cat, Arange, Contiguous, Pad,
+  // indirect reads: index_select(x, idx) {dim} takes x's slices along dim
+  // at a 1-D index; gather(x, idx) {dim} reads x[..., idx[i], ...] along dim
+  // for every i of an index shaped like the result
+  IndexSelect, Gather,
   // reductions
   Sum, Mean, Amax, Amin, Var,
   // argmax {dim, keepdim}: the index (i64) of the first largest value along

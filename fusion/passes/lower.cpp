@@ -440,6 +440,22 @@ class Lowerer {
       });
       return v;
     }
+    if (op == Op::IndexSelect || op == Op::Gather) {
+      // x read where the index says: a variable per read, bound to the
+      // index's value at these coordinates (Inductor's indirect indexing)
+      const int64_t d = norm_dim(attr_int(attrs, "dim", op), out.size(), op);
+      const int64_t size = ins[0].type.shape[static_cast<size_t>(d)];
+      LoadFn xl = ins[0].load, il = ins[1].load;
+      auto counter = indirect_vars_;
+      v.load = memo([xl, il, d, size, op, counter](const Coords& c) {
+        ExprP at = (*il)(op == Op::Gather ? c : Coords{c[static_cast<size_t>(d)]});
+        const std::string name = std::string(kIndirectVarPrefix) + std::to_string((*counter)++);
+        Coords xc = c;
+        xc[static_cast<size_t>(d)] = ix_var(name, size);
+        return ex_bind_indirect((*xl)(xc), name, size, at);
+      });
+      return v;
+    }
     std::vector<std::pair<LoadFn, Shape>> loads;
     for (const auto& x : ins) loads.push_back({x.load, x.type.shape});
     v.load = memo([loads, out, op, attrs, t](const Coords& c) {
@@ -838,9 +854,23 @@ class Lowerer {
 
   Value lower_copy_into(const Node& n) {
     const Value& dst = in(n, 0);
-    const Value& src = in(n, 1);
+    Value src = in(n, 1);
     FG_CHECK(dst.storage() && out_.buffers[static_cast<size_t>(dst.buffer)].input_index >= 0,
              "copy_ must write a graph input");
+    {
+      // a source that reads the destination anywhere but where the copy
+      // writes (a[:] = flip(a)) must be whole before the copy starts: its own
+      // node (Inductor keeps them apart unless every read is the write's index)
+      const Coords c = ix_coords("i", n.type.shape);
+      const IndexP at = ix_linear(c, dst.layout.strides, dst.layout.offset);
+      std::map<std::string, std::pair<int, IndexP>> loads;
+      ex_loads((*src.load)(broadcast_coords(c, n.type.shape, src.type.shape)), &loads);
+      for (const auto& [k, ld] : loads)
+        if (ld.first == dst.buffer && ld.second->key != at->key) {
+          src = realize(src);
+          break;
+        }
+    }
     SchedNode sn;
     sn.kind = SNKind::Pointwise;
     sn.mutation = true;
@@ -869,6 +899,8 @@ class Lowerer {
   std::map<int, int> last_writer_;
   std::map<int, std::vector<int>> readers_;
   SourceLoc loc_;
+  // the next indirect index variable's number (unique in the graph)
+  std::shared_ptr<int> indirect_vars_ = std::make_shared<int>(0);
 };
 
 }  // namespace

@@ -160,6 +160,8 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
       return K(at::constant_pad_nd(arg(0), pad, attr_float_or(a, "value", 0.0)));
     }
     case Op::Flip: return K(at::flip(arg(0), attr_ints(a, "dims", n.op)));
+    case Op::IndexSelect: return K(at::index_select(arg(0), attr_int(a, "dim", n.op), arg(1)));
+    case Op::Gather: return K(at::gather(arg(0), attr_int(a, "dim", n.op), arg(1)));
     case Op::Amin: return K(at::amin(arg(0), dims(), keep));
     case Op::Argmax: {
       c10::optional<int64_t> d;

@@ -57,7 +57,10 @@ std::map<std::string, at::Tensor> random_inputs(const std::string& text) {
   at::manual_seed(7);
   for (int id : g.input_ids()) {
     const Node& n = g.node(id);
-    m[n.name] = at::randn(n.type.shape, at::TensorOptions().dtype(to_aten(n.type.dtype)));
+    // integers: indices in [0, 16) (cases index dims of at least 16)
+    m[n.name] = is_floating(n.type.dtype)
+                    ? at::randn(n.type.shape, at::TensorOptions().dtype(to_aten(n.type.dtype)))
+                    : at::randint(0, 16, n.type.shape, at::TensorOptions().dtype(to_aten(n.type.dtype)));
   }
   return m;
 }
@@ -329,6 +332,40 @@ graph g(%x: f32[16,300], %y: f32[32,5]) {
   return %6, %11, %12, %13, %14, %15
 }
 )", 1e-5, 1e-4);
+}
+
+// Indirect reads: an embedding row lookup (index_select), a gather along
+// rows of a computed value, and a gather of a bf16 tensor along dim 0.
+TEST(Codegen, GatherAndIndexSelect) {
+  Result r = expect_same(R"(
+graph g(%x: f32[16,300], %emb: f32[50,64], %ids: i64[40], %gi: i64[16,20], %b: bf16[32,24], %g0: i64[20,24]) {
+  %6 = index_select(%emb, %ids) {dim = 0} : f32[40,64]
+  %7 = relu(%6) : f32[40,64]
+  %8 = exp(%x) : f32[16,300]
+  %9 = gather(%8, %gi) {dim = 1} : f32[16,20]
+  %10 = gather(%b, %g0) {dim = 0} : bf16[20,24]
+  %11 = index_select(%x, %ids) {dim = 1} : f32[16,40]
+  %12 = sum(%11) {dims = [1]} : f32[16]
+  return %7, %9, %10, %12
+}
+)", 1e-5, 1e-5);
+  EXPECT_EQ(count_kind(r, "poi") + count_kind(r, "per") + count_kind(r, "red"), 4);
+}
+
+// A copy into an input of a value that reads that input elsewhere (the
+// input flipped): the flip is whole before the copy writes (two kernels),
+// not read back half overwritten.
+TEST(Codegen, CopyIntoAnInputOfItsOwnFlip) {
+  Result r = expect_same(R"(
+graph g(%a: f32[4096]) {
+  %1 = flip(%a) {dims = [0]} : f32[4096]
+  %2 = copy_(%a, %1) : f32[4096]
+  %3 = neg(%a) : f32[4096]
+  %4 = copy_(%a, %3) : f32[4096]
+  return %2
+}
+)");
+  EXPECT_EQ(count_kind(r, "poi"), 2);
 }
 
 TEST(Codegen, Bf16RmsNormMatchesEagerWithinBf16Tolerance) {
