@@ -35,9 +35,16 @@ std::string KernelEmitter::emit(const ExprP& e) {
       row_cache_first[e->key] != current_phase)
     return row_cache[e->key] + "[j]";
   if (e->kind == Expr::Load) {
-    auto pit = producer.find(e->buffer);
-    if (pit != producer.end() && value.count(pit->second) && store_at[pit->second]->key == e->index->key)
-      return value[pit->second];
+    // the value the last node of this kernel to write it computed, when it
+    // wrote this very element: its store may still wait in a chunk
+    // (two copy_ into one input: the second reads the first's value)
+    auto wit = writers.find(e->buffer);
+    if (wit != writers.end())
+      for (auto w = wit->second.rbegin(); w != wit->second.rend(); ++w)
+        if (value.count(*w)) {
+          if (store_at[*w]->key == e->index->key) return value[*w];
+          break;
+        }
   }
   for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
     auto f = it->find(e->key);
@@ -295,6 +302,7 @@ void KernelEmitter::place(const std::vector<int>& nodes, int64_t X, int64_t R, s
   for (int n : nodes) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     producer[sn.out_buffer] = n;
+    writers[sn.out_buffer].push_back(n);
     (*body)[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
     std::vector<Access> acc;
     FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");

@@ -26,6 +26,7 @@ class KernelEmitter {
   int indent = 1;
   std::map<int, std::string> value;     // node -> variable holding its value, while visible
   std::map<int, int> producer;          // buffer -> node in this kernel
+  std::map<int, std::vector<int>> writers;  // buffer -> nodes of this kernel writing it, in order
   std::map<int, IndexP> store_at;       // node -> store index (kernel vars)
   std::map<int, bool> stored;
 
