@@ -25,6 +25,8 @@ const char* short_name(at::ScalarType t) {
     case at::kDouble: return "f64";
     case at::kLong: return "i64";
     case at::kBool: return "bool";
+    case at::kInt: return "i32";
+    case at::kByte: return "u8";
     default: return "?";
   }
 }

@@ -55,8 +55,9 @@ std::string dot_after(const CompiledProgram& c) {
 // and not run, item() reads 0. Enough to see graphs, breaks and kernels
 // with no ranks and no LibTorch run.
 struct TypeOnly : Concrete {
-  explicit TypeOnly(TensorType t) : type(std::move(t)) {}
+  explicit TypeOnly(TensorType t, std::vector<int64_t> order = {}) : type(std::move(t)), dim_order(std::move(order)) {}
   TensorType type;
+  std::vector<int64_t> dim_order;  // a repro input's memory order (empty: row-major)
 };
 
 class DryExecutor : public Executor {
@@ -70,8 +71,12 @@ class DryExecutor : public Executor {
     for (auto& d : t.shape) d = d < 0 ? 0 : d;
     return std::make_shared<TypeOnly>(t);
   }
-  std::vector<ConcreteP> run_graph(const Graph& g, const std::vector<ConcreteP>&, int) override {
+  std::vector<ConcreteP> run_graph(const Graph& g, const std::vector<ConcreteP>& inputs, int) override {
     CompileOptions o;
+    for (const auto& c : inputs) {
+      const auto* t = static_cast<TypeOnly*>(c.get());
+      o.input_layouts.push_back(Layout::in_dim_order(t->type.shape, t->dim_order));
+    }
     o.fusion = policy_;
     o.backend = backend_;
     o.replicated_inputs = replicated_;
@@ -148,7 +153,7 @@ static std::vector<CompiledProgram> dry_capture(const Repro& r, Mode m, int worl
   for (const auto& spec : r.inputs(world)) {
     TensorType t{spec.dtype, spec.full_shape};
     if (!spec.shard.replicated()) t.shape[static_cast<size_t>(spec.shard.dim)] /= world;
-    in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t), spec.name, input_annotations(spec));
+    in[spec.name] = s.wrap(std::make_shared<TypeOnly>(t, spec.dim_order), spec.name, input_annotations(spec));
   }
   s.finish(r.forward(s, in));
   if (print) {
@@ -188,8 +193,14 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
     o.backend = backend;
     o.fast_paths = fast;
     o.proofs = fast_path_proofs(golden_dir, backend, 1, false);
-    // a .fg repro gives every rank the same inputs (repros/registry.cpp)
-    for (int id : g.input_ids()) o.replicated_inputs.insert(g.node(id).name);
+    // a .fg repro gives every rank the same inputs (repros/registry.cpp),
+    // laid out in memory as their dim_order says
+    for (int id : g.input_ids()) {
+      const Node& n = g.node(id);
+      o.replicated_inputs.insert(n.name);
+      o.input_layouts.push_back(Layout::in_dim_order(
+          n.type.shape, n.attrs.count("dim_order") ? attr_ints(n.attrs, "dim_order", Op::Input) : std::vector<int64_t>{}));
+    }
     explain_one(compile(g, o), policy_name(p), dot_dir, svg);
   }
   return 0;

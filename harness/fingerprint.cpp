@@ -26,7 +26,7 @@ bool tolerance_for(const std::string& dtype, Tol* t) {
     *t = {1.3e-6, 1e-5};
   else if (dtype == "f64")
     *t = {1e-7, 1e-7};
-  else if (dtype == "i64" || dtype == "bool")
+  else if (dtype == "i64" || dtype == "i32" || dtype == "u8" || dtype == "bool")
     *t = {0, 0};
   else
     return false;

@@ -20,7 +20,7 @@ uint64_t seed_of(const std::string& repro, const std::string& input) {
 at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, int world) {
   auto gen = at::detail::createCPUGenerator(seed_of(repro, s.name));
   const auto opts = at::TensorOptions().dtype(to_aten(s.dtype));
-  const bool integral = s.dtype == DType::I64 || s.dtype == DType::Bool;
+  const bool integral = !is_floating(s.dtype);
   at::Tensor full;
   switch (s.init.kind) {
     case Init::Normal:
@@ -47,7 +47,14 @@ at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, in
                  .to(to_aten(s.dtype));
       break;
   }
-  if (s.shard.replicated() || world == 1) return full.contiguous();
+  // a dim_order lays the (sharded) tensor out in memory in that order
+  auto laid_out = [&s](const at::Tensor& t) {
+    if (s.dim_order.empty()) return t.contiguous();
+    std::vector<int64_t> inverse(s.dim_order.size());
+    for (size_t k = 0; k < s.dim_order.size(); ++k) inverse[static_cast<size_t>(s.dim_order[k])] = static_cast<int64_t>(k);
+    return t.permute(s.dim_order).contiguous().permute(inverse);
+  };
+  if (s.shard.replicated() || world == 1) return laid_out(full);
   const int64_t d = s.shard.dim;
   std::vector<at::Tensor> parts;
   int64_t at = 0;
@@ -57,7 +64,7 @@ at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, in
     parts.push_back(full.narrow(d, at, n).chunk(world, d)[static_cast<size_t>(rank)]);
     at += n;
   }
-  return at::cat(parts, d).contiguous();
+  return laid_out(at::cat(parts, d));
 }
 
 ForwardResult forward(const Repro& r, Mode mode, AtenExecutor& ex, const std::map<std::string, at::Tensor>& inputs,

@@ -58,6 +58,7 @@ std::string InitSpec::str() const {
 
 Attrs input_annotations(const InputSpec& s) {
   Attrs a;
+  if (!s.dim_order.empty()) a["dim_order"] = s.dim_order;
   if (!s.shard.replicated()) {
     a["shard"] = int64_t{s.shard.dim};
     if (!s.shard.blocks.empty()) a["blocks"] = s.shard.blocks;
@@ -153,7 +154,8 @@ Repro graph_repro(const Graph& graph, const std::string& name, const std::string
   bool laid_out = false;
   for (int id : g->input_ids()) {
     const Node& n = g->node(id);
-    specs.push_back({n.name, n.type.shape, n.type.dtype, init_of(*g, n), sharding_of(n.attrs, n.type)});
+    specs.push_back({n.name, n.type.shape, n.type.dtype, init_of(*g, n), sharding_of(n.attrs, n.type),
+                     n.attrs.count("dim_order") ? attr_ints(n.attrs, "dim_order", Op::Input) : std::vector<int64_t>{}});
     laid_out = laid_out || !specs.back().shard.replicated();
   }
   for (size_t i = 0; i < g->outputs.size(); ++i) {

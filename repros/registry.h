@@ -40,13 +40,15 @@ struct InitSpec {
 inline InitSpec normal(double mean, double std) { return {Init::Normal, mean, std}; }
 
 struct InputSpec {
-  InputSpec(std::string n, Shape shape, DType t, InitSpec i, Sharding s = {})
-      : name(std::move(n)), full_shape(std::move(shape)), dtype(t), init(i), shard(std::move(s)) {}
+  InputSpec(std::string n, Shape shape, DType t, InitSpec i, Sharding s = {}, std::vector<int64_t> order = {})
+      : name(std::move(n)), full_shape(std::move(shape)), dtype(t), init(i), shard(std::move(s)),
+        dim_order(std::move(order)) {}
   std::string name;
   Shape full_shape;       // before sharding
   DType dtype;
   InitSpec init;
   Sharding shard;
+  std::vector<int64_t> dim_order;  // memory order of the dims, outermost first; empty: row-major
 };
 
 // The layout and init of an input as .fg attributes ({shard, blocks, init,

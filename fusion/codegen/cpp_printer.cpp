@@ -89,7 +89,7 @@ Kernel CppPrinter::print_template(const FusedGroup& gr, int index, std::set<int>
     std::string v = "v" + std::to_string(t);
     em.line("const float " + v + " = " + em.round_to(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype,
                                                      "acc" + std::to_string(t) + "[i]") + ";");
-    em.producer[sn.out_buffer] = t;
+    em.writes(sn.out_buffer, t);
     em.store_at[t] = ix_var("x", M * N);
     em.value[t] = v;
     em.store(t, v);

@@ -26,7 +26,8 @@ class CppPrinter : public CStylePrinter {
   // do not (fusegate fuzz found it through a layer_norm; a CUDA row is
   // summed by a tree across threads and keeps float).
   std::string accumulator_type(DType t, Op reduce_op) const override {
-    if (reduce_op == Op::Sum && is_floating(t)) return "double";
+    // sums and running sums in double, as ATen's cpu kernels accumulate
+    if ((reduce_op == Op::Sum || reduce_op == Op::Cumsum) && is_floating(t)) return "double";
     return CStylePrinter::accumulator_type(t, reduce_op);
   }
 };

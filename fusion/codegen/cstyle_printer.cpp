@@ -19,6 +19,9 @@ std::string CStylePrinter::compute_type(DType t) const {
     case DType::F64: return "double";
     case DType::I64: return "int64_t";
     case DType::Bool: return "bool";
+    // each value of a u8 computation is held as u8: wrapping as torch's does
+    case DType::I32: return "int32_t";
+    case DType::U8: return "uint8_t";
   }
   return "?";
 }
@@ -30,6 +33,8 @@ std::string CStylePrinter::storage_type(DType t) const {
     case DType::F64: return "double";
     case DType::I64: return "int64_t";
     case DType::Bool: return "bool";
+    case DType::I32: return "int32_t";
+    case DType::U8: return "uint8_t";
   }
   return "?";
 }
@@ -49,6 +54,7 @@ std::string CStylePrinter::store_text(DType t, const std::string& ptr, const std
 std::string CStylePrinter::const_text(double v, DType t) const {
   if (t == DType::Bool) return v != 0 ? "true" : "false";
   if (t == DType::I64) return "INT64_C(" + std::to_string(static_cast<int64_t>(v)) + ")";
+  if (t == DType::I32 || t == DType::U8) return "static_cast<" + compute_type(t) + ">(" + std::to_string(static_cast<int64_t>(v)) + ")";
   std::string ct = compute_type(t);
   if (std::isnan(v)) return "static_cast<" + ct + ">(NAN)";
   if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + "static_cast<" + ct + ">(INFINITY)";
@@ -176,15 +182,19 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   const int64_t X = gr.numel, R = gr.rnumel;
   Kernel k;
   KernelEmitter em(*this, g_, k, nullptr);
-  bool has_red = false;
-  for (int n : gr.nodes) has_red = has_red || g_.nodes[static_cast<size_t>(n)].is_reduction();
+  bool has_red = false, has_scan = false;
+  for (int n : gr.nodes) {
+    has_red = has_red || g_.nodes[static_cast<size_t>(n)].is_reduction();
+    has_scan = has_scan || g_.nodes[static_cast<size_t>(n)].is_scan();
+  }
+  serial_rows_ = has_scan;
   // chunks of 8 are a codegen variant FUSEGATE_BISECT=codegen_variants:K
   // can switch off: the K-th kernel that could have them is the last that
   // does (fusion/bisect.h); the rest run element by element
   const bool variant = has_red ? can_chunk(1, R) : can_chunk(X, 1);
   const int64_t limit = bisect_limits().codegen_variants;
   if (variant) ++variants_;
-  chunks_allowed_ = !(variant && limit >= 0 && variants_ > limit);
+  chunks_allowed_ = !(variant && limit >= 0 && variants_ > limit) && !has_scan;
   k.chunked = variant && chunks_allowed_;
   // 32-bit indices when the kernel's iteration space and every buffer of
   // the graph hold fewer than 2^30 elements: an index is a sum of
@@ -225,6 +235,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   chunks_allowed_ = true;
   narrow_index_ = false;
+  serial_rows_ = false;
   return k;
 }
 

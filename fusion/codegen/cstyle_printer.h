@@ -98,6 +98,11 @@ class CStylePrinter {
   // Which values of `nodes` leave the kernel (must be stored).
   std::map<int, bool> needs_store(const std::vector<int>& nodes) const;
 
+  // The kernel being printed holds a scan: each row runs in order, every
+  // thread of a row's block walking the whole row (the same values, stored
+  // alike), with no partials to combine and no chunks.
+  bool serial_rows_ = false;
+
   // The C type of the kernel variables (x, r, q) and so of the index
   // arithmetic: int where every index of the kernel being printed fits in
   // 32 bits, as Inductor narrows its index dtype (32-bit division and

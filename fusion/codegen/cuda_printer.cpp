@@ -40,7 +40,7 @@ int64_t row_elems(int64_t rnumel) {
 }
 }  // namespace
 
-int64_t CudaPrinter::row_registers(int64_t rnumel) const { return row_elems(rnumel); }
+int64_t CudaPrinter::row_registers(int64_t rnumel) const { return serial_rows_ ? 0 : row_elems(rnumel); }
 
 bool cuda_chunked(int64_t numel, int64_t rnumel) {
   if (rnumel > 1) return rnumel % kLanes == 0 && row_elems(rnumel) > 0;
@@ -89,6 +89,7 @@ std::string CudaPrinter::chunk_store(DType t, const std::string& name, const std
 // the per-thread arrays stay in registers; longer rows stride. (Rows whose
 // length is a multiple of 8 run in chunks instead: cuda_chunked.)
 std::string CudaPrinter::inner_loop(int64_t rnumel) const {
+  if (serial_rows_) return "for (" + index_type() + " r = 0; r < " + std::to_string(rnumel) + "; ++r)";
   int64_t e = row_registers(rnumel);
   if (e == 0) return "for (" + index_type() + " r = threadIdx.x; r < " + std::to_string(rnumel) + "; r += blockDim.x)";
   return "#pragma unroll\nfor (int j = 0; j < " + std::to_string(e) + "; ++j)";
@@ -102,6 +103,7 @@ std::string CudaPrinter::inner_loop_prologue(int64_t rnumel) const {
 }
 
 std::string CudaPrinter::combine_partials(const std::string& acc, Op reduce_op) const {
+  if (serial_rows_) return "";  // every thread walked the whole row
   // min as the negated max of the negated values (NaN stays NaN): the
   // prelude, which the fast paths' proofs hash, stays as it is
   if (reduce_op == Op::Amin) return acc + " = -fg_block_max(-" + acc + ");";
@@ -131,6 +133,8 @@ std::string CudaPrinter::prelude() const { return cuda_kernel_prelude() + cuda_g
 const std::string& cuda_generated_extras() {
   static const std::string text = R"(
 // helpers of generated kernels only (not hashed into fast path proofs)
+typedef int int32_t;
+typedef unsigned char uint8_t;
 // argmax: NaN is the largest value; ties and NaNs go to the first index
 template <typename T> __device__ __forceinline__ bool fg_argmax_better(T v, int64_t i, T bv, int64_t bi) {
   if (v != v) return bv == bv || i < bi;

@@ -177,7 +177,9 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       if (it == producer.end() || it->second == n || !phase_of.count(it->second)) continue;
       int p = it->second;
       bool same_index = l.second->key == store_at[p]->key;
-      bool visible = !inner.at(p) || g_.nodes[static_cast<size_t>(p)].is_reduction() || phase_of[p] == phase_of[n];
+      const SchedNode& ps = g_.nodes[static_cast<size_t>(p)];
+      // a scan's value is per element, as a pointwise one's
+      bool visible = !inner.at(p) || (ps.is_reduction() && !ps.is_scan()) || phase_of[p] == phase_of[n];
       if (!same_index || !visible) stored[p] = true;
     }
   }
@@ -236,7 +238,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       if (!sn.is_reduction()) continue;
       DType t = sn.body->dtype;
       std::string at = p_.accumulator_type(t, sn.reduce_op);
-      std::string init = sn.reduce_op == Op::Sum ? "0"
+      std::string init = sn.reduce_op == Op::Sum || sn.reduce_op == Op::Cumsum ? "0"
                          : sn.reduce_op == Op::Amin ? (is_floating(t) ? "INFINITY" : "9223372036854775807LL")
                                                     : (is_floating(t) ? "-INFINITY" : "INT64_MIN");
       acc[n] = "acc" + std::to_string(n);
@@ -264,7 +266,13 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     for (int n : ph[pi]) {
       std::string v = emit(body.at(n));
       const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-      if (sn.is_reduction()) {
+      if (sn.is_scan()) {
+        // the running sum is this element's value
+        line(acc[n] + " += " + v + ";");
+        value[n] = acc[n];
+        store(n, acc[n]);
+        if (on_value) on_value(n, acc[n]);
+      } else if (sn.is_reduction()) {
         const std::string x = "static_cast<decltype(" + acc[n] + ")>(" + v + ")";
         if (sn.reduce_op == Op::Argmax)
           line("if (fg_argmax_better(static_cast<decltype(" + acc[n] + "v)>(" + v + "), static_cast<int64_t>(r), " +
@@ -287,7 +295,8 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     }
     in_row_loop = false;
     for (int n : ph[pi]) {
-      if (!g_.nodes[static_cast<size_t>(n)].is_reduction()) { value.erase(n); continue; }
+      const SchedNode& done = g_.nodes[static_cast<size_t>(n)];
+      if (!done.is_reduction() || done.is_scan()) { value.erase(n); continue; }
       std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);
       if (!combine.empty()) line(combine);
       if (perturbs(n)) line(acc[n] + " *= 1.5f;");
@@ -301,8 +310,7 @@ void KernelEmitter::place(const std::vector<int>& nodes, int64_t X, int64_t R, s
                           std::map<int, bool>* inner) {
   for (int n : nodes) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-    producer[sn.out_buffer] = n;
-    writers[sn.out_buffer].push_back(n);
+    writes(sn.out_buffer, n);
     (*body)[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
     std::vector<Access> acc;
     FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");

@@ -27,6 +27,11 @@ class KernelEmitter {
   std::map<int, std::string> value;     // node -> variable holding its value, while visible
   std::map<int, int> producer;          // buffer -> node in this kernel
   std::map<int, std::vector<int>> writers;  // buffer -> nodes of this kernel writing it, in order
+  // node n of this kernel writes `buffer` (after the nodes already noted)
+  void writes(int buffer, int n) {
+    producer[buffer] = n;
+    writers[buffer].push_back(n);
+  }
   std::map<int, IndexP> store_at;       // node -> store index (kernel vars)
   std::map<int, bool> stored;
 
@@ -75,7 +80,8 @@ class KernelEmitter {
   // The kernel's text; buffers no store reached are reported as removed.
   std::string finish(const std::string& signature, const std::vector<int>& nodes, std::set<int>* removed);
 
-  static bool wide(DType t) { return dtype_size(t) == 2 || dtype_size(t) == 4; }
+  // the types whose chunks the printers move as one wide access (floating)
+  static bool wide(DType t) { return t == DType::BF16 || t == DType::F16 || t == DType::F32; }
 
   // Whether `index` moves by one element per lane when `var` (of `range`
   // values) runs over chunks q*8 + v, from a chunk start that is a multiple

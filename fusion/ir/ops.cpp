@@ -55,6 +55,7 @@ const OpInfo kOps[] = {
   {Op::Amax, "amax", "amax", K::Reduction, 1, 1},
   {Op::Amin, "amin", "amin", K::Reduction, 1, 1},
   {Op::Argmax, "argmax", "argmax", K::Reduction, 1, 1},
+  {Op::Cumsum, "cumsum", "cumsum", K::Reduction, 1, 1},
   {Op::Var, "var", "var", K::Reduction, 1, 1},
   {Op::Softmax, "softmax", "_softmax", K::Reduction, 1, 1},
   {Op::LogSoftmax, "log_softmax", "_log_softmax", K::Reduction, 1, 1},
@@ -323,7 +324,10 @@ TensorType infer_pointwise(Op op, const std::vector<TensorType>& in, const Attrs
     }
     case Op::IndexSelect: case Op::Gather: {
       const int64_t d = norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
-      if (in[1].dtype != DType::I64) type_error(op, "needs an i64 index, got " + in[1].str());
+      // torch: gather takes i64 indices, index_select i64 or i32
+      if (in[1].dtype != DType::I64 && !(op == Op::IndexSelect && in[1].dtype == DType::I32))
+        type_error(op, std::string("needs an i64") + (op == Op::IndexSelect ? " or i32" : "") + " index, got " +
+                           in[1].str());
       out = in[0];
       if (op == Op::IndexSelect) {
         if (in[1].shape.size() != 1) type_error(op, "needs a 1-D index, got " + in[1].str());
@@ -391,6 +395,9 @@ TensorType infer_reduction(Op op, const std::vector<TensorType>& in, const Attrs
         else if (keep) out.shape.push_back(1);
       return out;
     }
+    case Op::Cumsum:
+      norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
+      return TensorType{is_floating(in[0].dtype) ? in[0].dtype : DType::I64, in[0].shape};
     case Op::Softmax: case Op::LogSoftmax:
       if (!is_floating(in[0].dtype)) type_error(op, "needs a floating input, got " + in[0].str());
       norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);

@@ -31,6 +31,9 @@ enum class Op {
   // argmax {dim, keepdim}: the index (i64) of the first largest value along
   // dim (NaN largest), or in the flattened tensor without dim
   Argmax,
+  // cumsum {dim}: a scan, the running sum along dim (integers: i64); a
+  // reduction to the scheduler, as Inductor treats its scans
+  Cumsum,
   // composites, removed by decompose
   Softmax, LogSoftmax, RmsNorm, LayerNorm,
   // extern kernels. linear_add_rank0(a, w, r) is linear(a, w) plus r on rank

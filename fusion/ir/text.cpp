@@ -104,12 +104,14 @@ bool one_of(const std::string& s, std::initializer_list<const char*> names) {
 std::string check_annotations(const Attrs& a, const TensorType& t, bool output) {
   for (const auto& [k, v] : a) {
     bool known = output ? one_of(k, {"shard", "blocks"})
-                        : one_of(k, {"shard", "blocks", "init", "mean", "std", "low", "high", "start", "step"});
+                        : one_of(k, {"shard", "blocks", "init", "mean", "std", "low", "high", "start", "step",
+                                     "dim_order"});
     if (!known)
-      return "unknown attribute '" + k + "' (an " + (output ? "output takes shard, blocks" : "input takes shard, blocks, init, mean, std, low, high, start, step") + ")";
+      return "unknown attribute '" + k + "' (an " +
+             (output ? "output takes shard, blocks" : "input takes shard, blocks, init, mean, std, low, high, start, step, dim_order") + ")";
     const bool number = std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
     if ((k == "shard" && !std::holds_alternative<int64_t>(v)) ||
-        (k == "blocks" && !std::holds_alternative<std::vector<int64_t>>(v)) ||
+        ((k == "blocks" || k == "dim_order") && !std::holds_alternative<std::vector<int64_t>>(v)) ||
         (k == "init" && !std::holds_alternative<std::string>(v)) ||
         (one_of(k, {"mean", "std", "low", "high", "start", "step"}) && !number))
       return "attribute '" + k + "' has the wrong type (shard: an integer dim, blocks: a list of sizes, init: a string, the rest numbers)";
@@ -133,6 +135,15 @@ std::string check_annotations(const Attrs& a, const TensorType& t, bool output) 
     return "blocks need a shard dim";
   }
   if (output) return "";
+  if (a.count("dim_order")) {
+    // a permutation of the dims, outermost in memory first (torch's dim_order)
+    std::vector<int64_t> o = std::get<std::vector<int64_t>>(a.at("dim_order"));
+    std::vector<int64_t> sorted = o;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t i = 0; i < sorted.size(); ++i)
+      if (sorted[i] != static_cast<int64_t>(i) || sorted.size() != t.shape.size())
+        return "dim_order " + shape_str(o) + " must order every dim of " + t.str() + " once";
+  }
   // which initialisation the parameters name, and that they agree
   std::string init = a.count("init") ? std::get<std::string>(a.at("init")) : "";
   auto implied = [&](std::initializer_list<const char*> keys, const char* kind) -> std::string {

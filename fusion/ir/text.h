@@ -43,6 +43,8 @@ std::string format_double(double v);
 //   blocks = [a, b, c]   full block sizes along D (fused q|k|v), cut block by block
 //   init = "normal" (mean, std) | "uniform" (low, high) | "ones" | "zeros" |
 //          "arange" (start, step) | "fan_in" (normal(0, 1/sqrt(last dim)))
+//   dim_order = [1, 0]   the input's dims from outermost in memory to
+//                        innermost (torch's dim_order): a transposed input
 // Parameters imply their init; outputs take shard and blocks only.
 std::string check_annotations(const Attrs& a, const TensorType& t, bool output);
 

@@ -14,13 +14,15 @@ const char* dtype_name(DType t) {
     case DType::F64: return "f64";
     case DType::I64: return "i64";
     case DType::Bool: return "bool";
+    case DType::I32: return "i32";
+    case DType::U8: return "u8";
   }
   internal_error("unknown dtype");
 }
 
 bool parse_dtype(const std::string& s, DType* out) {
-  static const DType all[] = {DType::BF16, DType::F16, DType::F32,
-                              DType::F64,  DType::I64, DType::Bool};
+  static const DType all[] = {DType::BF16, DType::F16, DType::F32, DType::F64,
+                              DType::I64,  DType::Bool, DType::I32, DType::U8};
   for (DType t : all)
     if (s == dtype_name(t)) { *out = t; return true; }
   return false;
@@ -29,9 +31,9 @@ bool parse_dtype(const std::string& s, DType* out) {
 int dtype_size(DType t) {
   switch (t) {
     case DType::BF16: case DType::F16: return 2;
-    case DType::F32: return 4;
+    case DType::F32: case DType::I32: return 4;
     case DType::F64: case DType::I64: return 8;
-    case DType::Bool: return 1;
+    case DType::Bool: case DType::U8: return 1;
   }
   internal_error("unknown dtype");
 }
@@ -44,11 +46,14 @@ DType promote(DType a, DType b) {
   if (a == b) return a;
   auto rank = [](DType t) {
     switch (t) {
+      // torch's order: bool < u8 < i32 < i64 < floating
       case DType::Bool: return 0;
-      case DType::I64: return 1;
-      case DType::BF16: case DType::F16: return 2;
-      case DType::F32: return 3;
-      case DType::F64: return 4;
+      case DType::U8: return 1;
+      case DType::I32: return 2;
+      case DType::I64: return 3;
+      case DType::BF16: case DType::F16: return 4;
+      case DType::F32: return 5;
+      case DType::F64: return 6;
     }
     return 0;
   };

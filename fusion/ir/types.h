@@ -6,7 +6,7 @@
 
 namespace fg {
 
-enum class DType : uint8_t { BF16, F16, F32, F64, I64, Bool };
+enum class DType : uint8_t { BF16, F16, F32, F64, I64, Bool, I32, U8 };
 
 const char* dtype_name(DType t);                 // "bf16", "f16", ...
 bool parse_dtype(const std::string& s, DType* out);

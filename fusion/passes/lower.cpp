@@ -13,6 +13,17 @@
 
 namespace fg {
 
+Layout Layout::in_dim_order(const Shape& s, const std::vector<int64_t>& order) {
+  if (order.empty()) return contiguous(s);
+  Layout l{s, std::vector<int64_t>(s.size(), 0), 0};
+  int64_t stride = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    l.strides[static_cast<size_t>(order[k])] = stride;
+    stride *= s[static_cast<size_t>(order[k])];
+  }
+  return l;
+}
+
 std::string Layout::str() const {
   return shape_str(sizes) + " strides " + shape_str(strides) + (offset ? " +" + std::to_string(offset) : "");
 }
@@ -478,12 +489,12 @@ class Lowerer {
   }
 
   Value lower_reduction(const Node& n) {
-    FG_CHECK(n.op == Op::Sum || n.op == Op::Amax || n.op == Op::Amin || n.op == Op::Argmax,
+    FG_CHECK(n.op == Op::Sum || n.op == Op::Amax || n.op == Op::Amin || n.op == Op::Argmax || n.op == Op::Cumsum,
              "reduction not decomposed");
     const Value& x = in(n, 0);
     const Shape& s = x.type.shape;
     std::vector<int64_t> dims = n.attrs.count("dims") ? attr_ints(n.attrs, "dims", n.op) : std::vector<int64_t>{};
-    if (n.op == Op::Argmax && n.attrs.count("dim")) dims = {attr_int(n.attrs, "dim", n.op)};
+    if ((n.op == Op::Argmax && n.attrs.count("dim")) || n.op == Op::Cumsum) dims = {attr_int(n.attrs, "dim", n.op)};
     if (dims.empty())
       for (size_t i = 0; i < s.size(); ++i) dims.push_back(static_cast<int64_t>(i));
     for (auto& d : dims) d = norm_dim(d, s.size(), n.op);
@@ -513,7 +524,7 @@ class Lowerer {
       return f;
     };
 
-    if (r < 8) {  // unrolled: a pointwise value
+    if (r < 8 && op != Op::Cumsum) {  // unrolled: a pointwise value (a scan never is)
       Value v;
       v.type = n.type;
       v.origins = origins;
@@ -544,9 +555,11 @@ class Lowerer {
     }
     ExprP body = ex_cast((*x.load)(ix_coords("i", s)), t);
     const int64_t numel_out = numel(s) / r;
-    // Inductor never splits argmax
-    const int64_t split =
-        op == Op::Argmax ? 1 : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
+    // Inductor never splits argmax (nor scans, which have their own rule
+    // for long 1-D ones: not built)
+    const int64_t split = op == Op::Argmax || op == Op::Cumsum
+                              ? 1
+                              : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
     if (split > 1) return lower_split_reduction(n, x, dims, r, split, origins, lines);
     Layout l = Layout::contiguous(n.type.shape);
     int b = new_buffer("", n.type.dtype, l);

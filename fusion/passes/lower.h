@@ -29,6 +29,8 @@ struct Layout {
   std::vector<int64_t> strides;
   int64_t offset = 0;
   static Layout contiguous(const Shape& s) { return {s, contiguous_strides(s), 0}; }
+  // dense, with dims laid out in `order` from outermost to innermost
+  static Layout in_dim_order(const Shape& s, const std::vector<int64_t>& order);
   bool is_contiguous() const { return offset == 0 && strides == contiguous_strides(sizes); }
   bool operator==(const Layout& o) const { return sizes == o.sizes && strides == o.strides && offset == o.offset; }
   std::string str() const;
@@ -86,6 +88,9 @@ struct SchedNode {
   int64_t numel() const;   // outer iteration size
   int64_t rnumel() const;  // reduction size (1 for pointwise)
   bool is_reduction() const { return kind == SNKind::Reduction; }
+  // A scan (cumsum): a reduction whose running value is stored at every
+  // element of the reduced dim, so its output has the input's shape.
+  bool is_scan() const { return kind == SNKind::Reduction && reduce_op == Op::Cumsum; }
   bool is_template() const { return kind == SNKind::Template; }
   bool fusable() const { return kind == SNKind::Pointwise || kind == SNKind::Reduction || kind == SNKind::Template; }
   Shape out_shape() const;  // reduction output without kept dims

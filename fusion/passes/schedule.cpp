@@ -165,7 +165,7 @@ bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, i
     out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype)});
   // the store: output coordinates through the store layout
   std::vector<IndexP> oc;
-  if (n.is_reduction()) {
+  if (n.is_reduction() && !n.is_scan()) {
     oc = ix_unflatten(ix_var("x", numel), n.store.sizes);
   } else {
     std::vector<IndexP> c;

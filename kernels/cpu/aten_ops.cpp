@@ -33,6 +33,8 @@ at::ScalarType to_aten(DType t) {
     case DType::F64: return at::kDouble;
     case DType::I64: return at::kLong;
     case DType::Bool: return at::kBool;
+    case DType::I32: return at::kInt;
+    case DType::U8: return at::kByte;
   }
   internal_error("unknown dtype");
 }
@@ -45,6 +47,8 @@ DType from_aten(at::ScalarType t) {
     case at::kDouble: return DType::F64;
     case at::kLong: return DType::I64;
     case at::kBool: return DType::Bool;
+    case at::kInt: return DType::I32;
+    case at::kByte: return DType::U8;
     default: break;
   }
   user_error(std::string("dtype ") + c10::toString(t) + " is not supported by fusegate");
@@ -163,6 +167,7 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     case Op::IndexSelect: return K(at::index_select(arg(0), attr_int(a, "dim", n.op), arg(1)));
     case Op::Gather: return K(at::gather(arg(0), attr_int(a, "dim", n.op), arg(1)));
     case Op::Amin: return K(at::amin(arg(0), dims(), keep));
+    case Op::Cumsum: return K(at::cumsum(arg(0), attr_int(a, "dim", n.op), dt(n.type.dtype)));
     case Op::Argmax: {
       c10::optional<int64_t> d;
       if (a.count("dim")) d = attr_int(a, "dim", n.op);

@@ -574,6 +574,8 @@ TEST(IrText, LayoutMistakesNameTheInputAndTheRule) {
   EXPECT_NE(err("%x: i64[8] {init = \"normal\"}").find("needs a floating input"), std::string::npos);
   EXPECT_NE(err("%x: bf16[8] {low = 1.0, high = 0.5}").find("uniform needs low < high"), std::string::npos);
   EXPECT_NE(err("%x: bf16[8] {shard = \"0\"}").find("'shard' has the wrong type"), std::string::npos);
+  EXPECT_NE(err("%x: bf16[8,4] {dim_order = [1, 1]}").find("dim_order [1,1] must order every dim of bf16[8,4] once"),
+            std::string::npos);
   // an output takes a layout only, and the error names it with its line
   const std::string out = user_error_of([] {
     parse_graph("graph t(%x: bf16[8]) {\n  %1 = neg(%x) : bf16[8]\n  return %1 {init = \"ones\"}\n}\n", "t.fg");

@@ -37,8 +37,14 @@ Result run(const std::string& text, Mode mode, const std::map<std::string, at::T
   Session s(mode, &ex);
   Inputs in;
   for (const auto& [k, v] : inputs) {
-    at::Tensor flat = at::zeros({v.numel() + offset}, v.options().device(backend == "cuda" ? at::kCUDA : at::kCPU));
-    at::Tensor t = flat.narrow(0, offset, v.numel()).view(v.sizes());
+    const auto dev = v.options().device(backend == "cuda" ? at::kCUDA : at::kCPU);
+    at::Tensor t;
+    if (!v.is_contiguous()) {
+      t = at::empty_strided(v.sizes(), v.strides(), dev);  // a strided input keeps its strides
+    } else {
+      at::Tensor flat = at::zeros({v.numel() + offset}, dev);
+      t = flat.narrow(0, offset, v.numel()).view(v.sizes());
+    }
     t.copy_(v);
     in[k] = s.wrap(wrap_aten(t));
   }
@@ -366,6 +372,74 @@ graph g(%a: f32[4096]) {
 }
 )");
   EXPECT_EQ(count_kind(r, "poi"), 2);
+}
+
+// cumsum: along rows (with a prologue, an epilogue and a sum of the scan
+// in the same kernel), along an outer dim, over a long row, of bf16 and of
+// integers (i64 result).
+TEST(Codegen, CumsumAlongEachDim) {
+  expect_same(R"(
+graph g(%x: f32[32,200], %y: f32[16,8,12], %l: f32[2,5000], %b: bf16[8,64], %i: i64[4,50]) {
+  %5 = exp(%x) : f32[32,200]
+  %6 = cumsum(%5) {dim = 1} : f32[32,200]
+  %7 = mul(%6, %x) : f32[32,200]
+  %8 = sum(%6) {dims = [1]} : f32[32]
+  %9 = cumsum(%y) {dim = 0} : f32[16,8,12]
+  %10 = cumsum(%l) {dim = -1} : f32[2,5000]
+  %11 = cumsum(%b) {dim = 1} : bf16[8,64]
+  %12 = cumsum(%i) {dim = 1} : i64[4,50]
+  return %7, %8, %9, %10, %11, %12
+}
+)", 2e-2, 1e-3);
+}
+
+// i32 and u8: arithmetic that wraps as torch's does (u8 - u8), casts both
+// ways, comparisons, sums (to i64), max, a running sum and an i32 index.
+TEST(Codegen, Int32AndUint8) {
+  expect_same(R"(
+graph g(%a: i32[64,40], %b: i32[64,40], %p: u8[64,40], %q: u8[64,40], %t: f32[20,16], %ix: i32[30]) {
+  %6 = mul(%a, %b) : i32[64,40]
+  %7 = add(%6, %a) : i32[64,40]
+  %8 = sub(%p, %q) : u8[64,40]
+  %9 = cast(%8) {to = "f32"} : f32[64,40]
+  %10 = full() {value = 255.0} : f32[]
+  %11 = div(%9, %10) : f32[64,40]
+  %12 = gt(%p, %q) : bool[64,40]
+  %13 = where(%12, %a, %b) : i32[64,40]
+  %14 = sum(%7) {dims = [1]} : i64[64]
+  %15 = amax(%p) {dims = [0]} : u8[40]
+  %16 = cumsum(%q) {dim = 1} : i64[64,40]
+  %17 = index_select(%t, %ix) {dim = 1} : f32[20,30]
+  %18 = cast(%11) {to = "u8"} : u8[64,40]
+  return %7, %11, %13, %14, %15, %16, %17, %18
+}
+)");
+}
+
+// Inputs stored transposed and permuted (as x.t() and a permute of a
+// row-major tensor reach a compiled function): read through their strides.
+TEST(Codegen, StridedAndTransposedInputs) {
+  const std::string text = R"(
+graph g(%x: f32[48,64], %y: f32[48,64], %z: f32[4,6,8]) {
+  %3 = add(%x, %y) : f32[48,64]
+  %4 = sum(%x) {dims = [1]} : f32[48]
+  %5 = exp(%z) : f32[4,6,8]
+  %6 = amax(%z) {dims = [0]} : f32[6,8]
+  return %3, %4, %5, %6
+}
+)";
+  auto in = random_inputs(text);
+  in["x"] = in["x"].t().contiguous().t();              // dim_order [1, 0]
+  in["z"] = in["z"].permute({2, 0, 1}).contiguous().permute({1, 2, 0});  // dim_order [2, 0, 1]
+  ASSERT_FALSE(in["x"].is_contiguous());
+  Result a = run(text, Mode::Eager, in);
+  Result c = run(text, Mode::Compiled, in);
+  ASSERT_EQ(a.outs.size(), c.outs.size());
+  for (size_t i = 0; i < a.outs.size(); ++i)
+    EXPECT_TRUE(at::allclose(a.outs[i], c.outs[i], 1e-5, 1e-5)) << "output " << i;
+  // a compiled input layout is part of the guard: the strided x compiles
+  // its own kernels (one graph either way)
+  EXPECT_EQ(c.graphs, 1);
 }
 
 TEST(Codegen, Bf16RmsNormMatchesEagerWithinBf16Tolerance) {
