@@ -9,32 +9,79 @@
 
 namespace fg {
 
+namespace {
+
+int64_t tag_of(const Node& n, const char* key) {
+  auto it = n.attrs.find(key);
+  return it == n.attrs.end() ? -1 : std::get<int64_t>(it->second);
+}
+
+// A node's attributes without the format's own (the blocks it is in).
+Attrs op_attrs(const Node& n) {
+  Attrs a;
+  for (const auto& [k, v] : n.attrs)
+    if (k.empty() || k[0] != '@') a.emplace(k, v);
+  return a;
+}
+
+}  // namespace
+
 std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
   std::vector<Tensor> v(g.nodes.size());
-  for (const Node& n : g.nodes) {
+  std::map<int64_t, int> if_node;  // branch -> its if node
+  for (const Node& n : g.nodes)
+    if (n.op == Op::If) if_node[tag_of(n, "@if")] = n.id;
+  std::map<int64_t, bool> taken;   // branch -> whether its then-arm runs
+  // the host reads the condition where the first node of the if is: a
+  // data-dependent branch, so a graph break, as Dynamo's
+  auto decide = [&](int64_t k) {
+    if (!taken.count(k)) {
+      const Node& head = g.node(if_node.at(k));
+      taken[k] = s.branch_on(v[static_cast<size_t>(head.inputs[0])], Here(head.loc));
+    }
+    return taken[k];
+  };
+  auto exec = [&](const Node& n) {
     Here here(n.loc);
     std::vector<Tensor> a;
     for (int i : n.inputs) a.push_back(v[static_cast<size_t>(i)]);
+    Tensor& out = v[static_cast<size_t>(n.id)];
     switch (n.op) {
       case Op::Input: {
         auto it = in.find(n.name);
         if (it == in.end()) user_error(g.name + ": no value for input %" + n.name);
-        v[static_cast<size_t>(n.id)] = it->second;
+        out = it->second;
         break;
       }
-      case Op::Full: v[static_cast<size_t>(n.id)] = s.full(attr_float(n.attrs, "value", n.op), n.type.dtype, n.type.shape, here); break;
-      case Op::Print: s.print(g.ref(n.id), a[0], here); v[static_cast<size_t>(n.id)] = a[0]; break;
-      case Op::Item: {
-        double x = s.item(a[0], here);
-        v[static_cast<size_t>(n.id)] = s.full(x, DType::F64, {}, here);
-        break;
-      }
-      case Op::Nonzero: v[static_cast<size_t>(n.id)] = s.nonzero(a[0], here); break;
-      case Op::AllReduce: v[static_cast<size_t>(n.id)] = s.all_reduce(a[0], here); break;
-      case Op::AllGather: v[static_cast<size_t>(n.id)] = s.all_gather(a[0], here); break;
-      case Op::ReduceScatter: v[static_cast<size_t>(n.id)] = s.reduce_scatter(a[0], here); break;
-      default: v[static_cast<size_t>(n.id)] = s.op(n.op, a, n.attrs, here); break;
+      case Op::Full: out = s.full(attr_float(n.attrs, "value", n.op), n.type.dtype, n.type.shape, here); break;
+      case Op::Print: s.print(g.ref(n.id), a[0], here); out = a[0]; break;
+      case Op::Item: out = s.full(s.item(a[0], here), DType::F64, {}, here); break;
+      case Op::Nonzero: out = s.nonzero(a[0], here); break;
+      case Op::If: out = decide(tag_of(n, "@if")) ? a[1] : a[2]; break;
+      case Op::AllReduce: out = s.all_reduce(a[0], here); break;
+      case Op::AllGather: out = s.all_gather(a[0], here); break;
+      case Op::ReduceScatter: out = s.reduce_scatter(a[0], here); break;
+      default: out = s.op(n.op, a, op_attrs(n), here); break;
     }
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const int64_t k = tag_of(n, "@if");
+    if (k >= 0 && n.op != Op::If && decide(k) != (tag_of(n, "@arm") == 1)) continue;  // the arm not taken
+    const int64_t d = tag_of(n, "@disabled");
+    if (d >= 0) {
+      // the region's statements run eagerly, outside any graph
+      size_t end = i;
+      while (end < g.nodes.size() && tag_of(g.nodes[end], "@disabled") == d) ++end;
+      SourceLoc at = n.loc;
+      at.line = static_cast<int>(tag_of(n, "@disabled_line"));
+      s.disabled(std::get<std::string>(n.attrs.at("@disabled_name")), [&] {
+        for (size_t j = i; j < end; ++j) exec(g.nodes[j]);
+      }, Here(at));
+      i = end - 1;
+      continue;
+    }
+    exec(n);
   }
   std::vector<Tensor> out;
   for (int o : g.outputs) out.push_back(v[static_cast<size_t>(o)]);

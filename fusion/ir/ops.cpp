@@ -80,6 +80,7 @@ const OpInfo kOps[] = {
   {Op::Print, "print", "print", K::Host, 1, 1},
   {Op::Item, "item", "item", K::Host, 1, 1},
   {Op::Nonzero, "nonzero", "nonzero", K::Host, 1, 1},
+  {Op::If, "if", "if", K::Host, 3, 3},
 };
 // clang-format on
 
@@ -589,6 +590,10 @@ TensorType infer_collective_mutation_host(Op op, const std::vector<TensorType>& 
     }
     case Op::Print:
       return in[0];
+    case Op::If:
+      if (numel(in[0].shape) != 1) type_error(op, "needs a one-element condition, got " + in[0].str());
+      if (in[1] != in[2]) type_error(op, "its arms yield " + in[1].str() + " and " + in[2].str() + ": they must agree");
+      return in[1];
     case Op::Item:
       if (numel(in[0].shape) != 1) type_error(op, "needs a one-element tensor, got " + in[0].str());
       return TensorType{DType::F64, {}};

@@ -49,8 +49,11 @@ enum class Op {
   AllReduce, AllGather, ReduceScatter,
   // mutation: copy_(dst, src) writes src into the graph input dst
   CopyInto,
-  // host-side: never inside a compiled graph; capturing one breaks the graph
-  Print, Item, Nonzero,
+  // host-side: never inside a compiled graph; capturing one breaks the graph.
+  // if(pred, then, else) is a .fg branch on a tensor's value: the nodes of
+  // its two arms come before it (attribute "@if" = branch number, "@arm" =
+  // 1 then / 0 else) and it is the taken arm's yielded value.
+  Print, Item, Nonzero, If,
 };
 
 using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>>;

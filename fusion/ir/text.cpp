@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "fusion/errors.h"
@@ -56,16 +57,26 @@ std::string attr_text(const Attr& a) {
   return r + "]";
 }
 
-// " {k = v, ...}", or nothing for no attributes.
+// " {k = v, ...}", or nothing for no attributes; the format's own ("@if",
+// "@disabled": the blocks a statement is in) are the blocks' syntax instead.
 std::string attrs_text(const Attrs& attrs) {
-  if (attrs.empty()) return "";
-  std::string r = " {";
-  bool first = true;
+  std::string r;
   for (const auto& [k, v] : attrs) {
-    r += (first ? "" : ", ") + k + " = " + attr_text(v);
-    first = false;
+    if (!k.empty() && k[0] == '@') continue;
+    r += (r.empty() ? " {" : ", ") + k + " = " + attr_text(v);
   }
-  return r + "}";
+  return r.empty() ? r : r + "}";
+}
+
+int64_t tag_of(const Node& n, const char* key) {
+  auto it = n.attrs.find(key);
+  return it == n.attrs.end() ? -1 : std::get<int64_t>(it->second);
+}
+
+std::string stmt_text(const Graph& g, const Node& n, const std::string& indent) {
+  std::string r = indent + g.ref(n.id) + " = " + op_name(n.op) + "(";
+  for (size_t i = 0; i < n.inputs.size(); ++i) r += (i ? ", " : "") + g.ref(n.inputs[i]);
+  return r + ")" + attrs_text(n.attrs) + " : " + n.type.str() + "\n";
 }
 
 }  // namespace
@@ -79,11 +90,35 @@ std::string print_graph(const Graph& g) {
     first = false;
   }
   r += ") {\n";
-  for (const Node& n : g.nodes) {
+  std::set<int64_t> ifs_done;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
     if (n.op == Op::Input) continue;
-    r += "  " + g.ref(n.id) + " = " + op_name(n.op) + "(";
-    for (size_t i = 0; i < n.inputs.size(); ++i) r += (i ? ", " : "") + g.ref(n.inputs[i]);
-    r += ")" + attrs_text(n.attrs) + " : " + n.type.str() + "\n";
+    const int64_t k = tag_of(n, "@if");
+    if (k >= 0) {
+      // the whole if, its arms and their yields, where its first node is
+      if (!ifs_done.insert(k).second) continue;
+      const Node* head = nullptr;
+      for (const Node& m : g.nodes)
+        if (m.op == Op::If && tag_of(m, "@if") == k) head = &m;
+      if (!head) continue;  // arms without their if: not from the parser
+      r += "  " + g.ref(head->id) + " = if(" + g.ref(head->inputs[0]) + ") : " + head->type.str() + " {\n";
+      for (int64_t arm : {1, 0}) {
+        for (const Node& m : g.nodes)
+          if (m.op != Op::If && tag_of(m, "@if") == k && tag_of(m, "@arm") == arm) r += stmt_text(g, m, "    ");
+        r += "    yield " + g.ref(head->inputs[arm ? 1 : 2]) + "\n" + (arm ? "  } else {\n" : "  }\n");
+      }
+      continue;
+    }
+    const int64_t d = tag_of(n, "@disabled");
+    if (d >= 0) {
+      r += "  disabled " + quote(std::get<std::string>(n.attrs.at("@disabled_name"))) + " {\n";
+      for (; i < g.nodes.size() && tag_of(g.nodes[i], "@disabled") == d; ++i) r += stmt_text(g, g.nodes[i], "    ");
+      --i;
+      r += "  }\n";
+      continue;
+    }
+    r += stmt_text(g, n, "  ");
   }
   r += "  return";
   for (size_t i = 0; i < g.outputs.size(); ++i)
@@ -504,16 +539,76 @@ class Parser {
     if (any) g.output_attrs = std::move(notes);
   }
 
-  void parse_stmt(Graph& g) {
+  // One statement of the body: `disabled "what" { ... }`, or a value
+  // `%x = op(...) ...`, `%x = if(%p) : type { ... yield %a } else { ... yield %b }`.
+  void parse_body_stmt(Graph& g) {
+    if (at_word("disabled")) {
+      Token kw = take();
+      const std::string what = expect_kind(Tok::String, "the disabled region's name, a string").text;
+      expect_punct('{');
+      // the region's line: where Dynamo's break is, at the call
+      const Attrs tag{{"@disabled", int64_t{disabled_count_++}}, {"@disabled_name", what},
+                      {"@disabled_line", int64_t{kw.line}}};
+      while (!at_punct('}')) {
+        if (at_word("disabled") || at_word("return")) fail(cur_, "a disabled region holds statements only, no nested region");
+        parse_stmt(g, tag);
+      }
+      take();
+      return;
+    }
+    parse_stmt(g, {});
+  }
+
+  // The arm of an if: statements, then `yield %v`; its values are seen by
+  // nothing outside it.
+  int parse_arm(Graph& g, const Attrs& tag) {
+    expect_punct('{');
+    const std::map<std::string, int> outside = values_;
+    while (!at_word("yield")) {
+      if (cur_.kind != Tok::Ref) fail(cur_, "expected a statement or 'yield %value' in the arm of an if");
+      parse_stmt(g, tag);
+    }
+    take();
+    const int v = use();
+    expect_punct('}');
+    values_ = outside;
+    return v;
+  }
+
+  void parse_if(Graph& g, const Token& ref, const Token& op_tok, const Attrs& tag) {
+    if (!tag.empty()) fail(op_tok, "an if inside an if or a disabled region is not supported");
+    expect_punct('(');
+    const int pred = use();
+    expect_punct(')');
+    expect_punct(':');
+    Token type_tok = cur_;
+    TensorType declared = parse_type();
+    const int64_t k = if_count_++;
+    const int then_v = parse_arm(g, {{"@if", k}, {"@arm", int64_t{1}}});
+    expect_word("else");
+    const int else_v = parse_arm(g, {{"@if", k}, {"@arm", int64_t{0}}});
+    const std::string name = define(ref, static_cast<int>(g.nodes.size()));
+    try {
+      g.add(Op::If, {pred, then_v, else_v}, {{"@if", k}}, nullptr, name, SourceLoc{file_, ref.line, ""});
+    } catch (const UserError& e) {
+      fail(op_tok, e.what());
+    }
+    if (g.nodes.back().type != declared)
+      fail(type_tok, "declared type " + declared.str() + " but the arms yield " + g.nodes.back().type.str());
+  }
+
+  void parse_stmt(Graph& g, const Attrs& tag) {
     Token ref = expect_kind(Tok::Ref, "a statement like '%x = op(...) : type' or 'return'");
     int line = ref.line;
     int id = static_cast<int>(g.nodes.size());
     if (values_.count(ref.text)) fail(ref, "redefinition of value %" + ref.text);
     expect_punct('=');
     Token op_tok = expect_kind(Tok::Ident, "an op name");
+    if (op_tok.text == "if") return parse_if(g, ref, op_tok, tag);
     Op op;
     if (!op_from_name(op_tok.text, &op)) fail(op_tok, "unknown op '" + op_tok.text + "'");
     if (op == Op::Input) fail(op_tok, "inputs are declared in the graph header, not as statements");
+    if (op == Op::If) fail(op_tok, "if takes a block: %x = if(%p) : type { ... yield %a } else { ... yield %b }");
     expect_punct('(');
     // the value is defined after its operands are read: %2 = relu(%2) uses
     // an undefined value
@@ -522,6 +617,7 @@ class Parser {
     std::string name = define(ref, id);
     Attrs attrs;
     if (at_punct('{')) attrs = parse_attrs();
+    attrs.insert(tag.begin(), tag.end());  // the blocks it is in ('@' keys: no text can spell them)
     expect_punct(':');
     Token type_tok = cur_;
     TensorType declared = parse_type(op == Op::Nonzero);
@@ -543,6 +639,7 @@ class Parser {
 
   Graph parse_one() {
     values_.clear();
+    if_count_ = disabled_count_ = 0;
     Graph g;
     Token kw = cur_;
     expect_word("graph");
@@ -568,7 +665,7 @@ class Parser {
     }
     expect_punct(')');
     expect_punct('{');
-    while (!at_word("return")) parse_stmt(g);
+    while (!at_word("return")) parse_body_stmt(g);
     take();
     parse_returns(g);
     expect_punct('}');
@@ -584,6 +681,7 @@ class Parser {
   std::string file_;
   Token cur_;
   std::map<std::string, int> values_;  // ref text -> node id, per graph
+  int64_t if_count_ = 0, disabled_count_ = 0;  // blocks so far in this graph
 };
 
 }  // namespace

@@ -3,10 +3,13 @@
 // types). Grammar:
 //
 //   file   := graph+                    ('#' starts a comment to end of line)
-//   graph  := 'graph' IDENT '(' [arg (',' arg)*] ')' '{' stmt* 'return' [out (',' out)*] '}'
+//   graph  := 'graph' IDENT '(' [arg (',' arg)*] ')' '{' body* 'return' [out (',' out)*] '}'
 //   arg    := ref ':' type [attrs]
 //   out    := ref [attrs]
 //   attrs  := '{' attr (',' attr)* '}'
+//   body   := stmt | ifstmt | 'disabled' STRING '{' stmt* '}'
+//   ifstmt := ref '=' 'if' '(' ref ')' ':' type arm 'else' arm
+//   arm    := '{' stmt* 'yield' ref '}'
 //   stmt   := ref '=' IDENT '(' [ref (',' ref)*] ')' ['{' attr (',' attr)* '}'] ':' type
 //   attr   := IDENT '=' (INT | FLOAT | STRING | '[' [INT (',' INT)*] ']')
 //   type   := DTYPE '[' [INT (',' INT)*] ']'
@@ -14,6 +17,14 @@
 //
 // Each statement's declared type must equal the type the op infers. Errors
 // name the file, line and column.
+//
+// An if branches on a one-element value (Python's `if x.sum() > 0:`): run
+// as a repro, the host reads the value, a graph break as Dynamo makes it,
+// and only the taken arm runs; an arm's values are seen outside it only
+// through its yield. A disabled region runs its statements eagerly, outside
+// any graph (torch.compiler.disable: a break at the region's line), and its
+// values are seen after it. In the IR the statements of a block carry "@"
+// attributes (no text can spell them), and the if node follows its arms.
 //
 // An input's attributes say how a repro lays it out across ranks and fills
 // it; an output's how it is laid out (check_annotations lists the keys).

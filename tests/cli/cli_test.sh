@@ -945,6 +945,51 @@ PY
     tp check --world-size 1 --world-size 2; expect_rc $? 1
     expect_out "output out0 is replicated but rank 1"
     expect_out "world 2 rank 0 drifts from world 1" ;;
+  fg_breaks_as_dynamo)
+    # a branch on a value and a disabled region in a .fg: Dynamo's graph and
+    # break counts in modes B and C, either arm taken as the value says, and
+    # the outputs of the compiled run as eager's and fp64's
+    mkdir -p "$T/br"
+    for arm in then else; do
+      cmp=gt; [ $arm = else ] && cmp=lt
+      cat >"$T/br/branch_$arm.fg" <<FG
+graph branch_$arm(%x: f32[8,16]) {
+  %a = exp(%x) : f32[8,16]
+  %s = sum(%a) : f32[]
+  %zero = full() {value = 0.0} : f32[]
+  %p = $cmp(%s, %zero) : bool[]
+  %r = if(%p) : f32[8,16] {
+    %c = cos(%a) : f32[8,16]
+    yield %c
+  } else {
+    %e = sin(%a) : f32[8,16]
+    yield %e
+  }
+  disabled "stats" {
+    %m = amax(%r) {dims = [1], keepdim = 1} : f32[8,1]
+  }
+  %o = sub(%r, %m) : f32[8,16]
+  return %o
+}
+FG
+      for mode in B C; do
+        "$FG" run branch_$arm --repro-dir "$T/br" --mode $mode --world-size 1 --out "$T/r.json" >"$T/out" 2>&1
+        expect_rc $? 0
+        python3 - "$T/r.json" "$arm" <<'PY' || fail "branch_$arm mode $mode"
+import json, sys
+r = json.load(open(sys.argv[1]))["ranks"][0]
+assert (r["graph_count"], r["graph_break_count"]) == (3, 2), (r["graph_count"], r["graph_break_count"])
+reasons = [b["reason"] for b in r["breaks"]]
+assert reasons[0].startswith("data-dependent control flow") and "stats" in reasons[1], reasons
+assert [b["location"].rsplit(":", 1)[1] for b in r["breaks"]] == ["6", "13"], r["breaks"]
+assert r["accuracy"]["status"] == "pass", r["accuracy"]
+kernels = " ".join(k["name"] for k in r["kernels"])
+# the taken arm's op ran in a generated kernel, the other arm's in none
+want, other = ("cos", "sin") if sys.argv[2] == "then" else ("sin", "cos")
+assert want in kernels and other not in kernels, kernels
+PY
+      done
+    done ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"

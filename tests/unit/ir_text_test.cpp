@@ -604,5 +604,54 @@ TEST(Ops, SliceByBlocksTakesThisRanksShareOfEachBlock) {
             std::string::npos);
 }
 
+// A branch on a value and a disabled region: blocks that print as written.
+const char* kBlocks =
+    "graph blocks(%x: f32[8,16]) {\n"
+    "  %a = sin(%x) : f32[8,16]\n"
+    "  %s = sum(%a) : f32[]\n"
+    "  %zero = full() {value = 0.0} : f32[]\n"
+    "  %p = gt(%s, %zero) : bool[]\n"
+    "  %r = if(%p) : f32[8,16] {\n"
+    "    %c = cos(%a) : f32[8,16]\n"
+    "    yield %c\n"
+    "  } else {\n"
+    "    %e = exp(%a) : f32[8,16]\n"
+    "    %n = neg(%e) : f32[8,16]\n"
+    "    yield %n\n"
+    "  }\n"
+    "  disabled \"log_stats\" {\n"
+    "    %m = amax(%r) {dims = [1], keepdim = 1} : f32[8,1]\n"
+    "  }\n"
+    "  %o = add(%r, %m) : f32[8,16]\n"
+    "  return %o\n"
+    "}\n";
+
+TEST(IrText, BranchesAndDisabledRegionsRoundTrip) {
+  Graph g = parse_graph(kBlocks, "blocks.fg");
+  EXPECT_EQ(print_graph(g), kBlocks);
+  // the arms come before the if that picks one, the if reads both yields
+  const Node& iff = g.node(g.node(g.node(g.outputs[0]).inputs[0]).id);
+  ASSERT_EQ(iff.op, Op::If);
+  EXPECT_EQ(g.ref(iff.inputs[1]), "%c");
+  EXPECT_EQ(g.ref(iff.inputs[2]), "%n");
+}
+
+TEST(IrText, BlockMistakesAreNamed) {
+  auto err = [](const std::string& body) {
+    return user_error_of([&] { parse_graph("graph t(%x: f32[4], %p: bool[]) {\n" + body + "}\n", "t.fg"); });
+  };
+  // an arm's values are seen by nothing outside it
+  EXPECT_NE(err("  %r = if(%p) : f32[4] {\n    %c = neg(%x) : f32[4]\n    yield %c\n  } else {\n    yield %c\n  }\n"
+                "  return %r\n").find("use of undefined value %c"), std::string::npos);
+  EXPECT_NE(err("  %r = if(%p) : f32[4] {\n    yield %x\n  } else {\n    yield %x\n  }\n  %y = neg(%r) : f32[4]\n"
+                "  %z = if(%p) : f32[4] {\n    %w = if(%p) : f32[4] {\n")
+                .find("an if inside an if or a disabled region is not supported"), std::string::npos);
+  EXPECT_NE(err("  %s = sum(%x) : f32[]\n  %r = if(%p) : f32[4] {\n    yield %x\n  } else {\n    yield %s\n  }\n"
+                "  return %r\n").find("its arms yield f32[4] and f32[]: they must agree"), std::string::npos);
+  EXPECT_NE(err("  %r = if(%x) : f32[4] {\n    yield %x\n  } else {\n    yield %x\n  }\n  return %r\n")
+                .find("needs a one-element condition"), std::string::npos);
+  EXPECT_NE(err("  %r = neg(%x) {@if = 0} : f32[4]\n  return %r\n").find("unexpected character '@'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fg
