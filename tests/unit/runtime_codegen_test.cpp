@@ -379,18 +379,27 @@ graph g(%a: f32[4096]) {
 // integers (i64 result).
 TEST(Codegen, CumsumAlongEachDim) {
   expect_same(R"(
-graph g(%x: f32[32,200], %y: f32[16,8,12], %l: f32[2,5000], %b: bf16[8,64], %i: i64[4,50]) {
-  %5 = exp(%x) : f32[32,200]
-  %6 = cumsum(%5) {dim = 1} : f32[32,200]
-  %7 = mul(%6, %x) : f32[32,200]
-  %8 = sum(%6) {dims = [1]} : f32[32]
-  %9 = cumsum(%y) {dim = 0} : f32[16,8,12]
-  %10 = cumsum(%l) {dim = -1} : f32[2,5000]
-  %11 = cumsum(%b) {dim = 1} : bf16[8,64]
-  %12 = cumsum(%i) {dim = 1} : i64[4,50]
-  return %7, %8, %9, %10, %11, %12
+graph g(%x: f32[32,200], %y: f32[16,8,12], %l: f32[2,5000], %i: i64[4,50]) {
+  %4 = exp(%x) : f32[32,200]
+  %5 = cumsum(%4) {dim = 1} : f32[32,200]
+  %6 = mul(%5, %x) : f32[32,200]
+  %7 = sum(%5) {dims = [1]} : f32[32]
+  %8 = cumsum(%y) {dim = 0} : f32[16,8,12]
+  %9 = cumsum(%l) {dim = -1} : f32[2,5000]
+  %10 = cumsum(%i) {dim = 1} : i64[4,50]
+  return %6, %7, %8, %9, %10
 }
-)", 2e-2, 1e-3);
+)", 1e-4, 1e-3);
+  // bf16: each running sum rounded to bf16, as ATen rounds it; a GPU scan
+  // adds in another order (a tree), so the two may round a partial sum of
+  // 64 unit normals (up to about 16, where a bf16 step is 0.125) one step
+  // apart
+  expect_same(R"(
+graph g(%b: bf16[8,64]) {
+  %1 = cumsum(%b) {dim = 1} : bf16[8,64]
+  return %1
+}
+)", 2e-2, 0.13);
 }
 
 // i32 and u8: arithmetic that wraps as torch's does (u8 - u8), casts both
