@@ -601,6 +601,10 @@ def fusegate_profile_lines(label, prof):
     idle = prof.get("idle_ms", sum(k.get("gap_ms", 0.0) for k in ks))
     span = prof.get("span_ms", busy + idle)
     lines += ["", totals_line(1000 * span, 1000 * busy, 1000 * idle, len(ks))]
+    if prof.get("forward_tflops"):
+        lines.append(f"forward: {prof['forward_flops'] / 1e9:.1f} GFLOP (GEMMs and attention) in "
+                     f"{1000 * span:.1f} µs: {prof['forward_tflops']:.0f} TFLOP/s, "
+                     f"{100 * prof.get('forward_of_gemm_peak', 0):.0f}% of the measured GEMM peak")
     if prof.get("note"):  # fusegate says when launches and device kernels did not pair up
         lines.append(f"fusegate: {prof['note']}")
     return lines

@@ -182,6 +182,15 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
   p["span_ms"] = span;
   p["busy_ms"] = busy;
   p["idle_ms"] = span - busy;
+  // the forward as a whole: its GEMM and attention FLOPs over its span,
+  // against the large GEMM measured on this GPU
+  double flops = 0;
+  for (const auto& l : launches) flops += l.flops;
+  if (span > 0 && flops > 0) {
+    p["forward_flops"] = flops;
+    p["forward_tflops"] = flops / (span * 1e-3) / 1e12;
+    if (gemm_tflops > 0) p["forward_of_gemm_peak"] = flops / (span * 1e-3) / 1e12 / gemm_tflops;
+  }
   return p;
 }
 
