@@ -105,15 +105,16 @@ std::vector<int64_t> divisors(int64_t n) {
   return d;
 }
 
-// The divisor of n closest to `target` (the first of two as close), as
-// min(sympy.divisors(n), key=|x - target|) picks it.
-int64_t closest_divisor(int64_t n, int64_t target) {
+// A block size near `target`: the divisor of n closest to it (the first of
+// two as close, as min(sympy.divisors(n), key=|x - target|) picks it), no
+// smaller than `floor`, when it is within `slack`; else `target` itself.
+int64_t snap_to_divisor(int64_t n, int64_t target, int64_t slack, int64_t floor) {
   std::vector<int64_t> d = divisors(n);
   std::sort(d.begin(), d.end());
   int64_t best = d[0];
   for (int64_t x : d)
     if (std::llabs(x - target) < std::llabs(best - target)) best = x;
-  return best;
+  return std::llabs(best - target) < slack ? std::max(best, floor) : target;
 }
 
 }  // namespace
@@ -124,36 +125,27 @@ int64_t reduction_splits(int64_t numel, int64_t rnumel, bool inner, const SplitR
   const int64_t max_dev = c.max_elements_per_thread * c.num_sm * c.threads_per_sm;
   const int64_t threads = 32 * 8;  // num_warps 8
   const int64_t total = rnumel * numel;
+  const int64_t fewest = c.min_elements_per_thread, most = c.max_elements_per_thread;
   if (inner || numel == 1) {
     if (numel >= 2 * c.num_sm || rnumel <= c.min_rnumel) return 1;
-    int64_t size;
-    if (total <= min_dev) {
-      size = c.min_elements_per_thread;
-    } else if (total < max_dev) {
-      const int64_t target_blocks = c.num_sm * c.threads_per_sm / (2 * threads);
-      const int64_t per_output = (target_blocks + numel - 1) / numel;
-      const int64_t tmp = (rnumel + threads * per_output - 1) / (threads * per_output);
-      const int64_t closest = closest_divisor(rnumel, tmp);
-      size = std::llabs(closest - tmp) < 30 ? std::max(closest, c.min_elements_per_thread) : tmp;
-    } else {
-      const int64_t closest = closest_divisor(rnumel, c.max_elements_per_thread);
-      size = std::llabs(closest - c.max_elements_per_thread) < 50 ? closest : c.max_elements_per_thread;
+    int64_t size = fewest;
+    if (total > min_dev && total < max_dev) {
+      const int64_t per_output = (c.num_sm * c.threads_per_sm / (2 * threads) + numel - 1) / numel;
+      size = snap_to_divisor(rnumel, (rnumel + threads * per_output - 1) / (threads * per_output), 30, fewest);
+    } else if (total >= max_dev) {
+      size = snap_to_divisor(rnumel, most, 50, 0);
     }
     return (rnumel + size * threads - 1) / (size * threads);
   }
-  if (rnumel <= c.min_elements_per_thread || numel >= c.num_sm * 2 * 32) return 1;
+  if (rnumel <= fewest || numel >= c.num_sm * 2 * 32) return 1;
   const int64_t rvals_per_thread = 4, xblocks = (numel + 127) / 128;
-  int64_t size;
-  if (total < min_dev) {
-    size = c.min_elements_per_thread;
-  } else if (total < max_dev) {
+  int64_t size = fewest;
+  if (total >= min_dev && total < max_dev) {
     const int64_t target_blocks = (c.num_sm * c.threads_per_sm / threads + xblocks - 1) / xblocks;
-    const int64_t tmp = (rnumel + rvals_per_thread * target_blocks - 1) / (rvals_per_thread * target_blocks);
-    const int64_t closest = closest_divisor(rnumel, tmp);
-    size = std::llabs(tmp - closest) < 20 ? std::max(closest, c.min_elements_per_thread) : tmp;
-  } else {
-    const int64_t closest = closest_divisor(rnumel, c.max_elements_per_thread);
-    size = std::llabs(closest - c.max_elements_per_thread) < 50 ? closest : c.max_elements_per_thread;
+    size = snap_to_divisor(rnumel, (rnumel + rvals_per_thread * target_blocks - 1) / (rvals_per_thread * target_blocks),
+                           20, fewest);
+  } else if (total >= max_dev) {
+    size = snap_to_divisor(rnumel, most, 50, 0);
   }
   return (rnumel + rvals_per_thread * size - 1) / (rvals_per_thread * size);
 }
