@@ -168,8 +168,12 @@ int64_t longest_sum(const Graph& g, int world) {
       case Op::Sum: case Op::Mean: case Op::Var:
         terms = numel(in) / std::max<int64_t>(1, numel(n.type.shape));
         break;
-      case Op::Softmax: case Op::RmsNorm: case Op::LayerNorm: case Op::Linear: case Op::Matmul:
+      case Op::Softmax: case Op::LogSoftmax: case Op::RmsNorm: case Op::LayerNorm: case Op::Linear:
+      case Op::Matmul:
         terms = in.empty() ? 1 : in.back();
+        break;
+      case Op::Cumsum:
+        terms = in.empty() ? 1 : in[static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim", n.op), in.size(), n.op))];
         break;
       case Op::Sdpa:
         if (n.inputs.size() > 1 && in.size() >= 2)

@@ -22,11 +22,14 @@ const int64_t kSizes[] = {1,  2,  3,  4,  5,   7,   8,   9,   15,  16,  17,  31,
                           64, 65, 96, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 1024, 1025};
 constexpr int64_t kMaxNumel = 1 << 15;
 
-const Op kUnary[] = {Op::Neg, Op::Relu, Op::Gelu, Op::Silu, Op::Sigmoid, Op::Tanh, Op::Sin, Op::Cos};
+const Op kUnary[] = {Op::Neg, Op::Relu, Op::Gelu, Op::Silu, Op::Sigmoid, Op::Tanh, Op::Sin, Op::Cos, Op::Erf, Op::Abs};
 const Op kPositiveUnary[] = {Op::Log, Op::Sqrt, Op::Rsqrt};
-const Op kBinary[] = {Op::Add, Op::Sub, Op::Mul, Op::Maximum};
+const Op kBinary[] = {Op::Add, Op::Sub, Op::Mul, Op::Maximum, Op::Minimum};
 const Op kCompare[] = {Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge};
-const Op kReduce[] = {Op::Sum, Op::Mean, Op::Amax, Op::Var};
+const Op kReduce[] = {Op::Sum, Op::Mean, Op::Amax, Op::Amin, Op::Var};
+// the ops of real blocks beyond those (case 12 of one_step)
+const Op kBlockOps[] = {Op::Clamp, Op::LogSoftmax, Op::Cumsum, Op::Flip, Op::Pad, Op::Gather, Op::IndexSelect,
+                        Op::Argmax, Op::Arange, Op::Contiguous};
 const DType kFloat[] = {DType::BF16, DType::F16, DType::F32};
 
 class Gen {
@@ -103,6 +106,11 @@ class Gen {
     return g_.add_input(stem + std::to_string(inputs_++), ty);
   }
   int input(const Shape& s) { return input(s, dt_); }
+  // An i64 index input whose values are below `n` (uniform in [0, n)).
+  int index_input(const Shape& s, int64_t n) {
+    TensorType ty{DType::I64, s};
+    return g_.add(Op::Input, {}, {{"high", static_cast<double>(n)}}, &ty, "i" + std::to_string(inputs_++));
+  }
 
   // A new input of v's type, or of its last dim only (a broadcast).
   int input_like(int v) {
@@ -147,7 +155,7 @@ class Gen {
   int64_t dim_of(int v) { return static_cast<int64_t>(g_.node(v).type.shape.size()); }
 
   bool one_step() {
-    const int kinds = o_.world > 1 ? 13 : 12;
+    const int kinds = o_.world > 1 ? 14 : 13;
     const int v = value();
     const Shape& s = g_.node(v).type.shape;
     const int64_t r = dim_of(v);
@@ -304,6 +312,55 @@ class Gen {
         int mix = add(Op::Add, {at, v});
         return mix >= 0 || at >= 0;
       }
+      case 12: {
+        // the ops of real blocks
+        if (r == 0) return false;
+        const int64_t d = pick(static_cast<int>(r));
+        const int64_t n = s[static_cast<size_t>(d)];
+        switch (pick(10)) {
+          case 0: {
+            Attrs a;
+            if (chance(0.7)) a["min"] = -0.5;
+            if (!a.count("min") || chance(0.5)) a["max"] = 0.75;
+            return add(Op::Clamp, {v}, a) >= 0;
+          }
+          case 1: return add(Op::LogSoftmax, {v}, {{"dim", d - (chance(0.5) ? r : 0)}}) >= 0;
+          case 2: return add(Op::Cumsum, {v}, {{"dim", d}}) >= 0;
+          case 3: {
+            std::vector<int64_t> dims{d};
+            if (r > 1 && chance(0.3)) dims.push_back((d + 1) % r);
+            return add(Op::Flip, {v}, {{"dims", dims}}) >= 0;
+          }
+          case 4: {
+            std::vector<int64_t> pad{pick(3), pick(3)};
+            if (r > 1 && chance(0.4)) { pad.push_back(pick(2)); pad.push_back(pick(3)); }
+            return add(Op::Pad, {v}, {{"pad", pad}, {"value", chance(0.5) ? 0.0 : -0.25}}) >= 0;
+          }
+          case 5: {
+            // a row gather: an index shaped like v but with m entries along d
+            Shape is = s;
+            is[static_cast<size_t>(d)] = 1 + pick(static_cast<int>(std::min<int64_t>(n, 64)));
+            return add(Op::Gather, {v, index_input(is, n)}, {{"dim", d}}) >= 0;
+          }
+          case 6: return add(Op::IndexSelect, {v, index_input({1 + pick(48)}, n)}, {{"dim", d}}) >= 0;
+          case 7: {
+            // of an input only: a computed value rounds differently in a
+            // kernel than in eager, and ties would pick other indices
+            int at = add(Op::Argmax, {input_like(v)}, chance(0.8) ? Attrs{{"dim", d}} : Attrs{});
+            return at >= 0 && add(Op::Cast, {at}, {{"to", std::string(dtype_name(dt_))}}) >= 0;
+          }
+          case 8: {
+            // positions along the last dim, added as a row
+            int pos = add(Op::Arange, {}, {{"end", static_cast<double>(s.back())}, {"dtype", std::string(dtype_name(g_.node(v).type.dtype))}});
+            return pos >= 0 && add(Op::Add, {v, pos}) >= 0;
+          }
+          default: {
+            if (r < 2) return false;
+            int t = add(Op::Transpose, {v}, {{"dim0", int64_t{0}}, {"dim1", int64_t{-1}}});
+            return t >= 0 && add(Op::Contiguous, {t}) >= 0;
+          }
+        }
+      }
       default: {
         // collectives (world > 1): the inputs are the same on every rank
         const int which = pick(3);
@@ -338,6 +395,7 @@ std::set<std::string> fuzz_op_universe(int world) {
                 Op::Permute, Op::Transpose, Op::Reshape, Op::Expand, Op::Slice, Op::Cat, Op::Linear, Op::Matmul,
                 Op::Sdpa})
     u.insert(op_name(op));
+  for (Op op : kBlockOps) u.insert(op_name(op));
   if (world > 1)
     for (Op op : {Op::AllReduce, Op::AllGather, Op::ReduceScatter}) u.insert(op_name(op));
   return u;

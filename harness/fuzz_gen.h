@@ -1,7 +1,9 @@
 // The fuzzer's graph generator: a seeded random graph over the IR's op kinds
 // (pointwise math, comparisons and where, casts, cat, reductions over one,
 // several and all dims, softmax and the norms, GEMMs and attention, views,
-// broadcasts, collectives at world size > 1), dtypes bf16, f16 and f32 and
+// broadcasts, the ops of real blocks (clamp, log_softmax, cumsum, flip, pad,
+// gather, index_select, argmax of inputs, arange, contiguous, abs, erf,
+// minimum, amin), collectives at world size > 1), dtypes bf16, f16 and f32 and
 // shapes with odd sizes, size-1 dims and sizes just around the chunk and
 // block widths. Every graph it returns passes verify(); the same seed gives
 // the same graph.

@@ -150,7 +150,9 @@ ExprP ex_bind_indirect(const ExprP& e, const std::string& name, int64_t size, co
       changed = changed || n != a;
       a = n;
     }
-    if (c.kind == Expr::Load) {
+    // any expression over an index: a load, and the index tests and values
+    // that cat, pad and arange make of the coordinates
+    if (c.index) {
       std::map<std::string, int64_t> vars;
       ix_vars(c.index, &vars);
       if (vars.count(name)) {

@@ -27,9 +27,9 @@ struct Expr {
   IndexP index;              // Load, IndexLt, IndexValue (the index as a value: arange)
   int64_t bound = 0;         // IndexLt: index < bound
   std::vector<ExprP> args;
-  // Load through an index that data gives (gather, index_select): each
-  // (name, size) is an index variable `index` uses, its value args[k]
-  // clamped to [0, size): the kernel computes it before the load.
+  // An index that data gives (gather, index_select) in a Load, IndexLt or
+  // IndexValue: each (name, size) is an index variable `index` uses, its
+  // value args[k] clamped to [0, size): the kernel computes it first.
   std::vector<std::pair<std::string, int64_t>> indirect;
   std::string key;
   int op_count = 0;          // computing ops in the tree (inline heuristics)

@@ -51,19 +51,18 @@ std::string KernelEmitter::emit(const ExprP& e) {
     if (f != it->end()) return f->second;
   }
   std::string text;
+  // an index that data gives: its variables first, each once in scope
+  for (size_t k = 0; k < e->indirect.size(); ++k) {
+    const auto& [name, size] = e->indirect[k];
+    bool declared = false;
+    for (const auto& sc : scopes_) declared = declared || sc.count("#" + name);
+    if (declared) continue;
+    const std::string v = emit(e->args[k]);
+    line("const int64_t " + name + " = fg_clamp(static_cast<int64_t>(" + v + "), 0, " + std::to_string(size - 1) + ");");
+    scopes_.back()["#" + name] = name;
+  }
   switch (e->kind) {
     case Expr::Load: {
-      // an indirect load: its index variables first, each once in scope
-      for (size_t k = 0; k < e->indirect.size(); ++k) {
-        const auto& [name, size] = e->indirect[k];
-        bool declared = false;
-        for (const auto& sc : scopes_) declared = declared || sc.count("#" + name);
-        if (declared) continue;
-        const std::string v = emit(e->args[k]);
-        line("const int64_t " + name + " = fg_clamp(static_cast<int64_t>(" + v + "), 0, " + std::to_string(size - 1) +
-             ");");
-        scopes_.back()["#" + name] = name;
-      }
       text = custom_load_ ? custom_load_(e) : "";
       if (text.empty() && vec_load.count(e->key))
         text = p_.load_text(g_.buffers[static_cast<size_t>(e->buffer)].dtype, vec_load[e->key], "v");

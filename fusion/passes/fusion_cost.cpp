@@ -269,18 +269,22 @@ Reject FusionCost::template_gates(int ga, int gb, Score* score) {
     (*score)[2] = a_bytes_w;
     return cycle(ga, gb) ? Reject::IntermediateNodes : Reject::None;
   }
-  // epilogue: pointwise over (M, N) reading the outputs at x
+  // epilogue: pointwise over (M, N) reading the outputs at x, and what
+  // the group's epilogues wrote at x too: the kernel writes it element by
+  // element, so an element read elsewhere may not be written yet (fusegate
+  // fuzz found a norm over a where-epilogue's row reading the whole row)
   *score = {template_score(true, false, 0, config_), 0, 0, prox};
   if (o.tmpl || o.reduction || o.numel != t.tm * t.tn) return Reject::TemplateEpilogue;
-  std::set<int> outs;
+  std::set<int> outs, written;
   for (int n : tmpls) outs.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
+  for (int n : t.nodes) written.insert(g_.nodes[static_cast<size_t>(n)].out_buffer);
   std::string x_key = ix_var("x", t.tm * t.tn)->key;
   int64_t mem = 0;
   for (int n : o.nodes)
     for (const Acc& acc : accesses(n, t.tm * t.tn, 1)) {
-      if (!outs.count(acc.buffer)) continue;
+      if (!written.count(acc.buffer)) continue;
       if (index_key(acc.index) != x_key) return Reject::TemplateEpilogue;
-      mem += acc.bytes;
+      if (outs.count(acc.buffer)) mem += acc.bytes;
     }
   if (mem == 0) return Reject::TemplateUnrelated;
   (*score)[0] = template_score(true, false, mem, config_);

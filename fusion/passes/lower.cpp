@@ -385,11 +385,17 @@ class Lowerer {
       // as Inductor's index_expr), else in the dtype's compute type
       const double start = attr_float_or(attrs, "start", 0.0), step = attr_float_or(attrs, "step", 1.0);
       const bool integral = start == std::floor(start) && step == std::floor(step);
+      // then rounded once to the dtype, as eager's arange rounds each value
+      // (a bf16 arange past 256 is not the index)
       v.load = make_loader([start, step, integral, t](const Coords& c) {
         if (integral)
-          return ex_index_value(ix_add(ix_mul(c[0], static_cast<int64_t>(step)), ix_const(static_cast<int64_t>(start))), t);
-        ExprP i = ex_index_value(c[0], t);
-        return ex_binary(Op::Add, ex_binary(Op::Mul, i, ex_const(step, t), t), ex_const(start, t), t);
+          return ex_cast(ex_index_value(ix_add(ix_mul(c[0], static_cast<int64_t>(step)),
+                                                ix_const(static_cast<int64_t>(start))),
+                                        DType::I64),
+                         t);
+        const DType ct = t == DType::F64 ? DType::F64 : DType::F32;
+        ExprP i = ex_index_value(c[0], ct);
+        return ex_cast(ex_binary(Op::Add, ex_binary(Op::Mul, i, ex_const(step, ct), ct), ex_const(start, ct), ct), t);
       });
       return v;
     }

@@ -289,6 +289,27 @@ graph g(%t: f32[64,8], %x: f32[8,64]) {
   EXPECT_EQ(count_kind(r, "poi"), 3);
 }
 
+// arange in bf16 past 256: each value rounded to bf16 as eager's are, not
+// the exact index (a fuzz of the new ops found the difference)
+TEST(Codegen, Bf16ArangeRoundsEachValue) {
+  expect_same(R"(
+graph g(%x: bf16[4,600]) {
+  %1 = arange() {end = 600, dtype = "bf16"} : bf16[600]
+  %2 = add(%x, %1) : bf16[4,600]
+  return %2
+}
+)", 0, 0);
+  // a fractional step: computed in f32 and rounded once; ATen may round a
+  // value halfway between two bf16 steps the other way (a step is 1 near 147)
+  expect_same(R"(
+graph g(%x: bf16[590]) {
+  %1 = arange() {end = 148.0, start = 0.5, step = 0.25, dtype = "bf16"} : bf16[590]
+  %2 = add(%x, %1) : bf16[590]
+  return %2
+}
+)", 0, 1.0);
+}
+
 TEST(Codegen, GroupedQueryAttention) {
   Result r = expect_same(R"(
 graph g(%q: f32[2,8,16,32], %k: f32[2,2,16,32], %v: f32[2,2,16,32]) {
@@ -515,6 +536,28 @@ graph g(%x: f32[48,64], %wg: f32[96,64], %wu: f32[96,64]) {
 
 // linear_add_rank0 adds its addend on rank 0 only: summed over ranks, the
 // addend counts once.
+// A GEMM template's epilogue that reads an earlier epilogue's row anywhere
+// but at its own element (an RMSNorm over 5 columns, unrolled into
+// pointwise code, of a where that another GEMM also reads, so realized)
+// must not join the template: the row is written element
+// by element there (a fuzz finding: max error 0.70 before).
+TEST(Codegen, TemplateEpilogueReadsOnlyWhatIsWritten) {
+  SKIP_ON_CUDA_TEMPLATES();
+  expect_same(R"(
+graph g(%x: bf16[4,8], %w1: bf16[5,8], %g: bf16[5], %w2: bf16[3,5]) {
+  %4 = linear(%x, %w1) : bf16[4,5]
+  %5 = full() {value = 0.0} : bf16[]
+  %6 = gt(%4, %5) : bool[4,5]
+  %7 = full() {value = 0.5} : bf16[]
+  %8 = where(%6, %4, %7) : bf16[4,5]
+  %9 = linear(%8, %w2) : bf16[4,3]
+  %10 = rms_norm(%8, %g) {eps = 1e-06} : bf16[4,5]
+  %11 = add(%10, %4) : bf16[4,5]
+  return %11, %9
+}
+)", 2e-2, 2e-2, FusionPolicy::MaxAutotune);
+}
+
 TEST(Eager, LinearAddRank0AddsOnRankZeroOnly) {
   Graph g = parse_graph(R"(
 graph g(%a: f32[4,8], %w: f32[6,8], %r: f32[4,6]) {
