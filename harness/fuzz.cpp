@@ -55,6 +55,31 @@ constexpr int kNewInput = -1, kNoNode = -2;
 // nothing. Every other node stays, used or not (the compiler compiles dead
 // nodes too, and a finding may live in one); inputs nothing reads go.
 // nullopt: the result does not type (an op refuses the new operand).
+// Integer inputs hold valid indices for what they index: every gather or
+// index_select reading an input gets it filled below the size of the dim it
+// indexes, and any other integer input (a value the minimizer cut off) is
+// zeros. Shrinking a graph must not make an index point past its tensor:
+// ATen refuses that on the cpu and asserts on the device on cuda, which
+// leaves the process's CUDA context unusable for every later graph.
+void fit_index_ranges(Graph& g) {
+  std::map<int, int64_t> bound;  // input id -> the smallest dim it indexes
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::Gather && n.op != Op::IndexSelect) continue;
+    const Node& x = g.node(n.inputs[0]);
+    const int64_t d = norm_dim(attr_int(n.attrs, "dim", n.op), x.type.shape.size(), n.op);
+    const int idx = n.inputs[1];
+    if (g.node(idx).op != Op::Input) continue;
+    const int64_t size = x.type.shape[static_cast<size_t>(d)];
+    bound[idx] = bound.count(idx) ? std::min(bound[idx], size) : size;
+  }
+  for (Node& n : g.nodes) {
+    if (n.op != Op::Input || is_floating(n.type.dtype) || n.type.dtype == DType::Bool) continue;
+    n.attrs.clear();
+    if (bound.count(n.id)) n.attrs["high"] = static_cast<double>(bound[n.id]);
+    else n.attrs["init"] = std::string("zeros");
+  }
+}
+
 std::optional<Graph> replace_node(const Graph& g, int from, int to) {
   auto target = [&](int id) { return id == from && from >= 0 ? to : id; };
   std::vector<bool> read(g.nodes.size(), false);
@@ -77,7 +102,8 @@ std::optional<Graph> replace_node(const Graph& g, int from, int to) {
   // inputs first, as the text has them
   if (fresh_read) map[kNewInput] = out.add_input("m" + std::to_string(taken), g.node(from).type);
   for (const Node& n : g.nodes)
-    if (n.op == Op::Input && read[static_cast<size_t>(n.id)]) map[n.id] = out.add_input(n.name, n.type);
+    if (n.op == Op::Input && read[static_cast<size_t>(n.id)])
+      map[n.id] = out.add(Op::Input, {}, n.attrs, &n.type, n.name);
   for (const Node& n : g.nodes) {
     if (n.op == Op::Input || n.id == from) continue;
     std::vector<int> in;
@@ -93,6 +119,7 @@ std::optional<Graph> replace_node(const Graph& g, int from, int to) {
     const int id = map.at(target(o));
     if (std::find(out.outputs.begin(), out.outputs.end(), id) == out.outputs.end()) out.outputs.push_back(id);
   }
+  fit_index_ranges(out);
   try {
     verify(out, true);
   } catch (const std::exception&) {
@@ -113,7 +140,7 @@ std::optional<Graph> with_input_shape(const Graph& g, int input, const Shape& sh
       if (n.op == Op::Input) {
         TensorType t = n.type;
         if (n.id == input) t.shape = shape;
-        map[n.id] = out.add_input(n.name, t);
+        map[n.id] = out.add(Op::Input, {}, n.attrs, &t, n.name);
         continue;
       }
       std::vector<int> in;
@@ -121,6 +148,7 @@ std::optional<Graph> with_input_shape(const Graph& g, int input, const Shape& sh
       map[n.id] = n.op == Op::Full ? out.add(n.op, {}, n.attrs, &n.type) : out.add(n.op, in, n.attrs);
     }
     for (int o : g.outputs) out.outputs.push_back(map.at(o));
+    fit_index_ranges(out);
     verify(out, true);
   } catch (const std::exception&) {
     return std::nullopt;
