@@ -83,8 +83,8 @@ fi
 if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
   phase "unit tests done"
   if [ "$what" = bless ]; then
-    $FG bless --backend cuda $worlds --why "cuda goldens" 2>"$OUTDIR/bless.err" | tail -1
-    $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "cuda goldens" 2>>"$OUTDIR/bless.err" | tail -1
+    $FG bless --backend cuda $worlds --why "${BLESS_WHY:-cuda goldens}" 2>"$OUTDIR/bless.err" | tail -1
+    $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "${BLESS_WHY:-cuda goldens}" 2>>"$OUTDIR/bless.err" | tail -1
     tar czf "$OUTDIR/golden-cuda.tgz" golden/cuda
     phase blessed
   fi
@@ -201,7 +201,20 @@ PY
   phase "multi-node done"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
-  PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$OUTDIR" --world-size "$bench_world" \
-    2>"$OUTDIR/bench.err" | tail -45 || tail -20 "$OUTDIR/bench.err"
+  # BENCH_BLOCKS: the block sizes (gpu_bench.py --block), h2048 by default;
+  # BENCH_QUICK=1: only the rows the headline compares
+  for blk in ${BENCH_BLOCKS:-h2048}; do
+    o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
+    PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$o" --world-size "$bench_world" \
+      --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) 2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
+    phase "bench $blk done"
+  done
+fi
+if [ "$what" = swiglu ]; then
+  # the fused gate/up GEMM + SwiGLU kernel against cuBLASLt + the SiLU-mul kernel
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o build-gpu/swiglu_gemm bench/swiglu_gemm.cu \
+    -lcublasLt >"$OUTDIR/swiglu_build.log" 2>&1 || { tail -30 "$OUTDIR/swiglu_build.log"; exit 1; }
+  ./build-gpu/swiglu_gemm 2>&1 | tee "$OUTDIR/swiglu.txt" | tail -30
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
 fi
 exit $rc

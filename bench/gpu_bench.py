@@ -53,8 +53,19 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 import xxhash
 
-B, S, HIDDEN, HEADS, HEAD_DIM, MLP = 2, 512, 2048, 16, 128, 8192
-REPRO = "tp_block_llama_h2048"
+# the block sizes (`--block`; repros/registry.cpp's GPU sizes of tp_block_llama):
+# name -> (batch, seq, hidden, heads, head_dim, mlp)
+BLOCKS = {
+    "h2048": (2, 512, 2048, 16, 128, 8192),
+    "h2048_s2048": (2, 2048, 2048, 16, 128, 8192),
+    "h4096": (2, 512, 4096, 32, 128, 14336),
+}
+# the spawned PyTorch workers import this file afresh: they read the block
+# and the quick flag from the environment main() sets
+BLOCK = os.environ.get("GPU_BENCH_BLOCK", "h2048")
+B, S, HIDDEN, HEADS, HEAD_DIM, MLP = BLOCKS.get(BLOCK, BLOCKS["h2048"])
+REPRO = "tp_block_llama_" + BLOCK
+QUICK = os.environ.get("GPU_BENCH_QUICK") == "1"
 WARMUP, ITERS = 20, 200
 PROFILE_ITERS = 20          # iterations of the extra fusegate --profile run
 FUSEGATE_TIMEOUT_S = 500    # one `fusegate run`
@@ -73,6 +84,10 @@ FUSEGATE_CONFIGS = [
     ("fusegate C max-autotune + CUDA graphs", GRAPHS, "C", ["--fusion", "max-autotune", "--cuda-graphs"]),
 ]
 
+# --quick leaves out the rows no headline reads (eager, compiled-disabled)
+if QUICK:
+    FUSEGATE_CONFIGS = [c for c in FUSEGATE_CONFIGS if c[2] == "C"]
+
 # (label, class, kind); every rank runs them in this order
 TORCH_CONFIGS = [
     ("torch eager", HOST, "eager"),
@@ -82,6 +97,8 @@ TORCH_CONFIGS = [
     ("torch.compile default + whole-forward CUDA graph", GRAPHS, "default+graph"),
     ("torch.compile max-autotune-no-cudagraphs", HOST, "max-autotune-no-cudagraphs"),
 ]
+if QUICK:
+    TORCH_CONFIGS = [c for c in TORCH_CONFIGS if c[2] != "eager"]
 # the compiled host-launch configurations the headline compares against
 TORCH_COMPILED_HOST = ("torch.compile default", "torch.compile max-autotune-no-cudagraphs")
 
@@ -669,7 +686,15 @@ def main():
     ap.add_argument("--world-size", type=int, default=1, help="tensor-parallel ranks, one GPU each (default 1)")
     ap.add_argument("--skip-torch", action="store_true", help="fusegate rows only")
     ap.add_argument("--kernels-only", action="store_true", help="only the kernel GB/s table")
+    ap.add_argument("--block", choices=sorted(BLOCKS), default="h2048",
+                    help="tp_block_llama_<BLOCK>: h2048 (default), h2048_s2048 (seq 2048), h4096 (hidden 4096)")
+    ap.add_argument("--quick", action="store_true",
+                    help="only the rows the headline compares (no eager or compiled-disabled rows, no kernel table)")
     a = ap.parse_args()
+    if a.block != BLOCK or a.quick != QUICK:
+        # run again with the sizes set at import, where the spawned workers read them
+        env = dict(os.environ, GPU_BENCH_BLOCK=a.block, GPU_BENCH_QUICK="1" if a.quick else "0")
+        return subprocess.call([sys.executable] + sys.argv, env=env)
     os.makedirs(a.out, exist_ok=True)
     env = os.environ
     want = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -696,8 +721,10 @@ def main():
     bw = copy_bandwidth()
     torch.cuda.empty_cache()
     records = {"runs": [], "bandwidth": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        kernels = kernel_gbps(a.fusegate, tmp)
+    kernels = []
+    if not QUICK:
+        with tempfile.TemporaryDirectory() as tmp:
+            kernels = kernel_gbps(a.fusegate, tmp)
     records["bandwidth"] = [{"name": n, "result": v, "error": e[-500:]} for n, v, e in kernels]
     knotes = []
     klines = kernel_lines(bw, kernels, knotes)

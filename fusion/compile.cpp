@@ -26,7 +26,8 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // hand-written fast paths first: the max-autotune rewrites below then see
   // them as the extern nodes they are
   std::vector<LedgerEntry> rewrites;
-  c.decomposed = apply_fast_paths(c.decomposed, opts.fast_paths, opts.proofs, &rewrites, &c.fast_paths);
+  c.decomposed = apply_fast_paths(c.decomposed, opts.fast_paths, opts.proofs, &rewrites, &c.fast_paths,
+                                  {opts.backend, opts.world_size});
   verify(c.decomposed);
 
   // max-autotune on cuda: GEMMs are cuBLASLt calls, whose epilogue can apply

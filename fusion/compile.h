@@ -23,6 +23,10 @@ struct CompileOptions {
   // Fast paths asked for, and what their proofs allow (passes/fast_paths.h).
   FastPathSelection fast_paths;
   FastPathProofs proofs;
+  // The ranks the graph runs on (0: not known). The fast paths' cost model
+  // reads it (a fast path that only saves an exchange gains nothing on one
+  // rank: passes/fast_paths.h).
+  int world_size = 0;
 };
 
 struct CompiledProgram {

@@ -82,6 +82,7 @@ class DryExecutor : public Executor {
     o.replicated_inputs = replicated_;
     o.fast_paths = fast_;
     o.proofs = proofs_;
+    o.world_size = world_;
     compiled.push_back(compile(g, o));
     std::vector<ConcreteP> outs;
     for (int id : g.outputs) outs.push_back(std::make_shared<TypeOnly>(g.node(id).type));
@@ -193,6 +194,7 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
     o.backend = backend;
     o.fast_paths = fast;
     o.proofs = fast_path_proofs(golden_dir, backend, 1, false);
+    o.world_size = 1;
     // a .fg repro gives every rank the same inputs (repros/registry.cpp),
     // laid out in memory as their dim_order says
     for (int id : g.input_ids()) {

@@ -13,7 +13,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <thread>
 
@@ -28,6 +30,7 @@
 #include "kernels/collectives/collectives.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
+#include "kernels/cuda/gemm_tuning.h"
 #include "kernels/fastpaths/catalog.h"
 #include "repros/registry.h"
 
@@ -257,6 +260,98 @@ at::Tensor gather_shards(Collectives& coll, const at::Tensor& local, const Shard
   return at::cat(parts, 0).movedim(0, d).contiguous();
 }
 
+// -- GEMM algorithm choices (max-autotune on cuda; kernels/cuda/gemm_tuning.h)
+
+// The on-disk cache of measured choices: $FUSEGATE_CACHE_DIR, else
+// $XDG_CACHE_HOME/fusegate, else ~/.cache/fusegate; gemm_algos.json maps
+// "<GPU model>|<cuBLASLt version>" to a table. "" where no folder is known.
+std::string gemm_cache_path() {
+  std::string dir;
+  if (const char* d = std::getenv("FUSEGATE_CACHE_DIR"); d && *d) dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/fusegate";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/fusegate";
+  return dir.empty() ? "" : dir + "/gemm_algos.json";
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return nullptr;
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return nlohmann::json::parse(text, nullptr, false);
+}
+
+// What rank 0 knows before measuring: the golden's choices where the golden
+// was blessed on this GPU model (so that a check runs what was blessed),
+// then the cache's for this GPU model and cuBLASLt.
+std::string known_gemm_algos(const RunSpec& spec, const std::string& cache_key) {
+  nlohmann::json known = nlohmann::json::array();
+  if (!spec.golden_dir.empty()) {
+    nlohmann::json g = read_json_file(golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro,
+                                                  mode_letter(spec.mode), spec.world, policy_name(spec.fusion),
+                                                  spec.fast_paths.text(), spec.nnodes));
+    if (g.is_object() && g.contains("env") && g["env"].is_object() && g["env"].value("gpu", "") == cuda_device_name() &&
+        g.contains("ranks") && g["ranks"].is_array() && !g["ranks"].empty() && g["ranks"][0].is_object() &&
+        g["ranks"][0].contains("gemm_algos") && g["ranks"][0]["gemm_algos"].is_array())
+      for (nlohmann::json e : g["ranks"][0]["gemm_algos"])
+        if (e.is_object() && e.contains("algo")) {
+          e["source"] = "golden";
+          known.push_back(e);
+        }
+  }
+  const std::string cache = gemm_cache_path();
+  if (!cache.empty()) {
+    nlohmann::json c = read_json_file(cache);
+    if (c.is_object() && c.contains(cache_key) && c[cache_key].is_array())
+      for (nlohmann::json e : c[cache_key])
+        if (e.is_object()) {
+          e["source"] = "cache";
+          known.push_back(e);  // after the golden's: the first entry of a shape wins
+        }
+  }
+  return known.dump();
+}
+
+// Adds rank 0's measured choices to the cache (atomically; a cache that
+// cannot be written is left alone: the choices are in the record anyway).
+void save_gemm_algos(const std::string& table, const std::string& cache_key) {
+  const std::string cache = gemm_cache_path();
+  nlohmann::json t = nlohmann::json::parse(table, nullptr, false);
+  if (cache.empty() || !t.is_array()) return;
+  bool any = false;
+  for (const auto& e : t) any = any || e.value("source", "") == "measured";
+  if (!any) return;
+  nlohmann::json c = read_json_file(cache);
+  if (!c.is_object()) c = nlohmann::json::object();
+  nlohmann::json& list = c[cache_key];
+  if (!list.is_array()) list = nlohmann::json::array();
+  for (const auto& e : t) {
+    if (e.value("source", "") != "measured") continue;
+    nlohmann::json kept = nlohmann::json::array();
+    for (const auto& old : list)
+      if (!old.is_object() || old.value("shape", "") != e.value("shape", "")) kept.push_back(old);
+    kept.push_back(e);
+    list = kept;
+  }
+  try {
+    std::filesystem::create_directories(std::filesystem::path(cache).parent_path());
+    write_atomic(cache, c.dump(1) + "\n");
+  } catch (const std::exception&) {
+  }
+}
+
+// After the warm-up forward: rank 0 chooses, every rank adopts the same table.
+void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank) {
+  const std::string key = cuda_device_name() + "|" + gemm_tuning_library();
+  std::string table;
+  if (rank == 0) {
+    table = gemm_tuning_choose(known_gemm_algos(spec, key));
+    save_gemm_algos(table, key);
+  }
+  const std::vector<std::string> all = coll.exchange("gemm_algos", table);
+  const std::string err = gemm_tuning_adopt(all.at(0));
+  if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune): " + err);
+}
+
 }  // namespace
 
 FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, bool check_gpu) {
@@ -327,7 +422,15 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
         proofs.blocked[f.name] = "needs every rank on one host, and the ranks span " + std::to_string(spec.nnodes) +
                                  " nodes";
   ex.set_fast_paths(spec.fast_paths, proofs);
+  // max-autotune on cuda chooses GEMM algorithms by measurement: the
+  // warm-up forward notes the shapes (and runs cuBLASLt's top-1)
+  const bool tune_gemms = spec.backend == Backend::Cuda && policy == FusionPolicy::MaxAutotune;
+  if (tune_gemms) gemm_tuning_start();
   forward(*r, mode, ex, inputs, false);
+  if (tune_gemms) {
+    progress(out_path, "choosing GEMM algorithms");
+    choose_gemm_algos(spec, coll, rank);
+  }
   // FUSEGATE_FAULT=perturb:NODE names a scheduler node of this run's graphs
   // (under FUSEGATE_BISECT limits the graphs may differ: not checked there)
   if (const std::string target = fault_argument("perturb"); !target.empty() && !std::getenv("FUSEGATE_BISECT")) {
@@ -498,6 +601,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     }
     ++gi;
   }
+  // GEMM algorithm choices (max-autotune on cuda): made at run time per
+  // shape, after the compile, so kept beside the ledger rather than in it
+  if (tune_gemms) j["gemm_algos"] = nlohmann::json::parse(gemm_tuning_record());
   std::string graphs;
   for (const auto& h : res.graph_hashes) graphs += h + ";";
   j["hashes"] = {{"graphs", hash_text(graphs)}, {"decisions", hash_text(decisions)}, {"collectives", hash_text(collectives)}};

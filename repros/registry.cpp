@@ -247,7 +247,9 @@ Repro residual_block(const BlockDims& d, const std::string& name, const std::str
   r.max_world = static_cast<int>(d.heads);
   if (!d.suffix.empty()) {
     r.only_backend = Backend::Cuda;
-    r.description += " (GPU anchor size: hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512)";
+    r.description += " (GPU size: hidden " + std::to_string(d.hidden) + ", " + std::to_string(d.heads) + " heads x " +
+                     std::to_string(d.head_dim) + ", MLP " + std::to_string(d.mlp) + ", batch " +
+                     std::to_string(d.batch) + " x seq " + std::to_string(d.seq) + ")";
   }
   return r;
 }
@@ -263,9 +265,30 @@ BlockDims anchor_block() {
   return d;
 }
 
+BlockDims anchor_block_long() {
+  BlockDims d = anchor_block();
+  d.seq = 2048;
+  d.suffix = "_h2048_s2048";
+  return d;
+}
+
+BlockDims anchor_block_wide() {
+  BlockDims d = anchor_block();
+  d.hidden = 4096;
+  d.heads = 32;
+  d.mlp = 14336;
+  d.suffix = "_h4096";
+  return d;
+}
+
 std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs) {
-  std::vector<Repro> rs{tp_block_llama(),      tp_block_wan(), tp_block_llama(anchor_block()), tp_block_wan(anchor_block()),
-                        tp_block_llama_seq()};
+  std::vector<Repro> rs{tp_block_llama(),
+                        tp_block_wan(),
+                        tp_block_llama(anchor_block()),
+                        tp_block_wan(anchor_block()),
+                        tp_block_llama_seq(),
+                        tp_block_llama(anchor_block_long()),
+                        tp_block_llama(anchor_block_wide())};
   for (const auto& dir : fg_dirs) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) continue;

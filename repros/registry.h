@@ -86,6 +86,10 @@ struct BlockDims {
 };
 BlockDims cpu_block();     // hidden 256, 8 heads x 32, MLP 1024, batch 2 x seq 64
 BlockDims anchor_block();  // hidden 2048, 16 heads x 128, MLP 8192, batch 2 x seq 512 (GPU)
+// The anchor block's larger GPU sizes: _h2048_s2048 (batch 2 x seq 2048) and
+// _h4096 (hidden 4096, 32 heads x 128, MLP 14336, batch 2 x seq 512).
+BlockDims anchor_block_long();
+BlockDims anchor_block_wide();
 
 // Names of the inputs every rank holds whole (not sharded): what TP
 // rewrites may rely on being the same on every rank.

@@ -159,8 +159,15 @@ int fast_path_status_order(const std::string& s) {
   return 5;
 }
 
+std::string fast_path_cost_refusal(const FastPathSpec& spec, const FastPathTarget& target) {
+  if (spec.exchange_only_gain && target.world_size == 1 && target.backend == Backend::Cuda)
+    return "not used: cost model (no exchange to save on one rank; the generic path is faster)";
+  return "";
+}
+
 Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastPathProofs& proofs,
-                       std::vector<LedgerEntry>* ledger, std::map<std::string, FastPathStatus>* status) {
+                       std::vector<LedgerEntry>* ledger, std::map<std::string, FastPathStatus>* status,
+                       const FastPathTarget& target) {
   const auto users = g.users();
   struct Candidate {
     FastPathSite site;
@@ -185,6 +192,7 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
       } else {
         auto cov = proofs.shape_classes.find(spec.name);
         if (cov == proofs.shape_classes.end() || !cov->second.count(s.shape_class)) why = kFastPathUnproven;
+        else why = fast_path_cost_refusal(spec, target);
       }
       cands.push_back({std::move(s), &spec, why});
     }
@@ -232,6 +240,7 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
     e.reason = e.fused ? Reject::FastPathUsed
                : c.status == kFastPathUnproven ? Reject::FastPathUnproven
                : c.status.find("FUSEGATE_BISECT") != std::string::npos ? Reject::BisectLimit
+               : c.status.rfind("not used: cost model", 0) == 0 ? Reject::FastPathCostModel
                : c.status.rfind("not used", 0) == 0 ? Reject::FastPathOutranked
                : c.status.rfind("blocked: proof invalidated", 0) != 0 ? Reject::FastPathOneHost
                                                      : Reject::FastPathInvalidated;

@@ -9,6 +9,16 @@
 //   no proof covering world size, backend
 //   and this site's shape class               -> "blocked: unproven under TP"
 //   else                                      -> eligible
+//   cost model: nothing to gain here         -> "not used: cost model (...)"
+// The cost model ("can fuse is not should fuse"): a fast path whose only
+// gain is the exchange it fuses (FastPathSpec::exchange_only_gain) is
+// refused on one rank on the cuda backend, where it was measured slower than
+// the generic path it replaces: allreduce_residual_rmsnorm took 10.2 us
+// on an H100 at world size 1 (tp_block_llama_h2048, max-autotune) where the
+// generic path's fused add + RMSNorm took 4.1 us, the residual add riding on
+// the O GEMM (bench/RESULTS.md). On the cpu backend its host kernel is the
+// generic path's loop in the generic order: no measurement says it is
+// slower, so it stays. Forced runs (ab, prove) skip the cost model.
 // Eligible sites are taken by priority (then name, then position); a site
 // overlapping one already taken is "not used: lower priority than X". Each
 // site is a ledger entry. A fast path's status is the best of its sites':
@@ -58,7 +68,19 @@ extern const char* const kFastPathNotSelected;
 // graphs reports the best.
 int fast_path_status_order(const std::string& status);
 
+// Where the graph runs, for the cost model (world size 0: not known, no
+// refusal).
+struct FastPathTarget {
+  Backend backend = Backend::Cpu;
+  int world_size = 0;
+};
+
+// The cost model's refusal of `spec` at `target`: "" or why it does not pay.
+struct FastPathSpec;  // kernels/fastpaths/catalog.h
+std::string fast_path_cost_refusal(const FastPathSpec& spec, const FastPathTarget& target);
+
 Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastPathProofs& proofs,
-                       std::vector<LedgerEntry>* ledger, std::map<std::string, FastPathStatus>* status);
+                       std::vector<LedgerEntry>* ledger, std::map<std::string, FastPathStatus>* status,
+                       const FastPathTarget& target = {});
 
 }  // namespace fg

@@ -53,6 +53,7 @@ const char* reject_code(Reject r) {
     case Reject::FastPathInvalidated: return "fast_path_proof_invalidated";
     case Reject::FastPathOutranked: return "fast_path_lower_priority";
     case Reject::FastPathOneHost: return "fast_path_needs_one_host";
+    case Reject::FastPathCostModel: return "fast_path_cost_model";
     case Reject::BisectLimit: return "bisect_limit";
     case Reject::FaultRefused: return "fault_refused";
   }
@@ -106,6 +107,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::FastPathOutranked: return "fast path not used: a fast path of higher priority took these nodes";
     case Reject::FastPathOneHost:
       return "fast path blocked: its exchange maps the other ranks' memory, and the ranks span several nodes";
+    case Reject::FastPathCostModel:
+      return "fast path not used: the cost model says the generic path is faster here (all it saves is an exchange, "
+             "and one rank has none)";
     case Reject::BisectLimit: return "not applied: past its FUSEGATE_BISECT limit";
     case Reject::FaultRefused: return "refused by FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)";
   }

@@ -24,7 +24,7 @@ enum class Reject {
   // rejections of TP rewrites (passes/tp_rewrite)
   TpAddendNotReplicated, TpAddendAfterGemm,
   // fast paths (passes/fast_paths): taken, or why not
-  FastPathUsed, FastPathUnproven, FastPathInvalidated, FastPathOutranked, FastPathOneHost,
+  FastPathUsed, FastPathUnproven, FastPathInvalidated, FastPathOutranked, FastPathOneHost, FastPathCostModel,
   // an application past its FUSEGATE_BISECT limit (fusion/bisect.h)
   BisectLimit,
   // FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)

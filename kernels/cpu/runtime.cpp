@@ -240,6 +240,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.replicated_inputs = replicated_;
     o.fast_paths = fast_sel_;
     o.proofs = fast_proofs_;
+    o.world_size = world_;
     rt->prog = compile(g, o);
     rt->guard = guard;
     agree(rt->prog, hash, index);

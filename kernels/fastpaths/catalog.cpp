@@ -311,6 +311,7 @@ std::vector<FastPathSpec> make_catalog() {
                // result is replicated when the residual and the weight are
                {1, 2}});
   c.back().one_host = true;
+  c.back().exchange_only_gain = true;
   return c;
 }
 

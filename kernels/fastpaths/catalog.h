@@ -53,6 +53,10 @@ struct FastPathSpec {
   // its exchange maps the other ranks' memory (POSIX shared memory, CUDA
   // IPC): every rank must be on one host, so a multi-node run blocks it
   bool one_host = false;
+  // all it saves over the generic path is the exchange it fuses: on one rank
+  // there is none, and the cost model (passes/fast_paths.h) refuses it where
+  // it was measured slower than the generic path's kernels
+  bool exchange_only_gain = false;
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
 };
 

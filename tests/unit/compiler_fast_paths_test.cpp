@@ -67,12 +67,12 @@ struct Applied {
   std::map<std::string, FastPathStatus> status;
 };
 
-Applied apply(const FastPathSelection& sel, const FastPathProofs& proofs) {
+Applied apply(const FastPathSelection& sel, const FastPathProofs& proofs, const FastPathTarget& target = {}) {
   Applied r;
   CompileOptions o;
   o.fast_paths = parse_fast_paths("none");
   Graph plain = compile(parse_graph(kBlock, "t.fg"), o).decomposed;
-  r.out = apply_fast_paths(plain, sel, proofs, &r.ledger, &r.status);
+  r.out = apply_fast_paths(plain, sel, proofs, &r.ledger, &r.status, target);
   verify(r.out);
   return r;
 }
@@ -124,6 +124,37 @@ TEST(FastPaths, WithoutAProofEveryMatchIsBlockedAndLedgered) {
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->fused);
   EXPECT_EQ(std::string(reject_code(e->reason)), "fast_path_unproven");
+}
+
+// "can fuse is not should fuse": on one cuda rank the all-reduce fast path
+// has no exchange to save and was measured slower than the generic path, so
+// the cost model refuses it there, and the ledger says so; at world size 2,
+// on the cpu backend, and when forced (ab, prove) it runs.
+TEST(FastPaths, CostModelRefusesTheExchangeFastPathOnOneCudaRank) {
+  const FastPathProofs p = proven({{"allreduce_residual_rmsnorm", "bf16,hidden=64,vec=8"}});
+  const FastPathSelection sel = parse_fast_paths("proven");
+  Applied one = apply(sel, p, {Backend::Cuda, 1});
+  EXPECT_EQ(count(one.out, Op::FastPath), 0);
+  EXPECT_EQ(one.status["allreduce_residual_rmsnorm"].status.rfind("not used: cost model", 0), 0u)
+      << one.status["allreduce_residual_rmsnorm"].status;
+  const LedgerEntry* e = entry(one, "allreduce_residual_rmsnorm");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->fused);
+  EXPECT_EQ(std::string(reject_code(e->reason)), "fast_path_cost_model");
+  EXPECT_NE(reject_reason(e->reason).find("cost model"), std::string::npos);
+  // a proof that does not cover the site is still the reason given first
+  Applied unproven = apply(sel, {}, {Backend::Cuda, 1});
+  EXPECT_EQ(unproven.status["allreduce_residual_rmsnorm"].status, kFastPathUnproven);
+  for (const FastPathTarget t : {FastPathTarget{Backend::Cuda, 2}, FastPathTarget{Backend::Cpu, 1},
+                                 FastPathTarget{Backend::Cuda, 0}}) {
+    Applied r = apply(sel, p, t);
+    EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUsed) << t.world_size;
+    EXPECT_EQ(count(r.out, Op::FastPath), 1) << t.world_size;
+  }
+  FastPathProofs forced;
+  forced.forced = {"allreduce_residual_rmsnorm"};
+  Applied f = apply(parse_fast_paths("allreduce_residual_rmsnorm"), forced, {Backend::Cuda, 1});
+  EXPECT_EQ(f.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
 }
 
 TEST(FastPaths, AProofForAnotherShapeClassDoesNotCover) {

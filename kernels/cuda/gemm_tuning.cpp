@@ -1,0 +1,152 @@
+#include "kernels/cuda/gemm_tuning.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <mutex>
+
+#include "kernels/cuda/cublaslt.h"
+
+namespace fg {
+
+namespace {
+
+using nlohmann::json;
+
+// the adopted table, for the record
+std::mutex mu;
+std::vector<json>& adopted() {
+  static auto* t = new std::vector<json>();
+  return *t;
+}
+
+const char* type_name(LtType t) { return t == LtType::BF16 ? "bf16" : t == LtType::F16 ? "f16" : "f32"; }
+
+json shape_json(const LtGemm& g) {
+  return {{"shape", lt_shape_key(g)}, {"type", type_name(g.type)}, {"m", g.m},           {"n", g.n},
+          {"k", g.k},                 {"batch", g.batch},           {"bias", g.bias},     {"gelu", g.gelu_tanh},
+          {"addend", g.addend}};
+}
+
+// The GEMM an entry describes; false if a field is missing or wrong.
+bool shape_of(const json& e, LtGemm* g) {
+  if (!e.is_object()) return false;
+  for (const char* k : {"m", "n", "k", "batch"})
+    if (!e.contains(k) || !e[k].is_number_integer() || e[k].get<int64_t>() < 1) return false;
+  for (const char* k : {"bias", "gelu", "addend"})
+    if (!e.contains(k) || !e[k].is_boolean()) return false;
+  if (!e.contains("type") || !e["type"].is_string()) return false;
+  const std::string t = e["type"];
+  if (t != "bf16" && t != "f16" && t != "f32") return false;
+  g->type = t == "bf16" ? LtType::BF16 : t == "f16" ? LtType::F16 : LtType::F32;
+  g->m = e["m"];
+  g->n = e["n"];
+  g->k = e["k"];
+  g->batch = e["batch"];
+  g->bias = e["bias"];
+  g->gelu_tanh = e["gelu"];
+  g->addend = e["addend"];
+  return e.contains("shape") && e["shape"].is_string() && e["shape"] == lt_shape_key(*g);
+}
+
+}  // namespace
+
+void gemm_tuning_start() {
+  lt_set_tuning(true);
+  std::lock_guard<std::mutex> lock(mu);
+  adopted().clear();
+}
+
+std::string gemm_tuning_choose(const std::string& known_text) {
+  std::map<std::string, json> known;
+  if (!known_text.empty()) {
+    json k = json::parse(known_text, nullptr, false);
+    if (k.is_array())
+      for (const json& e : k)
+        if (e.is_object() && e.contains("shape") && e["shape"].is_string() && e.contains("algo"))
+          known.emplace(e["shape"].get<std::string>(), e);
+  }
+  json table = json::array();
+  for (const LtGemm& g : lt_untuned()) {
+    json e = shape_json(g);
+    auto it = known.find(lt_shape_key(g));
+    LtAlgo a;
+    std::string why;
+    if (it != known.end() && it->second["algo"].is_string() && lt_algo_from_hex(it->second["algo"], &a)) {
+      why = lt_choose(g, a);
+      if (why.empty()) {
+        e["algo"] = lt_algo_hex(a);
+        e["config"] = lt_algo_text(a);
+        for (const char* f : {"choice", "candidates", "us", "top1_us"})
+          if (it->second.contains(f) && it->second[f].is_number()) e[f] = it->second[f];
+        e["source"] = it->second.value("source", std::string("cache"));
+        table.push_back(e);
+        continue;
+      }
+      why = "the recorded choice " + it->second.value("config", std::string("?")) + " no longer runs: " + why;
+    }
+    LtMeasured m;
+    std::string err = lt_measure(g, 16, &m);
+    if (!err.empty()) {
+      e["source"] = "top-1";
+      e["why"] = (why.empty() ? "" : why + "; ") + "measurement failed: " + err;
+      table.push_back(e);
+      continue;
+    }
+    e["algo"] = lt_algo_hex(m.algo);
+    e["config"] = lt_algo_text(m.algo);
+    e["choice"] = m.choice;
+    e["candidates"] = m.candidates;
+    e["us"] = m.us;
+    e["top1_us"] = m.top1_us;
+    e["source"] = "measured";
+    if (!why.empty()) e["why"] = why;
+    table.push_back(e);
+  }
+  return table.dump();
+}
+
+std::string gemm_tuning_adopt(const std::string& text) {
+  json table = json::parse(text, nullptr, false);
+  if (!table.is_array()) return "the GEMM choice table is not a JSON array";
+  std::lock_guard<std::mutex> lock(mu);
+  for (const json& e : table) {
+    LtGemm g;
+    if (!shape_of(e, &g)) return "a GEMM choice table entry has a wrong shape: " + e.dump();
+    json mine = e;
+    LtAlgo a;
+    if (e.contains("algo")) {
+      if (!e["algo"].is_string() || !lt_algo_from_hex(e["algo"], &a))
+        return "a GEMM choice table entry has no 128-digit algo: " + e.dump();
+      std::string why = lt_choose(g, a);
+      if (!why.empty()) {
+        // rank 0 ran it; a rank whose cuBLASLt refuses it is not like rank 0
+        return "rank 0's choice for " + e["shape"].get<std::string>() + " does not run here: " + why;
+      }
+    }
+    adopted().push_back(mine);
+  }
+  return "";
+}
+
+std::string gemm_tuning_record() {
+  std::lock_guard<std::mutex> lock(mu);
+  json out = json::array();
+  std::map<std::string, int> fallbacks;
+  for (const auto& [k, n] : lt_fallbacks()) fallbacks[k] = n;
+  for (json e : adopted()) {
+    e["fallbacks"] = fallbacks.count(e["shape"]) ? fallbacks[e["shape"]] : 0;
+    out.push_back(e);
+  }
+  for (const LtGemm& g : lt_untuned()) {
+    json e = shape_json(g);
+    e["source"] = "top-1";
+    e["why"] = "not in rank 0's table (rank 0 ran no GEMM of this shape)";
+    out.push_back(e);
+  }
+  return out.dump();
+}
+
+std::string gemm_tuning_library() { return "cuBLASLt " + std::to_string(lt_version()); }
+
+}  // namespace fg
