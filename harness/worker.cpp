@@ -15,7 +15,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
+#include <iostream>
+#include <optional>
 #include <functional>
 #include <thread>
 
@@ -25,6 +26,7 @@
 #include "harness/forward.h"
 #include "harness/ab_stats.h"
 #include "harness/golden.h"
+#include "harness/json_read.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/collectives/collectives.h"
@@ -273,11 +275,17 @@ std::string gemm_cache_path() {
   return dir.empty() ? "" : dir + "/gemm_algos.json";
 }
 
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return nullptr;
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  return nlohmann::json::parse(text, nullptr, false);
+// The cache's content, or {} (a cache that cannot be read is said on stderr
+// and remade: it holds nothing the record does not).
+nlohmann::json read_gemm_cache(const std::string& path) {
+  try {
+    std::optional<nlohmann::json> c = read_json_file(path, "GEMM algorithm cache", "delete it: it is remade");
+    if (c && c->is_object()) return *c;
+    if (c) std::cerr << "fusegate: " << path << ": not a JSON object: ignored and remade\n";
+  } catch (const UserError& e) {
+    std::cerr << "fusegate: " << e.what() << " (ignored: the cache is remade)\n";
+  }
+  return nlohmann::json::object();
 }
 
 // What rank 0 knows before measuring: the golden's choices where the golden
@@ -286,27 +294,31 @@ nlohmann::json read_json_file(const std::string& path) {
 std::string known_gemm_algos(const RunSpec& spec, const std::string& cache_key) {
   nlohmann::json known = nlohmann::json::array();
   if (!spec.golden_dir.empty()) {
-    nlohmann::json g = read_json_file(golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro,
-                                                  mode_letter(spec.mode), spec.world, policy_name(spec.fusion),
-                                                  spec.fast_paths.text(), spec.nnodes));
-    if (g.is_object() && g.contains("env") && g["env"].is_object() && g["env"].value("gpu", "") == cuda_device_name() &&
-        g.contains("ranks") && g["ranks"].is_array() && !g["ranks"].empty() && g["ranks"][0].is_object() &&
-        g["ranks"][0].contains("gemm_algos") && g["ranks"][0]["gemm_algos"].is_array())
-      for (nlohmann::json e : g["ranks"][0]["gemm_algos"])
-        if (e.is_object() && e.contains("algo")) {
-          e["source"] = "golden";
-          known.push_back(e);
-        }
+    // a golden that cannot be read is the check's to report, as it always is
+    std::optional<nlohmann::json> g = load_golden(golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro,
+                                                              mode_letter(spec.mode), spec.world,
+                                                              policy_name(spec.fusion), spec.fast_paths.text(),
+                                                              spec.nnodes));
+    const nlohmann::json* env = g ? field(*g, "env") : nullptr;
+    if (env && text_of(*env, "gpu") == cuda_device_name()) {
+      for (const auto& [id, rank] : ranks_by_id(*g)) {
+        if (id != 0) continue;
+        for (nlohmann::json e : array_of(*rank, "gemm_algos"))
+          if (e.is_object() && e.contains("algo")) {
+            e["source"] = "golden";
+            known.push_back(e);
+          }
+      }
+    }
   }
   const std::string cache = gemm_cache_path();
   if (!cache.empty()) {
-    nlohmann::json c = read_json_file(cache);
-    if (c.is_object() && c.contains(cache_key) && c[cache_key].is_array())
-      for (nlohmann::json e : c[cache_key])
-        if (e.is_object()) {
-          e["source"] = "cache";
-          known.push_back(e);  // after the golden's: the first entry of a shape wins
-        }
+    const nlohmann::json c = read_gemm_cache(cache);
+    for (nlohmann::json e : array_of(c, cache_key.c_str()))
+      if (e.is_object()) {
+        e["source"] = "cache";
+        known.push_back(e);  // after the golden's: the first entry of a shape wins
+      }
   }
   return known.dump();
 }
@@ -320,8 +332,7 @@ void save_gemm_algos(const std::string& table, const std::string& cache_key) {
   bool any = false;
   for (const auto& e : t) any = any || e.value("source", "") == "measured";
   if (!any) return;
-  nlohmann::json c = read_json_file(cache);
-  if (!c.is_object()) c = nlohmann::json::object();
+  nlohmann::json c = read_gemm_cache(cache);
   nlohmann::json& list = c[cache_key];
   if (!list.is_array()) list = nlohmann::json::array();
   for (const auto& e : t) {

@@ -1,6 +1,8 @@
 #include "kernels/cuda/cublaslt.h"
 
 #include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cctype>
@@ -313,19 +315,10 @@ struct DeviceFill {
       if (t == LtType::F32) {
         std::memcpy(&host[i * 4], &v, 4);
       } else if (t == LtType::BF16) {
-        uint32_t b;
-        std::memcpy(&b, &v, 4);
-        const uint16_t h = static_cast<uint16_t>(b >> 16);
+        const __nv_bfloat16 h = __float2bfloat16(v);
         std::memcpy(&host[i * 2], &h, 2);
       } else {
-        // f16 by hand: |v| < 2 here, so no overflow; subnormals flush to 0
-        uint32_t b;
-        std::memcpy(&b, &v, 4);
-        const uint32_t sign = (b >> 16) & 0x8000u;
-        const int exp = static_cast<int>((b >> 23) & 0xff) - 127 + 15;
-        const uint16_t h = exp <= 0 ? static_cast<uint16_t>(sign)
-                                    : static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) |
-                                                            ((b >> 13) & 0x3ffu));
+        const __half h = __float2half(v);
         std::memcpy(&host[i * 2], &h, 2);
       }
     }
