@@ -241,6 +241,46 @@ void compare_hashes(Ctx& c, const json& run, const json& gold) {
   }
 }
 
+// -- GEMM algorithms (max-autotune on cuda) ----------------------------------
+
+// Each shape's cuBLASLt algorithm against the golden's: informative, as the
+// digests and counts judge what a change does; said so that a drifted digest
+// has its likely cause beside it (the golden's choice was not taken: another
+// GPU model, or a cuBLASLt that refuses it). Neither side recorded any:
+// nothing to say.
+void compare_gemm_algos(Ctx& c, const json& run, const json& gold) {
+  const json& g = array_of(gold, "gemm_algos");
+  const json& r = array_of(run, "gemm_algos");
+  if (g.empty()) return;
+  if (r.empty()) {
+    c.add(VerdictKind::Pass, "no GEMM algorithm choices in the run (the golden has " + std::to_string(g.size()) +
+                                 "): its GEMMs ran cuBLASLt's top-1");
+    return;
+  }
+  std::map<std::string, const json*> ran;
+  for (const json& e : r) ran[text_of(e, "shape")] = &e;
+  auto config = [](const json& e) {
+    const std::string cfg = text_of(e, "config");
+    return cfg.empty() ? "algo " + text_of(e, "algo").substr(0, 16) + "..." : cfg;
+  };
+  std::vector<std::string> changed;
+  for (const json& e : g) {
+    const std::string shape = text_of(e, "shape");
+    auto it = ran.find(shape);
+    if (it == ran.end()) {
+      changed.push_back(shape + ": not run (the golden chose " + config(e) + ")");
+      continue;
+    }
+    const json& now = *it->second;
+    if (text_of(now, "algo") == text_of(e, "algo")) continue;
+    const std::string why = text_of(now, "why");
+    changed.push_back(shape + ": " + config(e) + " -> " + config(now) + " (" + text_of(now, "source") +
+                      (why.empty() ? "" : ": " + why) + ")");
+  }
+  if (!changed.empty())
+    c.add(VerdictKind::Pass, "GEMM algorithms differ from the golden's: " + join_capped(changed, 4));
+}
+
 // -- fusion ledger -----------------------------------------------------------
 
 std::string nodes_key(const json& entry) {
@@ -569,6 +609,8 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
     for (auto& [id, r] : run_ranks) {
       Ctx c{"rank " + std::to_string(id), bless_command, &out};
       auto g = gold_ranks.find(id);
+      // every rank runs rank 0's table: said once
+      if (g != gold_ranks.end() && id == run_ranks.begin()->first) compare_gemm_algos(c, *r, *g->second);
       if (g == gold_ranks.end()) {
         c.add(VerdictKind::Fail, "not in the golden file");
         continue;

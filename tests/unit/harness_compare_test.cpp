@@ -279,6 +279,43 @@ TEST(CompareWithGolden, LedgerChangeShowsReadableDecisionLines) {
   EXPECT_EQ(f.find("buf0+buf1"), std::string::npos) << f;
 }
 
+// GEMM algorithm choices (max-autotune on cuda) are informative: a change is
+// said, with the run's reason, so a drifted digest has its likely cause
+// beside it; it never changes the verdict by itself.
+TEST(CompareWithGolden, ChangedGemmAlgorithmIsSaidWithItsReason) {
+  json gold = make_record();
+  const json qkv = {{"shape", "bf16 m1024 n6144 k2048"}, {"algo", std::string(128, 'a')},
+                    {"config", "algo 66 tile 31"}, {"source", "measured"}};
+  const json up = {{"shape", "bf16 m1024 n8192 k2048 batch2"}, {"algo", std::string(128, 'b')},
+                   {"config", "algo 66 tile 184"}, {"source", "measured"}};
+  for (auto& r : gold["ranks"]) r["gemm_algos"] = json::array({qkv, up});
+  json run = gold;
+  Verdict same = check(run, gold);
+  EXPECT_EQ(same.kind, VerdictKind::Pass) << all(same);
+  EXPECT_EQ(all(same).find("GEMM"), std::string::npos) << all(same);
+
+  for (auto& r : run["ranks"]) {
+    r["gemm_algos"][1]["algo"] = std::string(128, 'c');
+    r["gemm_algos"][1]["config"] = "algo 66 tile 24";
+    r["gemm_algos"][1]["source"] = "measured";
+    r["gemm_algos"][1]["why"] = "the recorded choice algo 66 tile 184 no longer runs: cuBLASLt refuses it here";
+  }
+  Verdict v = check(run, gold);
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  const std::string f = all(v);
+  EXPECT_NE(f.find("rank 0: GEMM algorithms differ from the golden's: bf16 m1024 n8192 k2048 batch2: algo 66 tile 184 "
+                   "-> algo 66 tile 24 (measured: the recorded choice"),
+            std::string::npos)
+      << f;
+  EXPECT_EQ(f.find("rank 1: GEMM"), std::string::npos) << f;  // said once
+  EXPECT_EQ(f.find("m1024 n6144"), std::string::npos) << f;   // unchanged shapes are not listed
+
+  for (auto& r : run["ranks"]) r.erase("gemm_algos");
+  Verdict none = check(run, gold);
+  EXPECT_NE(all(none).find("no GEMM algorithm choices in the run (the golden has 2)"), std::string::npos)
+      << all(none);
+}
+
 TEST(CompareWithGolden, LedgerAbsentOnOneSideIsNotCompared) {
   json run = make_record();
   run["ranks"][0].erase("ledger");
