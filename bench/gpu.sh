@@ -209,6 +209,13 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
       --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) 2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
     phase "bench $blk done"
   done
+  # last, the headline of each block, one line each
+  echo "| block | CUDA graphs: fusegate / torch best |"
+  echo "|---|---|"
+  for blk in ${BENCH_BLOCKS:-h2048}; do
+    o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
+    echo "| $blk | $(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16- || echo 'no result') |"
+  done
 fi
 if [ "$what" = swiglu ]; then
   # the fused gate/up GEMM + SwiGLU kernel against cuBLASLt + the SiLU-mul kernel
