@@ -82,30 +82,44 @@ const std::vector<FusionCost::Acc>& FusionCost::accesses(int node, int64_t numel
   return access_cache_[key] = std::move(out);
 }
 
-// Is there a path between the groups through a third group? Walks
-// predecessors from one group, never below the other's first position.
-bool FusionCost::path_through_other(const GroupState& from_later, const GroupState& earlier, int ga, int gb) {
-  std::vector<int>& stack = stack_;
+// Is there a path between the groups through a third group? Walks the
+// groups `from_later` depends on, group by group: a group runs as one kernel,
+// so reaching any of its nodes reaches the inputs of all of them (a walk over
+// nodes alone misses a path that enters a group at one node and leaves it at
+// another: found by the fuzzer on cuda, where two split variances over the
+// same input fused crosswise into a cycle). `prune` skips the groups that end
+// before `earlier` begins: sound only when no third group spans `earlier`'s
+// first position (a path back from a group wholly before it to `earlier`
+// must pass through such a group), which cycle() checks.
+bool FusionCost::path_through_other(const GroupState& from_later, const GroupState& earlier, int ga, int gb,
+                                    bool prune) {
+  const int target = group_of_[static_cast<size_t>(earlier.nodes[0])];
+  if (seen_.size() < groups_.size()) seen_.resize(groups_.size(), 0);
+  std::vector<int>& stack = stack_;  // groups to expand
   stack.clear();
   ++stamp_;
-  for (int n : from_later.nodes)
-    for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
-      int gd = group_of_[static_cast<size_t>(d)];
-      if (gd != ga && gd != gb) stack.push_back(d);
-    }
-  while (!stack.empty()) {
-    int n = stack.back();
-    stack.pop_back();
-    if (seen_[static_cast<size_t>(n)] == stamp_ || n < earlier.min_pos) continue;
-    seen_[static_cast<size_t>(n)] = stamp_;
-    for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
-      int gd = group_of_[static_cast<size_t>(d)];
-      if (gd == ga || gd == gb) {
-        if (gd == group_of_[static_cast<size_t>(earlier.nodes[0])]) return true;
-        continue;
+  auto push_deps = [&](const GroupState& gr, bool first) {
+    for (int n : gr.nodes)
+      for (int d : g_.nodes[static_cast<size_t>(n)].deps) {
+        const int gd = group_of_[static_cast<size_t>(d)];
+        if (gd == ga || gd == gb) {
+          // a third group reading the earlier one closes the path (the later
+          // one's own reads of it are the direct edge, not a path)
+          if (!first && gd == target) return true;
+          continue;
+        }
+        if (seen_[static_cast<size_t>(gd)] == stamp_) continue;
+        seen_[static_cast<size_t>(gd)] = stamp_;
+        if (prune && groups_[static_cast<size_t>(gd)].max_pos < earlier.min_pos) continue;
+        stack.push_back(gd);
       }
-      stack.push_back(d);
-    }
+    return false;
+  };
+  push_deps(from_later, true);
+  while (!stack.empty()) {
+    const int gi = stack.back();
+    stack.pop_back();
+    if (push_deps(groups_[static_cast<size_t>(gi)], false)) return true;
   }
   return false;
 }
@@ -117,7 +131,24 @@ bool FusionCost::cycle(int ga, int gb) {
   const GroupState& b = groups_[static_cast<size_t>(gb)];
   const GroupState& early = a.min_pos <= b.min_pos ? a : b;
   const GroupState& late = a.min_pos <= b.min_pos ? b : a;
-  return path_through_other(late, early, ga, gb) || path_through_other(early, late, ga, gb);
+  // a third group spanning a group's first position: then no pruning below it
+  auto spanned = [&](const GroupState& x) {
+    for (int m : multi_) {
+      const GroupState& s = groups_[static_cast<size_t>(m)];
+      if (m != ga && m != gb && s.alive && s.min_pos < x.min_pos && s.max_pos >= x.min_pos) return true;
+    }
+    return false;
+  };
+  if (multi_.size() > multi_limit_) {  // drop dead and repeated entries when the list has doubled
+    std::sort(multi_.begin(), multi_.end());
+    multi_.erase(std::unique(multi_.begin(), multi_.end()), multi_.end());
+    multi_.erase(std::remove_if(multi_.begin(), multi_.end(),
+                                [&](int m) { return !groups_[static_cast<size_t>(m)].alive; }),
+                 multi_.end());
+    multi_limit_ = std::max<size_t>(64, 2 * multi_.size());
+  }
+  return path_through_other(late, early, ga, gb, !spanned(early)) ||
+         path_through_other(early, late, ga, gb, !spanned(late));
 }
 
 Reject FusionCost::gates(int ga, int gb, Score* score) {

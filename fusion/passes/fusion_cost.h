@@ -106,6 +106,9 @@ class FusionCost {
   bool batchable(const SchedNode& a, const SchedNode& b) const;
   // Pointwise or reduction code (not an extern or collective call).
   bool fusable(const GroupState& gr) const;
+  // Group `into` took another group's nodes (the cycle check keeps the
+  // groups of several nodes: only they can span another group's position).
+  void absorbed(int into) { multi_.push_back(into); }
 
  private:
   // A node's access in a kernel over (numel, rnumel), its index interned to
@@ -122,7 +125,7 @@ class FusionCost {
   Reject gates(int ga, int gb, Score* score);
   Reject template_gates(int ga, int gb, Score* score);
   bool cycle(int ga, int gb);
-  bool path_through_other(const GroupState& from_later, const GroupState& earlier, int ga, int gb);
+  bool path_through_other(const GroupState& from_later, const GroupState& earlier, int ga, int gb, bool prune);
   bool raises_peak_memory(const GroupState& a, const GroupState& b, int64_t saved) const;
   std::string template_a_key(const GroupState& t) const;
   std::vector<int> templates_of(const GroupState& t) const;
@@ -135,10 +138,12 @@ class FusionCost {
   std::unordered_map<std::string, int> index_ids_;
   std::vector<std::string> index_names_;
   std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it
-  // the cycle check's walk: nodes seen in the current walk carry its stamp
+  // the cycle check's walk: groups seen in the current walk carry its stamp
   std::vector<int> seen_;
   std::vector<int> stack_;
   int stamp_ = 0;
+  std::vector<int> multi_;  // groups that absorbed another (dead or repeated ones skipped when read)
+  size_t multi_limit_ = 64;  // its size that triggers the next clean-up
 };
 
 }  // namespace fg

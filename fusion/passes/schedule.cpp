@@ -360,6 +360,7 @@ class Scheduler {
     b.alive = false;
     forward_[gb] = ga;
     for (int n : b.nodes) group_of_[static_cast<size_t>(n)] = ga;
+    cost_.absorbed(ga);
   }
 
   void record(int ga, int gb, const Score& s, bool fused, Reject r, int round) {

@@ -95,3 +95,35 @@ graph g(%x: bf16[2,512,2048], %w: bf16[2048]) {
 
 }  // namespace
 }  // namespace fg
+
+namespace fg {
+namespace {
+
+// Found by the fuzzer on an H100 (graph seed 20261943): two variances over
+// the same input, each split in two on cuda, offered a horizontal fusion of
+// the first's partial sums with the second's partial squares. With the
+// second's partial sums already fused to the first's squares, that closes a
+// cycle through a group entered at one node and left at another; the cycle
+// check walks groups, so it is refused and the program compiles.
+TEST(SplitReduction, FusionAcrossTwoSplitVariancesMakesNoCycle) {
+  const char* text = R"(
+graph fuzz(%x1: bf16[129,2]) {
+  %1 = var(%x1) {correction = 0, dims = [-2]} : bf16[2]
+  %2 = var(%x1) {correction = 0, dims = [-2], keepdim = 1} : bf16[1,2]
+  return %1, %2
+}
+)";
+  CompiledProgram c;
+  ASSERT_NO_THROW(c = compile_for(text, Backend::Cuda));
+  bool refused = false, fused = false;
+  for (const auto& e : c.schedule.ledger) {
+    if (e.first == "buf1" && e.second == "buf7") refused = refused || (!e.fused && e.reason == Reject::IntermediateNodes);
+    if (e.first == "buf3" && e.second == "buf5") fused = fused || e.fused;
+  }
+  EXPECT_TRUE(fused) << print_ledger(c.schedule);
+  EXPECT_TRUE(refused) << print_ledger(c.schedule);
+  EXPECT_EQ(c.program.kernels.size(), 7u);
+}
+
+}  // namespace
+}  // namespace fg
