@@ -196,6 +196,34 @@ TEST(CudaCodegen, IndexTypeNarrowsWhereEveryIndexFits) {
 namespace fg {
 namespace {
 
+// Found by the fuzzer on an H100 (graph seed 20261397): a row kernel whose
+// rows read one element the same for every r (x1[x], its dim of size 1
+// indexed by index_select) in two loops. That load was emitted once before
+// the loops (the fused minimum reads it too), so the row cache made for it
+// was never written and the second loop read garbage. Such a load is not
+// row-cached now; every row cache that is read is written.
+TEST(CudaCodegen, EveryRowCacheReadIsWritten) {
+  const char* text = R"(
+graph g(%x1: f32[8,1], %x2: f32[1,1], %i3: i64[46], %w4: f32[1,1], %w6: f32[46]) {
+  %5 = index_select(%x1, %i3) {dim = 1} : f32[8,46]
+  %6 = minimum(%x2, %x1) : f32[8,1]
+  %7 = linear(%6, %w4) : f32[8,1]
+  %8 = rms_norm(%5, %w6) {eps = 1e-06} : f32[8,46]
+  return %8, %7
+}
+)";
+  CompiledProgram c = compile_cuda(text);
+  expect_compiles(c);
+  const std::string& src = c.program.module_source;
+  for (int i = 0; i < 8; ++i) {
+    const std::string row = "row" + std::to_string(i);
+    if (src.find(row + "[j]") == std::string::npos) continue;
+    EXPECT_NE(src.find(row + "[j] = "), std::string::npos) << row << " is read, never written:\n" << src;
+  }
+  // the invariant load is not cached at all
+  EXPECT_EQ(src.find("float row0["), std::string::npos) << src;
+}
+
 TEST(FastPathCuda, EverySourceCompilesWithItsEntryPoints) {
   const std::map<std::string, std::vector<std::string>> entries = {
       {"qkv_rmsnorm_local", {"fastpath_qkv_rmsnorm_local"}},

@@ -379,6 +379,36 @@ graph g(%x: f32[16,300], %emb: f32[50,64], %ids: i64[40], %gi: i64[16,20], %b: b
   EXPECT_EQ(count_kind(r, "poi") + count_kind(r, "per") + count_kind(r, "red"), 4);
 }
 
+// A row element the same for every r, read in two loops of one row kernel
+// and loaded before them by a fused neighbour (found by the fuzzer on an
+// H100: the second loop read a row cache never written, non-finite output).
+// Index 0 into a dim of 1, so eager is defined.
+TEST(Codegen, RowInvariantLoadReadInTwoLoopsMatchesEager) {
+  const char* text = R"(
+graph g(%x1: f32[8,1], %x2: f32[1,1], %i3: i64[46], %w4: f32[1,1], %w6: f32[46]) {
+  %5 = index_select(%x1, %i3) {dim = 1} : f32[8,46]
+  %6 = minimum(%x2, %x1) : f32[8,1]
+  %7 = linear(%6, %w4) : f32[8,1]
+  %8 = rms_norm(%5, %w6) {eps = 1e-06} : f32[8,46]
+  return %8, %7
+}
+)";
+  at::manual_seed(11);
+  std::map<std::string, at::Tensor> in = {{"x1", at::randn({8, 1})},
+                                          {"x2", at::randn({1, 1})},
+                                          {"i3", at::zeros({46}, at::TensorOptions().dtype(at::kLong))},
+                                          {"w4", at::randn({1, 1})},
+                                          {"w6", at::randn({46})}};
+  Result a = run(text, Mode::Eager, in);
+  Result c = run(text, Mode::Compiled, in);
+  ASSERT_EQ(a.outs.size(), 2u);
+  ASSERT_EQ(c.outs.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(at::isfinite(c.outs[i]).all().item<bool>()) << "output " << i;
+    EXPECT_TRUE(at::allclose(a.outs[i], c.outs[i], 1e-5, 1e-5)) << "output " << i;
+  }
+}
+
 // A copy into an input of a value that reads that input elsewhere (the
 // input flipped): the flip is whole before the copy writes (two kernels),
 // not read back half overwritten.
