@@ -13,7 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -290,8 +289,8 @@ nlohmann::json read_gemm_cache(const std::string& path) {
 
 // What rank 0 knows before measuring: the golden's choices where the golden
 // was blessed on this GPU model (so that a check runs what was blessed),
-// then the cache's for this GPU model and cuBLASLt.
-std::string known_gemm_algos(const RunSpec& spec, const std::string& cache_key) {
+// then the cache's (`cache`, read once) for this GPU model and cuBLASLt.
+std::string known_gemm_algos(const RunSpec& spec, const nlohmann::json& cache, const std::string& cache_key) {
   nlohmann::json known = nlohmann::json::array();
   if (!spec.golden_dir.empty()) {
     // a golden that cannot be read is the check's to report, as it always is
@@ -311,28 +310,24 @@ std::string known_gemm_algos(const RunSpec& spec, const std::string& cache_key) 
       }
     }
   }
-  const std::string cache = gemm_cache_path();
-  if (!cache.empty()) {
-    const nlohmann::json c = read_gemm_cache(cache);
-    for (nlohmann::json e : array_of(c, cache_key.c_str()))
-      if (e.is_object()) {
-        e["source"] = "cache";
-        known.push_back(e);  // after the golden's: the first entry of a shape wins
-      }
-  }
+  for (nlohmann::json e : array_of(cache, cache_key.c_str()))
+    if (e.is_object()) {
+      e["source"] = "cache";
+      known.push_back(e);  // after the golden's: the first entry of a shape wins
+    }
   return known.dump();
 }
 
-// Adds rank 0's measured choices to the cache (atomically; a cache that
-// cannot be written is left alone: the choices are in the record anyway).
-void save_gemm_algos(const std::string& table, const std::string& cache_key) {
-  const std::string cache = gemm_cache_path();
+// Adds rank 0's measured choices to the cache `c` read before and writes it
+// to `path` (atomically; a cache that cannot be written is left alone: the
+// choices are in the record anyway).
+void save_gemm_algos(const std::string& table, const std::string& path, nlohmann::json c,
+                     const std::string& cache_key) {
   nlohmann::json t = nlohmann::json::parse(table, nullptr, false);
-  if (cache.empty() || !t.is_array()) return;
+  if (path.empty() || !t.is_array()) return;
   bool any = false;
   for (const auto& e : t) any = any || e.value("source", "") == "measured";
   if (!any) return;
-  nlohmann::json c = read_gemm_cache(cache);
   nlohmann::json& list = c[cache_key];
   if (!list.is_array()) list = nlohmann::json::array();
   for (const auto& e : t) {
@@ -344,8 +339,7 @@ void save_gemm_algos(const std::string& table, const std::string& cache_key) {
     list = kept;
   }
   try {
-    std::filesystem::create_directories(std::filesystem::path(cache).parent_path());
-    write_atomic(cache, c.dump(1) + "\n");
+    write_atomic(path, c.dump(1) + "\n");  // makes the folders it needs
   } catch (const std::exception&) {
   }
 }
@@ -355,8 +349,10 @@ void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank) {
   const std::string key = cuda_device_name() + "|" + gemm_tuning_library();
   std::string table;
   if (rank == 0) {
-    table = gemm_tuning_choose(known_gemm_algos(spec, key));
-    save_gemm_algos(table, key);
+    const std::string path = gemm_cache_path();
+    const nlohmann::json cache = path.empty() ? nlohmann::json::object() : read_gemm_cache(path);
+    table = gemm_tuning_choose(known_gemm_algos(spec, cache, key));
+    save_gemm_algos(table, path, cache, key);
   }
   const std::vector<std::string> all = coll.exchange("gemm_algos", table);
   const std::string err = gemm_tuning_adopt(all.at(0));
