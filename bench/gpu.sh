@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|all]     (default: all)
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
 # NCCL between them) into a scratch golden folder; prints both nodes' exit
@@ -22,6 +22,9 @@
 # as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py (the blocks with
 # and without the proven fast paths, and the one-shot all-reduce + norm
 # against NCCL + the norm kernel: bench/fg/allreduce_norm_h2048.fg).
+# gateup: the gate_up_swiglu fast path's A/B on every cuda repro it matches,
+# its proof, the max-autotune goldens re-blessed with it (GATEUP_BLESS=0:
+# not), packed as $OUTDIR/gateup.tgz.
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
 # check also proves that the gate sees what really runs: with
@@ -216,6 +219,30 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
     echo "| $blk | $(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16- || echo 'no result') |"
   done
+fi
+if [ "$what" = gateup ]; then
+  # the gate_up_swiglu fast path on this GPU: its kernel against the generic
+  # path and fp64 on every cuda repro it matches (`fusegate ab`), its proof
+  # at world size 1 (and 2 with two GPUs), then the max-autotune goldens
+  # re-blessed with it and checked; proofs and goldens packed in $OUTDIR
+  ./build-gpu/tests/test_cuda_codegen --gtest_filter='FastPathCuda.*' 2>&1 | tail -1
+  for r in tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block; do
+    timeout 120 $FG ab --backend cuda --fast-path gate_up_swiglu --repro $r --world-size 1 >"$OUTDIR/ab-$r.txt" 2>&1
+    echo "ab $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-$r.txt") $(grep -oE 'launches: .*' "$OUTDIR/ab-$r.txt")"
+    grep -E "^  out|verdict" "$OUTDIR/ab-$r.txt" | head -3
+  done
+  phase "ab done"
+  $FG prove --backend cuda --fast-path gate_up_swiglu $worlds 2>"$OUTDIR/prove.err" | grep -E "^fusegate prove|FAIL|proven"
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove.err"; }
+  phase proved
+  if [ "${GATEUP_BLESS:-1}" = 1 ] && [ $rc -eq 0 ]; then
+    $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "${BLESS_WHY:-gate_up_swiglu fast path}"       2>"$OUTDIR/bless.err" | tail -2
+    $FG check --strict --backend cuda --fusion max-autotune --mode C $worlds 2>>"$OUTDIR/bless.err" | tail -4
+    r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+    phase "blessed and checked"
+  fi
+  tar czf "$OUTDIR/gateup.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-*.txt 2>/dev/null
+  rm -f "$OUTDIR"/ab-*.txt
 fi
 if [ "$what" = swiglu ]; then
   # the fused gate/up GEMM + SwiGLU kernel against cuBLASLt + the SiLU-mul kernel

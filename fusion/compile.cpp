@@ -27,7 +27,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // them as the extern nodes they are
   std::vector<LedgerEntry> rewrites;
   c.decomposed = apply_fast_paths(c.decomposed, opts.fast_paths, opts.proofs, &rewrites, &c.fast_paths,
-                                  {opts.backend, opts.world_size});
+                                  {opts.backend, opts.world_size, opts.fusion});
   verify(c.decomposed);
 
   // max-autotune on cuda: GEMMs are cuBLASLt calls, whose epilogue can apply

@@ -160,8 +160,12 @@ int fast_path_status_order(const std::string& s) {
 }
 
 std::string fast_path_cost_refusal(const FastPathSpec& spec, const FastPathTarget& target) {
+  if (spec.max_autotune_only && target.fusion != FusionPolicy::MaxAutotune)
+    return "not used: max-autotune only (the default policy stays faithful to Inductor)";
   if (spec.exchange_only_gain && target.world_size == 1 && target.backend == Backend::Cuda)
     return "not used: cost model (no exchange to save on one rank; the generic path is faster)";
+  if (spec.cuda_gain_only && target.backend == Backend::Cpu)
+    return "not used: cost model (its host kernel is a reference loop; the generic path's GEMM is faster)";
   return "";
 }
 
@@ -185,6 +189,8 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
       std::string why;
       if (proofs.forced.count(spec.name)) {
         why = "";
+      } else if (!(why = fast_path_cost_refusal(spec, target)).empty()) {
+        // not run here whatever a proof says
       } else if (proofs.blocked.count(spec.name)) {
         why = "blocked: " + proofs.blocked.at(spec.name);
       } else if (proofs.invalid.count(spec.name)) {
@@ -192,7 +198,6 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
       } else {
         auto cov = proofs.shape_classes.find(spec.name);
         if (cov == proofs.shape_classes.end() || !cov->second.count(s.shape_class)) why = kFastPathUnproven;
-        else why = fast_path_cost_refusal(spec, target);
       }
       cands.push_back({std::move(s), &spec, why});
     }
@@ -241,6 +246,7 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
                : c.status == kFastPathUnproven ? Reject::FastPathUnproven
                : c.status.find("FUSEGATE_BISECT") != std::string::npos ? Reject::BisectLimit
                : c.status.rfind("not used: cost model", 0) == 0 ? Reject::FastPathCostModel
+               : c.status.rfind("not used: max-autotune only", 0) == 0 ? Reject::FastPathPolicy
                : c.status.rfind("not used", 0) == 0 ? Reject::FastPathOutranked
                : c.status.rfind("blocked: proof invalidated", 0) != 0 ? Reject::FastPathOneHost
                                                      : Reject::FastPathInvalidated;

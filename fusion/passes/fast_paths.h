@@ -5,11 +5,16 @@
 //
 // Per site of each fast path asked for (FastPathSelection):
 //   forced (ab, prove)                        -> eligible
+//   max-autotune only, other policy           -> "not used: max-autotune only (...)"
+//   cost model: nothing to gain here         -> "not used: cost model (...)"
+//   cannot run here (one host)                -> "blocked: ..."
 //   proof invalid (source or GPU changed)     -> "blocked: proof invalidated (...)"
 //   no proof covering world size, backend
 //   and this site's shape class               -> "blocked: unproven under TP"
 //   else                                      -> eligible
-//   cost model: nothing to gain here         -> "not used: cost model (...)"
+// The policy rule: gate_up_swiglu (FastPathSpec::max_autotune_only) runs in
+// max-autotune only; the default policy stays faithful to Inductor, which
+// has no such kernel.
 // The cost model ("can fuse is not should fuse"): a fast path whose only
 // gain is the exchange it fuses (FastPathSpec::exchange_only_gain) is
 // refused on one rank on the cuda backend, where it was measured slower than
@@ -19,8 +24,11 @@
 // the O GEMM (bench/RESULTS.md). On the cpu backend its host kernel is the
 // generic path's loop in the generic order, and measured no slower
 // (tp_block_llama, world size 1, 200 forwards on 2 cores: median 2.72-2.81
-// ms with it, 2.75-2.76 ms without), so it stays. Forced runs (ab, prove)
-// skip the cost model.
+// ms with it, 2.75-2.76 ms without), so it stays. A fast path whose host
+// kernel is a reference loop (FastPathSpec::cuda_gain_only: gate_up_swiglu,
+// a GEMM written as three loops against the generic path's library GEMM) is
+// refused on the cpu backend. Forced runs (ab, prove) skip the policy rule
+// and the cost model.
 // Eligible sites are taken by priority (then name, then position); a site
 // overlapping one already taken is "not used: lower priority than X". Each
 // site is a ledger entry. A fast path's status is the best of its sites':
@@ -71,13 +79,17 @@ extern const char* const kFastPathNotSelected;
 int fast_path_status_order(const std::string& status);
 
 // Where the graph runs, for the cost model (world size 0: not known, no
-// refusal).
+// refusal) and the policy rule (max-autotune only fast paths).
 struct FastPathTarget {
   Backend backend = Backend::Cpu;
   int world_size = 0;
+  FusionPolicy fusion = FusionPolicy::MaxAutotune;
 };
 
-// The cost model's refusal of `spec` at `target`: "" or why it does not pay.
+// The policy's and the cost model's refusal of `spec` at `target`: "" or why
+// it does not run there. Decided before the proof is looked at: a fast path
+// that would not run here whatever its proof says reads "not used", not
+// "blocked".
 struct FastPathSpec;  // kernels/fastpaths/catalog.h
 std::string fast_path_cost_refusal(const FastPathSpec& spec, const FastPathTarget& target);
 

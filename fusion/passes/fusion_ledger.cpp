@@ -54,6 +54,7 @@ const char* reject_code(Reject r) {
     case Reject::FastPathOutranked: return "fast_path_lower_priority";
     case Reject::FastPathOneHost: return "fast_path_needs_one_host";
     case Reject::FastPathCostModel: return "fast_path_cost_model";
+    case Reject::FastPathPolicy: return "fast_path_policy";
     case Reject::BisectLimit: return "bisect_limit";
     case Reject::FaultRefused: return "fault_refused";
   }
@@ -108,8 +109,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::FastPathOneHost:
       return "fast path blocked: its exchange maps the other ranks' memory, and the ranks span several nodes";
     case Reject::FastPathCostModel:
-      return "fast path not used: the cost model says the generic path is faster here (all it saves is an exchange, "
-             "and one rank has none)";
+      return "fast path not used: the cost model says the generic path is faster here (its status says why)";
+    case Reject::FastPathPolicy:
+      return "fast path not used: max-autotune only (the default policy stays faithful to Inductor)";
     case Reject::BisectLimit: return "not applied: past its FUSEGATE_BISECT limit";
     case Reject::FaultRefused: return "refused by FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)";
   }

@@ -25,6 +25,7 @@ enum class Reject {
   TpAddendNotReplicated, TpAddendAfterGemm,
   // fast paths (passes/fast_paths): taken, or why not
   FastPathUsed, FastPathUnproven, FastPathInvalidated, FastPathOutranked, FastPathOneHost, FastPathCostModel,
+  FastPathPolicy,
   // an application past its FUSEGATE_BISECT limit (fusion/bisect.h)
   BisectLimit,
   // FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)

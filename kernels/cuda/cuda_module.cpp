@@ -139,7 +139,9 @@ int cuda_select_device(int rank) {
 
 std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram& p) { return std::make_unique<CudaModule>(p); }
 
-std::string cuda_cubin(const std::string& source) { return cubin_for(source, arch_of_current_device()); }
+std::string cuda_cubin(const std::string& source, const std::string& arch) {
+  return cubin_for(source, arch.empty() ? arch_of_current_device() : arch);
+}
 
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 

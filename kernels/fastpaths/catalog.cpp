@@ -285,6 +285,54 @@ std::vector<FastPathSite> match_allreduce_norm(const Graph& g) {
   return r;
 }
 
+// silu(linear(h, Wg)) * linear(h, Wu), the MLP's SwiGLU (either operand
+// order of the mul): both linears without bias or epilogue, over the same
+// bf16 h, weights [N, K] alike; N a multiple of 128 (the kernel's blocks of
+// the interleaved weights), K a multiple of 8 (16-byte rows for TMA).
+std::vector<FastPathSite> match_gate_up_swiglu(const Graph& g) {
+  std::vector<FastPathSite> r;
+  auto plain_linear = [&](const Node& n) {
+    return n.op == Op::Linear && n.inputs.size() == 2 && !n.attrs.count("epilogue") && n.type.dtype == DType::BF16;
+  };
+  for (const Node& mul : g.nodes) {
+    if (mul.op != Op::Mul || mul.type.dtype != DType::BF16 || mul.inputs.size() != 2) continue;
+    for (int side = 0; side < 2; ++side) {
+      const Node& act = g.node(mul.inputs[static_cast<size_t>(side)]);
+      const Node& up = g.node(mul.inputs[static_cast<size_t>(1 - side)]);
+      if (act.op != Op::Silu || act.type != mul.type || up.type != mul.type || !plain_linear(up)) continue;
+      const Node& gate = g.node(act.inputs[0]);
+      if (!plain_linear(gate) || gate.type != mul.type || gate.inputs[0] != up.inputs[0] || gate.id == up.id) continue;
+      const Node& h = g.node(gate.inputs[0]);
+      const Node& wg = g.node(gate.inputs[1]);
+      const Node& wu = g.node(up.inputs[1]);
+      if (h.type.dtype != DType::BF16 || wg.type != wu.type || wg.type.dtype != DType::BF16) continue;
+      const int64_t N = wg.type.shape[0], K = wg.type.shape[1];
+      if (N % 128 != 0 || K % 8 != 0 || N == 0 || K == 0) continue;
+      int64_t M = 1;
+      for (size_t i = 0; i + 1 < h.type.shape.size(); ++i) M *= h.type.shape[i];
+      if (M == 0) continue;
+      FastPathSite site;
+      site.name = "gate_up_swiglu";
+      site.covered = sorted_unique({gate.id, up.id, act.id, mul.id});
+      site.inputs = {h.id, wg.id, wu.id};
+      site.replaced = {mul.id};
+      // what the kernel's code path depends on: CTA pairs (M a multiple of
+      // 256), rows past the last tile (M not a multiple of 128), a partial
+      // last k step (K not a multiple of 64)
+      site.shape_class = std::string("bf16,tile=128x128x64,cta_pair=") + (M % 256 == 0 ? "yes" : "no") +
+                         ",m_tail=" + (M % 128 != 0 ? "yes" : "no") + ",k_tail=" + (K % 64 != 0 ? "yes" : "no");
+      const Shape shape = mul.type.shape;
+      site.emit = [=](Graph& out, const std::vector<int>& in) {
+        return std::vector<int>{out.add(Op::FastPath, {in[0], in[1], in[2]},
+                                        fast_attrs("gate_up_swiglu", "", shape, DType::BF16))};
+      };
+      r.push_back(std::move(site));
+      break;
+    }
+  }
+  return r;
+}
+
 std::vector<FastPathSpec> make_catalog() {
   std::vector<FastPathSpec> c;
   c.push_back({"qkv_rmsnorm_tp", 20,
@@ -312,6 +360,19 @@ std::vector<FastPathSpec> make_catalog() {
                {1, 2}});
   c.back().one_host = true;
   c.back().exchange_only_gain = true;
+  c.push_back({"gate_up_swiglu", 10,
+               "column-parallel, no exchange: the gate and up weights are sharded alike along their output dim, so "
+               "output column j pairs gate column j with up column j on the rank that holds both; each rank "
+               "computes its own columns from the whole h, as the generic path does",
+               "silu(linear(h, Wg)) * linear(h, Wu): both linears without bias over one bf16 h, Wg and Wu [N, K] "
+               "with N a multiple of 128 and K of 8",
+               false, match_gate_up_swiglu,
+               // a function of its inputs alone, computed the same way on
+               // every rank of one GPU model
+               {0, 1, 2}});
+  c.back().max_autotune_only = true;
+  c.back().cuda_gain_only = true;
+  c.back().cuda_arch = "sm_90a";
   return c;
 }
 

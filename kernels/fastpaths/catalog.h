@@ -57,13 +57,22 @@ struct FastPathSpec {
   // there is none, and the cost model (passes/fast_paths.h) refuses it where
   // it was measured slower than the generic path's kernels
   bool exchange_only_gain = false;
+  // the default fusion policy stays faithful to Inductor: the fast path runs
+  // only in max-autotune (forced runs, ab and prove, take it in any policy)
+  bool max_autotune_only = false;
+  // its host kernel is a reference loop, not a tuned GEMM: on the cpu
+  // backend the cost model refuses it (ab and prove still run it there)
+  bool cuda_gain_only = false;
+  // the architecture its cuda source is compiled for when it needs one
+  // exactly ("sm_90a": wgmma, TMA multicast, setmaxnreg); empty: the device's
+  const char* cuda_arch = "";
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
 };
 
 // In priority order, highest first.
 const std::vector<FastPathSpec>& fast_path_catalog();
 const FastPathSpec* find_fast_path(const std::string& name);
-std::string fast_path_names();  // "allreduce_residual_rmsnorm, qkv_rmsnorm_local, qkv_rmsnorm_tp"
+std::string fast_path_names();  // "allreduce_residual_rmsnorm, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp"
 
 // The source that is compiled for `name` on `backend` (host: the generated
 // kernels' prelude and the fast path's file; cuda: its file), and its hash.

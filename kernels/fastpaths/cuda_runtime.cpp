@@ -10,7 +10,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "fusion/codegen/cuda_printer.h"
@@ -27,6 +29,14 @@ constexpr int kMaxRanks = 8;        // FgRegions in allreduce_residual_rmsnorm.c
 constexpr int kMaxBlocks = 1024;    // counters: 4096 bytes
 constexpr size_t kDataOffset = 4096;  // FG_DATA_AT
 constexpr unsigned short kEmpty = 0x8000;  // bf16 -0.0: no value has arrived (the kernel's FG_EMPTY)
+// gate_up_swiglu.cu's tiles: 128 rows of h, 256 rows of the interleaved
+// weights (128 output columns), 384 threads, 4 stages of 48 KiB + 32 KiB of
+// output staging + barriers + 1 KiB of alignment slack
+constexpr int kSwigluTileM = 128;
+constexpr int kSwigluTileW = 256;
+constexpr int kSwigluBlock = 128;
+constexpr unsigned kSwigluThreads = 384;
+constexpr int kSwigluSmem = 1024 + 4 * (16384 + 32768) + 2 * 16384 + 2 * 4 * 8;
 
 void check_cu(CUresult r, const std::string& what) {
   if (r == CUDA_SUCCESS) return;
@@ -65,6 +75,8 @@ class CudaFastPaths : public DeviceFastPaths {
     int dev = 0;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&cc_major_, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&cc_minor_, cudaDevAttrComputeCapabilityMinor, dev);
   }
   ~CudaFastPaths() override {
     // no kernel may still read a region that goes away here (the worker's
@@ -85,9 +97,13 @@ class CudaFastPaths : public DeviceFastPaths {
     for (size_t i = 0; i < in.size(); ++i)
       FG_CHECK(in[i].is_contiguous() && in[i].is_cuda(), "fast path " + fn + ": input " + std::to_string(i) +
                                                              " is not a contiguous device tensor");
-    CUfunction f = function(name, fn);
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     FG_CHECK(out.is_contiguous() && out.is_cuda(), "fast path " + fn + ": its output is not a contiguous device tensor");
+    if (name == "gate_up_swiglu") {
+      gate_up_swiglu(in, out, stream);
+      return;
+    }
+    CUfunction f = function(name, fn);
     if (name == "allreduce_residual_rmsnorm") {
       long long H = attr_int(n.attrs, "hidden", n.op);
       FG_CHECK(in.size() == 3 && H > 0 && in[0].numel() % H == 0 && in[1].numel() == in[0].numel() &&
@@ -172,10 +188,149 @@ class CudaFastPaths : public DeviceFastPaths {
   }
 
  private:
+  // gate_up_swiglu (kernels/fastpaths/cuda/gate_up_swiglu.cu): the weights
+  // interleaved once per weight version, three TMA tensor maps, a persistent
+  // grid of single CTAs or of CTA pairs (M a multiple of 256), launched with
+  // its cluster shape and 225 KiB of dynamic shared memory.
+  void gate_up_swiglu(const std::vector<at::Tensor>& in, at::Tensor& out, cudaStream_t stream) {
+    const std::string what = "fast path gate_up_swiglu";
+    FG_CHECK(in.size() == 3, what + ": takes h, the gate weight and the up weight");
+    const at::Tensor &h = in[0], &wg = in[1], &wu = in[2];
+    for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &wg, &wu, &out})
+      FG_CHECK(t->scalar_type() == at::kBFloat16, what + ": a tensor that is not bf16");
+    const int64_t K = h.size(-1), N = wg.size(0), M = h.numel() / std::max<int64_t>(K, 1);
+    FG_CHECK(wg.dim() == 2 && wg.sizes() == wu.sizes() && wg.size(1) == K && out.size(-1) == N && out.numel() == M * N,
+             what + ": its inputs and output do not have the shapes it was matched with");
+    if (N % kSwigluBlock != 0 || K % 8 != 0)
+      throw std::runtime_error(what + ": N " + std::to_string(N) + " must be a multiple of 128 and K " +
+                               std::to_string(K) + " of 8");
+    if (M == 0) return;
+    if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
+      throw std::runtime_error(what + ": a dimension past 2^31");
+    if (cc_major_ != 9 || cc_minor_ != 0)
+      throw std::runtime_error(what + ": its kernel is for Hopper (sm_90a: wgmma, TMA multicast); this GPU is sm_" +
+                               std::to_string(cc_major_) + std::to_string(cc_minor_) +
+                               " (run without it: --fast-paths none)");
+    for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &out})
+      FG_CHECK((reinterpret_cast<uintptr_t>(t->data_ptr()) & 15) == 0, what + ": a tensor not 16-byte aligned (TMA)");
+    const at::Tensor& w2 = interleaved(wg, wu);
+    const bool pair = M % (2 * kSwigluTileM) == 0;
+    // the launch (tensor maps, grid) is made once per set of addresses and
+    // shape: encoding three maps and asking the occupancy of a cluster cost
+    // more host time than the rest of a launch
+    const std::vector<int64_t> key = {reinterpret_cast<int64_t>(h.data_ptr()), reinterpret_cast<int64_t>(w2.data_ptr()),
+                                      reinterpret_cast<int64_t>(out.data_ptr()), M, N, K};
+    auto it = swiglu_launches_.find(key);
+    if (it == swiglu_launches_.end()) {
+      if (swiglu_launches_.size() >= 4096) swiglu_launches_.clear();
+      it = swiglu_launches_.emplace(key, swiglu_launch(h, w2, out, M, N, K, pair, what)).first;
+    }
+    SwigluLaunch& l = it->second;
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = pair ? 2 : 1;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    CUlaunchConfig cfg = swiglu_config(l.grid, stream, &attr);
+    int Mi = static_cast<int>(M), Ni = static_cast<int>(N), Ki = static_cast<int>(K);
+    void* params[] = {&l.maps[0], &l.maps[1], &l.maps[2], &Mi, &Ni, &Ki};
+    check_cu(cuLaunchKernelEx(&cfg, l.f, params, nullptr), "launch gate_up_swiglu");
+  }
+
+  struct SwigluLaunch {
+    CUfunction f = nullptr;
+    CUtensorMap maps[3];
+    unsigned grid = 0;
+  };
+
+  static CUlaunchConfig swiglu_config(unsigned grid, cudaStream_t stream, CUlaunchAttribute* cluster) {
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = kSwigluThreads;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.sharedMemBytes = kSwigluSmem;
+    cfg.hStream = stream;
+    cfg.attrs = cluster;
+    cfg.numAttrs = 1;
+    return cfg;
+  }
+
+  SwigluLaunch swiglu_launch(const at::Tensor& h, const at::Tensor& w2, at::Tensor& out, int64_t M, int64_t N,
+                             int64_t K, bool pair, const std::string& what) {
+    SwigluLaunch l;
+    l.f = function("gate_up_swiglu", pair ? "fastpath_gate_up_swiglu_pair" : "fastpath_gate_up_swiglu");
+    if (!smem_set_.count(l.f)) {
+      check_cu(cuFuncSetAttribute(l.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kSwigluSmem),
+               "gate_up_swiglu: allow " + std::to_string(kSwigluSmem) + " bytes of shared memory");
+      smem_set_.insert(l.f);
+    }
+    l.maps[0] = tensor_map(h.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(K), kSwigluTileM, 64);
+    l.maps[1] = tensor_map(w2.data_ptr(), static_cast<uint64_t>(2 * N), static_cast<uint64_t>(K),
+                           pair ? kSwigluTileW / 2 : kSwigluTileW, 64);
+    l.maps[2] = tensor_map(out.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(N), 64, 64);
+    const int cm = pair ? 2 : 1;
+    const int64_t groups = ((M + kSwigluTileM * cm - 1) / (kSwigluTileM * cm)) * (N / kSwigluBlock);
+    // persistent: one CTA an SM, or as many clusters as can be resident
+    int64_t clusters = sms_ / cm;
+    if (pair) {
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr.value.clusterDim.x = 2;
+      attr.value.clusterDim.y = 1;
+      attr.value.clusterDim.z = 1;
+      CUlaunchConfig cfg = swiglu_config(static_cast<unsigned>(clusters * cm), nullptr, &attr);
+      int fit = 0;
+      check_cu(cuOccupancyMaxActiveClusters(&fit, l.f, &cfg), "gate_up_swiglu: clusters that fit");
+      if (fit < 1) throw std::runtime_error(what + ": no cluster of 2 CTAs of 225 KiB fits on this GPU");
+      clusters = std::min<int64_t>(clusters, fit);
+    }
+    l.grid = static_cast<unsigned>(std::min(clusters, groups) * cm);
+    return l;
+  }
+
+  // A 2-D bf16 row-major [rows, cols] tensor map, boxes of box_rows x
+  // box_cols, 128-byte swizzle; out-of-bounds reads fill zeros.
+  static CUtensorMap tensor_map(void* ptr, uint64_t rows, uint64_t cols, unsigned box_rows, unsigned box_cols) {
+    CUtensorMap m;
+    const cuuint64_t dims[2] = {cols, rows};
+    const cuuint64_t strides[1] = {cols * 2};
+    const cuuint32_t box[2] = {box_cols, box_rows};
+    const cuuint32_t elem[2] = {1, 1};
+    check_cu(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, elem,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+             "gate_up_swiglu: tensor map of [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    return m;
+  }
+
+  // W2 [2N, K]: block b of 256 rows is Wg rows 128b .. 128b + 127, then Wu's
+  // same rows. Made once per pair of weight tensors and their versions (an
+  // in-place update bumps a version and makes it again); an entry holds its
+  // weights, so their memory is not reused while it lives. Made outside CUDA
+  // graph capture (the forward before capture makes it).
+  const at::Tensor& interleaved(const at::Tensor& wg, const at::Tensor& wu) {
+    const std::vector<int64_t> key = {reinterpret_cast<int64_t>(wg.data_ptr()), static_cast<int64_t>(wg._version()),
+                                      reinterpret_cast<int64_t>(wu.data_ptr()), static_cast<int64_t>(wu._version()),
+                                      wg.get_device()};
+    auto it = interleaved_.find(key);
+    if (it != interleaved_.end()) return it->second.w2;
+    if (interleaved_.size() >= 1024) interleaved_.clear();  // a model's MLPs fit many times over
+    const int64_t N = wg.size(0), K = wg.size(1);
+    Interleaved& e = interleaved_[key];
+    e.weights = {wg, wu};
+    e.w2 = at::stack({wg.reshape({N / kSwigluBlock, kSwigluBlock, K}), wu.reshape({N / kSwigluBlock, kSwigluBlock, K})},
+                     1)
+               .reshape({2 * N, K})
+               .contiguous();
+    return e.w2;
+  }
+
   CUfunction function(const std::string& name, const std::string& fn) {
     auto it = modules_.find(name);
     if (it == modules_.end()) {
-      std::string cubin = cuda_cubin(fast_path_source(name, Backend::Cuda));
+      const FastPathSpec* spec = find_fast_path(name);
+      std::string cubin = cuda_cubin(fast_path_source(name, Backend::Cuda), spec ? spec->cuda_arch : "");
       CUmodule m = nullptr;
       check_cu(cuModuleLoadData(&m, cubin.data()), "load " + name);
       it = modules_.emplace(name, m).first;
@@ -233,10 +388,18 @@ class CudaFastPaths : public DeviceFastPaths {
     return regions_.emplace(shape, r).first->second;
   }
 
+  struct Interleaved {
+    std::vector<at::Tensor> weights;
+    at::Tensor w2;
+  };
+
   Collectives* coll_;
-  int rank_, world_, sms_ = 1;
+  int rank_, world_, sms_ = 1, cc_major_ = 0, cc_minor_ = 0;
   std::map<std::string, CUmodule> modules_;
   std::map<std::string, FgRegions> regions_;
+  std::map<std::vector<int64_t>, Interleaved> interleaved_;
+  std::map<std::vector<int64_t>, SwigluLaunch> swiglu_launches_;
+  std::set<CUfunction> smem_set_;
 };
 
 }  // namespace

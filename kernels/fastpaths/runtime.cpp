@@ -124,6 +124,15 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
     f(p.data(), iv.data(), dv);
     return;
   }
+  if (name == "gate_up_swiglu") {
+    const int64_t K = in[0].size(-1), N = in[1].size(0);
+    FG_CHECK(in.size() == 3 && in[1].sizes() == in[2].sizes() && in[1].size(1) == K && out.size(-1) == N &&
+                 out.numel() / N == in[0].numel() / K,
+             "fast path " + fn + ": its inputs and output do not have the shapes it was matched with");
+    const int64_t iv[3] = {in[0].numel() / K, N, K};
+    f(p.data(), iv, nullptr);
+    return;
+  }
   // the q/k norms: rows of the QKV projection
   const int64_t C = in[0].size(-1);
   const int64_t iv[5] = {in[0].numel() / C, C, attr_int(n.attrs, "q_start", n.op), attr_int(n.attrs, "k_start", n.op),

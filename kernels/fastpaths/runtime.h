@@ -30,8 +30,9 @@ class DeviceFastPaths {
   virtual void run(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) = 0;
 };
 std::unique_ptr<DeviceFastPaths> make_cuda_fast_paths(Collectives* coll, int rank, int world);
-// The cubin of `source` for the current device (disk-cached; cuda_module.cpp).
-std::string cuda_cubin(const std::string& source);
+// The cubin of `source` for the current device, or for `arch` when given
+// ("sm_90a"), disk-cached (cuda_module.cpp).
+std::string cuda_cubin(const std::string& source, const std::string& arch = "");
 
 class FastPathRunner {
  public:

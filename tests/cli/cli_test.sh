@@ -696,6 +696,23 @@ PY
     done
     python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert not j['verdict']['pass'] and j['ranks'][3]['ab'][0]['worst']" \
       "$T/ab.json" || fail "--json lacks the failing verdict or the worst elements" ;;
+  ab_gate_up_swiglu)
+    # the SwiGLU GEMM's host reference against the generic path: one launch
+    # for three, not identical (one rounding instead of four) and no farther
+    # from fp64, at world size 1 and 2 (gate and up are sharded alike)
+    for w in 1 2; do
+      "$FG" ab --fast-path gate_up_swiglu --repro tp_block_llama --world-size $w --json "$T/ab$w.json" >"$T/out" 2>&1
+      expect_rc $? 0; expect_out "verdict: PASS"; expect_out "launches: generic 12, with the fast path 10"
+      expect_out "rule: no farther from fp64"
+    done
+    python3 - "$T/ab2.json" <<'PY' || fail "the A/B figures are not those of a close, distinct result"
+import json, sys
+j = json.load(open(sys.argv[1]))
+for r in j["ranks"]:
+    for o in r["ab"]:
+        assert not o["identical"] and 0 < o["rel_l2_fast"] <= 1.25 * o["rel_l2_generic"], o
+PY
+    ;;
   ab_bad_input)
     "$FG" ab --fast-path qkv_rmsnorm_tpp --repro tp_block_wan >"$T/out" 2>&1; expect_rc $? 2
     expect_out "unknown fast path 'qkv_rmsnorm_tpp'"; expect_out "qkv_rmsnorm_tp"

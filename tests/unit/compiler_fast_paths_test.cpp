@@ -95,8 +95,8 @@ FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>>
   return p;
 }
 
-TEST(FastPaths, CatalogListsTheThreeWithTheTpAwareOneFirst) {
-  EXPECT_EQ(fast_path_names(), "allreduce_residual_rmsnorm, qkv_rmsnorm_local, qkv_rmsnorm_tp");
+TEST(FastPaths, CatalogListsTheFourWithTheTpAwareOneFirst) {
+  EXPECT_EQ(fast_path_names(), "allreduce_residual_rmsnorm, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp");
   ASSERT_NE(find_fast_path("qkv_rmsnorm_tp"), nullptr);
   EXPECT_GT(find_fast_path("qkv_rmsnorm_tp")->priority, find_fast_path("qkv_rmsnorm_local")->priority);
   EXPECT_TRUE(find_fast_path("qkv_rmsnorm_local")->generic_order(Backend::Cpu));
@@ -142,9 +142,12 @@ TEST(FastPaths, CostModelRefusesTheExchangeFastPathOnOneCudaRank) {
   EXPECT_FALSE(e->fused);
   EXPECT_EQ(std::string(reject_code(e->reason)), "fast_path_cost_model");
   EXPECT_NE(reject_reason(e->reason).find("cost model"), std::string::npos);
-  // a proof that does not cover the site is still the reason given first
+  // the cost model's refusal comes before the proof: it would not run here
+  // whatever a proof says, so it reads "not used", not "blocked"
   Applied unproven = apply(sel, {}, {Backend::Cuda, 1});
-  EXPECT_EQ(unproven.status["allreduce_residual_rmsnorm"].status, kFastPathUnproven);
+  EXPECT_EQ(unproven.status["allreduce_residual_rmsnorm"].status.rfind("not used: cost model", 0), 0u);
+  Applied unproven2 = apply(sel, {}, {Backend::Cuda, 2});
+  EXPECT_EQ(unproven2.status["allreduce_residual_rmsnorm"].status, kFastPathUnproven);
   for (const FastPathTarget t : {FastPathTarget{Backend::Cuda, 2}, FastPathTarget{Backend::Cpu, 1},
                                  FastPathTarget{Backend::Cuda, 0}}) {
     Applied r = apply(sel, p, t);
@@ -155,6 +158,117 @@ TEST(FastPaths, CostModelRefusesTheExchangeFastPathOnOneCudaRank) {
   forced.forced = {"allreduce_residual_rmsnorm"};
   Applied f = apply(parse_fast_paths("allreduce_residual_rmsnorm"), forced, {Backend::Cuda, 1});
   EXPECT_EQ(f.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
+}
+
+// The MLP's SwiGLU: gate and up linears over one h, silu of the gate times
+// the up, then the down projection.
+const char* kMlp = R"(
+graph g(%h: bf16[2,40,128], %wg: bf16[256,128], %wu: bf16[256,128], %wd: bf16[128,256]) {
+  %4 = linear(%h, %wg) : bf16[2,40,256]
+  %5 = linear(%h, %wu) : bf16[2,40,256]
+  %6 = silu(%4) : bf16[2,40,256]
+  %7 = mul(%6, %5) : bf16[2,40,256]
+  %8 = linear(%7, %wd) : bf16[2,40,128]
+  return %8
+}
+)";
+// M = 80 rows: no CTA pairs, a partial last row tile; K = 128: no k tail
+const char* const kMlpClass = "bf16,tile=128x128x64,cta_pair=no,m_tail=yes,k_tail=no";
+
+Applied apply_to(const char* text, const FastPathSelection& sel, const FastPathProofs& proofs,
+                 const FastPathTarget& target) {
+  Applied r;
+  CompileOptions o;
+  o.fast_paths = parse_fast_paths("none");
+  Graph plain = compile(parse_graph(text, "t.fg"), o).decomposed;
+  r.out = apply_fast_paths(plain, sel, proofs, &r.ledger, &r.status, target);
+  verify(r.out);
+  return r;
+}
+
+// gate_up_swiglu runs where it pays and the policy allows: max-autotune on
+// cuda, with a proof. In the default policy it is "not used" (Inductor has
+// no such kernel), on cpu the cost model refuses its reference loop, and
+// each refusal is a ledger entry with its own code; forced (ab, prove) it
+// runs in any policy.
+TEST(FastPaths, GateUpSwigluRunsInMaxAutotuneOnCudaWithAProof) {
+  const FastPathSelection sel = parse_fast_paths("proven");
+  const FastPathProofs p = proven({{"gate_up_swiglu", kMlpClass}});
+  const FastPathTarget cuda_ma{Backend::Cuda, 1, FusionPolicy::MaxAutotune};
+  Applied used = apply_to(kMlp, sel, p, cuda_ma);
+  EXPECT_EQ(used.status["gate_up_swiglu"].status, kFastPathUsed);
+  EXPECT_EQ(used.status["gate_up_swiglu"].shape_classes, std::vector<std::string>{kMlpClass});
+  EXPECT_EQ(count(used.out, Op::FastPath), 1);
+  EXPECT_EQ(count(used.out, Op::Silu), 0);
+  EXPECT_EQ(count(used.out, Op::Linear), 1);  // the down projection
+  for (const Node& n : used.out.nodes)
+    if (n.op == Op::FastPath) {
+      EXPECT_EQ(attr_str_or(n.attrs, "name", ""), "gate_up_swiglu");
+      EXPECT_EQ(n.type.str(), "bf16[2,40,256]");
+      ASSERT_EQ(n.inputs.size(), 3u);
+      EXPECT_EQ(used.out.node(n.inputs[0]).op, Op::Input);
+    }
+
+  Applied dflt = apply_to(kMlp, sel, p, {Backend::Cuda, 1, FusionPolicy::Default});
+  EXPECT_EQ(count(dflt.out, Op::FastPath), 0);
+  EXPECT_EQ(dflt.status["gate_up_swiglu"].status.rfind("not used: max-autotune only", 0), 0u)
+      << dflt.status["gate_up_swiglu"].status;
+  const LedgerEntry* e = entry(dflt, "gate_up_swiglu");
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->fused);
+  EXPECT_EQ(std::string(reject_code(e->reason)), "fast_path_policy");
+
+  Applied cpu = apply_to(kMlp, sel, p, {Backend::Cpu, 1, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(count(cpu.out, Op::FastPath), 0);
+  EXPECT_EQ(cpu.status["gate_up_swiglu"].status.rfind("not used: cost model (its host kernel", 0), 0u)
+      << cpu.status["gate_up_swiglu"].status;
+  ASSERT_NE(entry(cpu, "gate_up_swiglu"), nullptr);
+  EXPECT_EQ(std::string(reject_code(entry(cpu, "gate_up_swiglu")->reason)), "fast_path_cost_model");
+
+  // no proof at world size 2: blocked, and the gate says so
+  Applied w2 = apply_to(kMlp, sel, {}, {Backend::Cuda, 2, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(w2.status["gate_up_swiglu"].status, kFastPathUnproven);
+
+  FastPathProofs forced;
+  forced.forced = {"gate_up_swiglu"};
+  Applied f = apply_to(kMlp, parse_fast_paths("gate_up_swiglu"), forced, {Backend::Cpu, 1, FusionPolicy::Default});
+  EXPECT_EQ(f.status["gate_up_swiglu"].status, kFastPathUsed);
+}
+
+// What the pattern does not take: the mul's operands either way round are
+// one site; a biased linear, a gate that is not a multiple of 128 wide, a
+// silu read by another node, or gate and up over different inputs are none.
+TEST(FastPaths, GateUpSwigluMatchesOnlyItsPattern) {
+  auto sites = [](const std::string& text) {
+    CompileOptions o;
+    o.fast_paths = parse_fast_paths("none");
+    Graph g = compile(parse_graph(text, "t.fg"), o).decomposed;
+    std::vector<LedgerEntry> ledger;
+    std::map<std::string, FastPathStatus> st;
+    FastPathProofs forced;
+    forced.forced = {"gate_up_swiglu"};
+    Graph out = apply_fast_paths(g, parse_fast_paths("gate_up_swiglu"), forced, &ledger, &st,
+                                 {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+    return count(out, Op::FastPath);
+  };
+  const std::string head =
+      "graph g(%h: bf16[4,128], %h2: bf16[4,128], %wg: bf16[256,128], %wu: bf16[256,128], %b: bf16[256]) {\n";
+  EXPECT_EQ(sites(head + "  %1 = linear(%h, %wg) : bf16[4,256]\n  %2 = linear(%h, %wu) : bf16[4,256]\n"
+                         "  %3 = silu(%1) : bf16[4,256]\n  %4 = mul(%2, %3) : bf16[4,256]\n  return %4\n}\n"),
+            1);
+  EXPECT_EQ(sites(head + "  %1 = linear(%h, %wg, %b) : bf16[4,256]\n  %2 = linear(%h, %wu) : bf16[4,256]\n"
+                         "  %3 = silu(%1) : bf16[4,256]\n  %4 = mul(%3, %2) : bf16[4,256]\n  return %4\n}\n"),
+            0);
+  EXPECT_EQ(sites(head + "  %1 = linear(%h, %wg) : bf16[4,256]\n  %2 = linear(%h, %wu) : bf16[4,256]\n"
+                         "  %3 = silu(%1) : bf16[4,256]\n  %4 = mul(%3, %2) : bf16[4,256]\n  return %4, %3\n}\n"),
+            0);
+  EXPECT_EQ(sites(head + "  %1 = linear(%h, %wg) : bf16[4,256]\n  %2 = linear(%h2, %wu) : bf16[4,256]\n"
+                         "  %3 = silu(%1) : bf16[4,256]\n  %4 = mul(%3, %2) : bf16[4,256]\n  return %4\n}\n"),
+            0);
+  EXPECT_EQ(sites("graph g(%h: bf16[4,128], %wg: bf16[192,128], %wu: bf16[192,128]) {\n"
+                  "  %1 = linear(%h, %wg) : bf16[4,192]\n  %2 = linear(%h, %wu) : bf16[4,192]\n"
+                  "  %3 = silu(%1) : bf16[4,192]\n  %4 = mul(%3, %2) : bf16[4,192]\n  return %4\n}\n"),
+            0);
 }
 
 TEST(FastPaths, AProofForAnotherShapeClassDoesNotCover) {

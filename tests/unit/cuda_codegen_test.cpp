@@ -228,11 +228,13 @@ TEST(FastPathCuda, EverySourceCompilesWithItsEntryPoints) {
   const std::map<std::string, std::vector<std::string>> entries = {
       {"qkv_rmsnorm_local", {"fastpath_qkv_rmsnorm_local"}},
       {"qkv_rmsnorm_tp", {"fastpath_qkv_rmsnorm_tp_sumsq", "fastpath_qkv_rmsnorm_tp_apply"}},
-      {"allreduce_residual_rmsnorm", {"fastpath_allreduce_residual_rmsnorm"}}};
+      {"allreduce_residual_rmsnorm", {"fastpath_allreduce_residual_rmsnorm"}},
+      {"gate_up_swiglu", {"fastpath_gate_up_swiglu", "fastpath_gate_up_swiglu_pair"}}};
   ASSERT_EQ(entries.size(), fast_path_catalog().size());
   for (const auto& f : fast_path_catalog()) {
     const std::string src = fast_path_source(f.name, Backend::Cuda);
-    NvrtcResult r = nvrtc_compile(src, f.name + ".cu", "sm_90");
+    // for the architecture it names (gate_up_swiglu: sm_90a, for wgmma)
+    NvrtcResult r = nvrtc_compile(src, f.name + ".cu", *f.cuda_arch ? f.cuda_arch : "sm_90");
     EXPECT_FALSE(r.cubin.empty()) << f.name << ":\n" << r.log;
     for (const auto& e : entries.at(f.name))
       EXPECT_NE(r.cubin.find(e), std::string::npos) << f.name << " has no entry point " << e;
