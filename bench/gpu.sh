@@ -205,19 +205,22 @@ PY
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   # BENCH_BLOCKS: the block sizes (gpu_bench.py --block), h2048 by default;
-  # BENCH_QUICK=1: only the rows the headline compares
+  # BENCH_QUICK=1: only the rows the headline compares; BENCH_ROUNDS=N: N
+  # interleaved rounds of each side's best CUDA-graph configuration
   for blk in ${BENCH_BLOCKS:-h2048}; do
     o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
     PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$o" --world-size "$bench_world" \
-      --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) 2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
+      --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) --rounds "${BENCH_ROUNDS:-0}" \
+      2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
     phase "bench $blk done"
   done
   # last, the headline of each block, one line each
-  echo "| block | CUDA graphs: fusegate / torch best |"
-  echo "|---|---|"
+  echo "| block | CUDA graphs: fusegate / torch best | interleaved rounds |"
+  echo "|---|---|---|"
   for blk in ${BENCH_BLOCKS:-h2048}; do
     o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
-    echo "| $blk | $(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16- || echo 'no result') |"
+    echo "| $blk | $(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16- || echo 'no result') |" \
+      "$(grep -m1 -oE '^- CUDA graphs, interleaved: .*' "$o/bench.md" 2>/dev/null | cut -c29- || echo '-') |"
   done
 fi
 if [ "$what" = gateup ]; then

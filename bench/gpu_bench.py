@@ -5,6 +5,7 @@ and writes everything to OUT/bench.md).
 
     python3 bench/gpu_bench.py --fusegate ./build-gpu/harness/fusegate --out OUT
                                [--world-size N] [--skip-torch] [--kernels-only]
+                               [--block B] [--quick] [--rounds N]
 
 Configurations, each labelled with its class ("CUDA graphs" or "host
 launches") so that a ratio never divides a CUDA-graph time by a host-launch
@@ -25,6 +26,9 @@ time:
   (`--profile`, its rank 0's JSON) and PyTorch's best CUDA-graph
   configuration (a torch.profiler trace of one forward): duration of every
   device kernel, the idle gap before it, and span / busy / idle totals.
+- with --rounds N: each side's best CUDA-graph configuration timed again
+  in N interleaved rounds (ABBA: the side that goes first alternates), and
+  the median of the rounds' ratios (rounds.json).
 - the achieved GB/s of fusegate's RMSNorm and pointwise-chain kernels at
   8192 x 4096 bf16 against the measured device-to-device copy bandwidth
   (--kernels-only prints that table alone).
@@ -101,6 +105,13 @@ if QUICK:
     TORCH_CONFIGS = [c for c in TORCH_CONFIGS if c[2] != "eager"]
 # the compiled host-launch configurations the headline compares against
 TORCH_COMPILED_HOST = ("torch.compile default", "torch.compile max-autotune-no-cudagraphs")
+
+
+def torch_configs():
+    """TORCH_CONFIGS, or the one an interleaved round asks for
+    (GPU_BENCH_TORCH_ONLY, set before the workers are spawned)."""
+    only = os.environ.get("GPU_BENCH_TORCH_ONLY")
+    return [c for c in TORCH_CONFIGS if not only or c[0] == only]
 
 
 # ---- the same inputs as fusegate's worker ---------------------------------
@@ -394,13 +405,15 @@ def torch_worker(rank, world, port, out):
         ref = block(*[a.double() for a in args]).float()
         torch.cuda.empty_cache()
         timed = {}
-        for label, cls, kind in TORCH_CONFIGS:
+        # an interleaved round times one configuration and traces none
+        trace = not os.environ.get("GPU_BENCH_TORCH_ONLY")
+        for label, cls, kind in torch_configs():
             if rank == 0:
                 log(f"torch: {label}")
             timed[label] = run_torch_config(kind, args, ref, traced=False)
-        for label, cls, kind in TORCH_CONFIGS:
+        for label, cls, kind in torch_configs():
             res = timed[label]
-            if "error" not in res:
+            if "error" not in res and trace:
                 res.update(run_torch_config(kind, args, ref, traced=True))
             errors = [None] * world
             dist.all_gather_object(errors, res.get("error"))
@@ -411,6 +424,8 @@ def torch_worker(rank, world, port, out):
             if bad:
                 r, e = bad[0]
                 row["note"] = f"failed: {e}" + (f" (rank {r})" if world > 1 else "")
+            elif "trace" not in res:
+                row.update(ms=res["ms"], rel_err=res["rel_err"])
             else:
                 ev, totals = timeline(res["trace"])
                 row.update(ms=res["ms"], rel_err=res["rel_err"], launches=len(ev), device_kernels=len(ev))
@@ -452,7 +467,7 @@ def run_torch(world, out):
         data = {}
     rows, traces = data.get("rows", []), data.get("traces", {})
     done = {r["name"] for r in rows}
-    for label, cls, _ in TORCH_CONFIGS:
+    for label, cls, _ in torch_configs():
         if label not in done:
             rows.append({"name": label, "class": cls, "source": "torch", "ms": None,
                          "note": f"failed: {why or 'no result'}"})
@@ -589,6 +604,65 @@ def fusegate_profile(fg, world, row, out, records):
         return None, f"failed: unreadable profile ({e})"
 
 
+def interleaved_rounds(fg, world, out, fg_row, t_row, n):
+    """fusegate's and torch's best CUDA-graph configurations timed again in
+    n rounds, alternating which side goes first (ABBA), each run as in the
+    sweep (a fresh process, warm-up, ITERS timings); returns one dict a
+    round: order, fusegate and torch medians (None where a run failed).
+    Between calls on machines of one kind the sweep's ratios moved by 5-15%
+    while the kernels' own time stayed put: a ratio is claimed from the
+    median of rounds, where both sides saw the same stretch of the GPU's
+    life, not from one pair of runs."""
+    scratch = pathlib.Path(out, "rounds")
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.environ["GPU_BENCH_TORCH_ONLY"] = t_row["name"]
+    rounds = []
+    try:
+        for i in range(n):
+            order = ("fusegate", "torch") if i % 2 == 0 else ("torch", "fusegate")
+            got = {"order": order}
+            for side in order:
+                log(f"round {i + 1}/{n}: {side}")
+                if side == "fusegate":
+                    rec, _ = fusegate_run(fg, REPRO, fg_row["mode"], world, fg_row["extra"])
+                    try:
+                        got["fusegate"] = float(rec["ranks"][0]["times_ms"]["forward_median"])
+                    except (TypeError, KeyError, IndexError, ValueError):
+                        got["fusegate"] = None
+                else:
+                    rows, _ = run_torch(world, scratch)
+                    got["torch"] = rows[0].get("ms") if rows else None
+            rounds.append(got)
+    finally:
+        os.environ.pop("GPU_BENCH_TORCH_ONLY", None)
+    return rounds
+
+
+def rounds_lines(fg_row, t_row, rounds):
+    """The rounds' table and the median of their ratios."""
+    lines = [f"## Interleaved rounds (ABBA): {fg_row['name']} against {t_row['name']}", "",
+             "| round | first | fusegate ms | torch ms | ratio |", "|---|---|---|---|---|"]
+    ratios = []
+    for i, r in enumerate(rounds):
+        f, t = r.get("fusegate"), r.get("torch")
+        q = f / t if f and t else None
+        if q is not None:
+            ratios.append(q)
+        lines.append(f"| {i + 1} | {r['order'][0]} | {fmt(f, '.3f', 'failed')} | {fmt(t, '.3f', 'failed')} "
+                     f"| {fmt(q, '.3f')} |")
+    lines.append("")
+    if len(ratios) < len(rounds) or not ratios:
+        lines.append(f"- CUDA graphs, interleaved: {len(rounds) - len(ratios)} of {len(rounds)} rounds failed: "
+                     "no ratio claimed")
+    else:
+        ratios.sort()
+        med = ratios[len(ratios) // 2] if len(ratios) % 2 else (ratios[len(ratios) // 2 - 1] +
+                                                                  ratios[len(ratios) // 2]) / 2
+        lines.append(f"- CUDA graphs, interleaved: median of {len(ratios)} rounds {med:.3f} "
+                     f"(min {ratios[0]:.3f}, max {ratios[-1]:.3f})")
+    return lines
+
+
 # ---- tables -------------------------------------------------------------------
 PROFILE_HEADER = ["| device kernel | launch | kind | µs | gap µs | GB/s or TFLOP/s | % of peak |",
                   "|---|---|---|---|---|---|---|"]
@@ -690,6 +764,9 @@ def main():
                     help="tp_block_llama_<BLOCK>: h2048 (default), h2048_s2048 (seq 2048), h4096 (hidden 4096)")
     ap.add_argument("--quick", action="store_true",
                     help="only the rows the headline compares (no eager or compiled-disabled rows, no kernel table)")
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="after the sweep, time each side's best CUDA-graph configuration again in this many "
+                         "interleaved rounds (ABBA) and report the median ratio")
     a = ap.parse_args()
     if a.block != BLOCK or a.quick != QUICK:
         # run again with the sizes set at import, where the spawned workers read them
@@ -770,9 +847,21 @@ def main():
     else:
         plines.append("### PyTorch: no CUDA-graph configuration ran")
 
+    # the interleaved rounds
+    rlines = []
+    if a.rounds > 0 and not a.skip_torch:
+        if fg_best_graph and t_best_graph and fg_best_graph.get("ms") and t_best_graph.get("ms"):
+            rounds = interleaved_rounds(a.fusegate, world, a.out, fg_best_graph, t_best_graph, a.rounds)
+            pathlib.Path(a.out, "rounds.json").write_text(json.dumps(rounds, indent=1) + "\n")
+            rlines = rounds_lines(fg_best_graph, t_best_graph, rounds)
+        else:
+            rlines = ["- CUDA graphs, interleaved: not run (a side has no CUDA-graph configuration that ran)"]
+
     # the main table, last
     mlines = ["## fusegate vs PyTorch", "", header, ""] + main_table(rows, torch_rows)
     mlines += [""] + headline(fg_rows, torch_rows, a.skip_torch)
+    if rlines:
+        mlines += [""] + rlines
     mlines += [""] + [f"note: {n}" for n in notes + knotes]
     mlines += [f"timing: {r['name']}: {r['how']}" for r in fg_rows if r.get("how")]
     if torch_rows:
