@@ -219,8 +219,9 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "|---|---|---|"
   for blk in ${BENCH_BLOCKS:-h2048}; do
     o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
-    echo "| $blk | $(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16- || echo 'no result') |" \
-      "$(grep -m1 -oE '^- CUDA graphs, interleaved: .*' "$o/bench.md" 2>/dev/null | cut -c29- || echo '-') |"
+    head=$(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16-)
+    inter=$(grep -m1 -oE '^- CUDA graphs, interleaved: .*' "$o/bench.md" 2>/dev/null | cut -c29-)
+    echo "| $blk | ${head:-no result} | ${inter:--} |"
   done
 fi
 if [ "$what" = gateup ]; then

@@ -426,6 +426,9 @@ def torch_worker(rank, world, port, out):
                 row["note"] = f"failed: {e}" + (f" (rank {r})" if world > 1 else "")
             elif "trace" not in res:
                 row.update(ms=res["ms"], rel_err=res["rel_err"])
+                if res["cudagraph_skips"] and cls == GRAPHS:
+                    row["class"] = HOST
+                    row["note"] = f"inductor skipped CUDA graphs for {res['cudagraph_skips']} graph(s)"
             else:
                 ev, totals = timeline(res["trace"])
                 row.update(ms=res["ms"], rel_err=res["rel_err"], launches=len(ev), device_kernels=len(ev))
@@ -623,15 +626,20 @@ def interleaved_rounds(fg, world, out, fg_row, t_row, n):
             got = {"order": order}
             for side in order:
                 log(f"round {i + 1}/{n}: {side}")
+                # a run that did not replay a CUDA graph (capture failed,
+                # inductor skipped it) is a failed round, not another class
                 if side == "fusegate":
                     rec, _ = fusegate_run(fg, REPRO, fg_row["mode"], world, fg_row["extra"])
                     try:
-                        got["fusegate"] = float(rec["ranks"][0]["times_ms"]["forward_median"])
+                        times = rec["ranks"][0]["times_ms"]
+                        ok = "CUDA graph replay" in times.get("how", "")
+                        got["fusegate"] = float(times["forward_median"]) if ok else None
                     except (TypeError, KeyError, IndexError, ValueError):
                         got["fusegate"] = None
                 else:
                     rows, _ = run_torch(world, scratch)
-                    got["torch"] = rows[0].get("ms") if rows else None
+                    ok = rows and rows[0].get("class") == GRAPHS
+                    got["torch"] = rows[0].get("ms") if ok else None
             rounds.append(got)
     finally:
         os.environ.pop("GPU_BENCH_TORCH_ONLY", None)
@@ -766,7 +774,8 @@ def main():
                     help="only the rows the headline compares (no eager or compiled-disabled rows, no kernel table)")
     ap.add_argument("--rounds", type=int, default=0,
                     help="after the sweep, time each side's best CUDA-graph configuration again in this many "
-                         "interleaved rounds (ABBA) and report the median ratio")
+                         "interleaved rounds (ABBA) and report the median ratio; each round is a fresh process a "
+                         "side, so torch recompiles its configuration every round (max-autotune: minutes)")
     a = ap.parse_args()
     if a.block != BLOCK or a.quick != QUICK:
         # run again with the sizes set at import, where the spawned workers read them

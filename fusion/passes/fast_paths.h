@@ -81,7 +81,9 @@ extern const char* const kFastPathNotSelected;
 int fast_path_status_order(const std::string& status);
 
 // Where the graph runs, for the cost model (world size 0: not known, no
-// refusal) and the policy rule (max-autotune only fast paths).
+// refusal of the exchange-only kind; the backend's refusals still hold) and
+// the policy rule (max-autotune only fast paths). compile() passes all
+// three; a caller that leaves the policy out gets max-autotune's rules.
 struct FastPathTarget {
   Backend backend = Backend::Cpu;
   int world_size = 0;

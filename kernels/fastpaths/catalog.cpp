@@ -287,8 +287,9 @@ std::vector<FastPathSite> match_allreduce_norm(const Graph& g) {
 
 // silu(linear(h, Wg)) * linear(h, Wu), the MLP's SwiGLU (either operand
 // order of the mul): both linears without bias or epilogue, over the same
-// bf16 h, weights [N, K] alike; N a multiple of 128 (the kernel's blocks of
-// the interleaved weights), K a multiple of 8 (16-byte rows for TMA).
+// bf16 h, weights [N, K] alike and two distinct graph inputs; N a multiple
+// of 128 (the kernel's blocks of the interleaved weights), K a multiple of 8
+// (16-byte rows for TMA).
 std::vector<FastPathSite> match_gate_up_swiglu(const Graph& g) {
   std::vector<FastPathSite> r;
   auto plain_linear = [&](const Node& n) {
@@ -305,6 +306,9 @@ std::vector<FastPathSite> match_gate_up_swiglu(const Graph& g) {
       const Node& h = g.node(gate.inputs[0]);
       const Node& wg = g.node(gate.inputs[1]);
       const Node& wu = g.node(up.inputs[1]);
+      // the weights are graph inputs (a model's parameters): the runtime
+      // interleaves them once, which a value computed every forward is not
+      if (wg.op != Op::Input || wu.op != Op::Input || wg.id == wu.id) continue;
       if (h.type.dtype != DType::BF16 || wg.type != wu.type || wg.type.dtype != DType::BF16) continue;
       const int64_t N = wg.type.shape[0], K = wg.type.shape[1];
       if (N % 128 != 0 || K % 8 != 0 || N == 0 || K == 0) continue;
@@ -364,8 +368,8 @@ std::vector<FastPathSpec> make_catalog() {
                "column-parallel, no exchange: the gate and up weights are sharded alike along their output dim, so "
                "output column j pairs gate column j with up column j on the rank that holds both; each rank "
                "computes its own columns from the whole h, as the generic path does",
-               "silu(linear(h, Wg)) * linear(h, Wu): both linears without bias over one bf16 h, Wg and Wu [N, K] "
-               "with N a multiple of 128 and K of 8",
+               "silu(linear(h, Wg)) * linear(h, Wu): both linears without bias over one bf16 h, Wg and Wu two "
+               "graph inputs [N, K] with N a multiple of 128 and K of 8",
                false, match_gate_up_swiglu,
                // a function of its inputs alone, computed the same way on
                // every rank of one GPU model

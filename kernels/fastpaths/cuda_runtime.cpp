@@ -94,15 +94,18 @@ class CudaFastPaths : public DeviceFastPaths {
     const std::string name = attr_str_or(n.attrs, "name", "");
     const std::string stage = attr_str_or(n.attrs, "stage", "");
     const std::string fn = "fastpath_" + name + (stage.empty() ? "" : "_" + stage);
-    for (size_t i = 0; i < in.size(); ++i)
-      FG_CHECK(in[i].is_contiguous() && in[i].is_cuda(), "fast path " + fn + ": input " + std::to_string(i) +
-                                                             " is not a contiguous device tensor");
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     FG_CHECK(out.is_contiguous() && out.is_cuda(), "fast path " + fn + ": its output is not a contiguous device tensor");
     if (name == "gate_up_swiglu") {
+      // its inputs in any layout: the weights are copied into the
+      // interleaved buffer, h is made contiguous (a graph input may come in
+      // another memory order; the matcher does not see layouts)
       gate_up_swiglu(in, out, stream);
       return;
     }
+    for (size_t i = 0; i < in.size(); ++i)
+      FG_CHECK(in[i].is_contiguous() && in[i].is_cuda(), "fast path " + fn + ": input " + std::to_string(i) +
+                                                             " is not a contiguous device tensor");
     CUfunction f = function(name, fn);
     if (name == "allreduce_residual_rmsnorm") {
       long long H = attr_int(n.attrs, "hidden", n.op);
@@ -189,13 +192,16 @@ class CudaFastPaths : public DeviceFastPaths {
 
  private:
   // gate_up_swiglu (kernels/fastpaths/cuda/gate_up_swiglu.cu): the weights
-  // interleaved once per weight version, three TMA tensor maps, a persistent
-  // grid of single CTAs or of CTA pairs (M a multiple of 256), launched with
-  // its cluster shape and 225 KiB of dynamic shared memory.
+  // interleaved into one buffer per weight pair (filled again when a weight
+  // changes), three TMA tensor maps, a persistent grid of single CTAs or of
+  // CTA pairs (M a multiple of 256 and a pair fits), launched with its
+  // cluster shape and 225 KiB of dynamic shared memory.
   void gate_up_swiglu(const std::vector<at::Tensor>& in, at::Tensor& out, cudaStream_t stream) {
     const std::string what = "fast path gate_up_swiglu";
     FG_CHECK(in.size() == 3, what + ": takes h, the gate weight and the up weight");
-    const at::Tensor &h = in[0], &wg = in[1], &wu = in[2];
+    for (const at::Tensor& t : in) FG_CHECK(t.is_cuda(), what + ": an input that is not a device tensor");
+    const at::Tensor h = in[0].contiguous();
+    const at::Tensor &wg = in[1], &wu = in[2];
     for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &wg, &wu, &out})
       FG_CHECK(t->scalar_type() == at::kBFloat16, what + ": a tensor that is not bf16");
     const int64_t K = h.size(-1), N = wg.size(0), M = h.numel() / std::max<int64_t>(K, 1);
@@ -213,7 +219,7 @@ class CudaFastPaths : public DeviceFastPaths {
                                " (run without it: --fast-paths none)");
     for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &out})
       FG_CHECK((reinterpret_cast<uintptr_t>(t->data_ptr()) & 15) == 0, what + ": a tensor not 16-byte aligned (TMA)");
-    const at::Tensor& w2 = interleaved(wg, wu);
+    const at::Tensor& w2 = interleaved(wg, wu, stream);
     const bool pair = M % (2 * kSwigluTileM) == 0;
     // the launch (tensor maps, grid) is made once per set of addresses and
     // shape: encoding three maps and asking the occupancy of a cluster cost
@@ -228,7 +234,7 @@ class CudaFastPaths : public DeviceFastPaths {
     SwigluLaunch& l = it->second;
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = pair ? 2 : 1;
+    attr.value.clusterDim.x = static_cast<unsigned>(l.cm);
     attr.value.clusterDim.y = 1;
     attr.value.clusterDim.z = 1;
     CUlaunchConfig cfg = swiglu_config(l.grid, stream, &attr);
@@ -241,6 +247,7 @@ class CudaFastPaths : public DeviceFastPaths {
     CUfunction f = nullptr;
     CUtensorMap maps[3];
     unsigned grid = 0;
+    int cm = 1;  // CTAs a cluster
   };
 
   static CUlaunchConfig swiglu_config(unsigned grid, cudaStream_t stream, CUlaunchAttribute* cluster) {
@@ -258,13 +265,25 @@ class CudaFastPaths : public DeviceFastPaths {
 
   SwigluLaunch swiglu_launch(const at::Tensor& h, const at::Tensor& w2, at::Tensor& out, int64_t M, int64_t N,
                              int64_t K, bool pair, const std::string& what) {
-    SwigluLaunch l;
-    l.f = function("gate_up_swiglu", pair ? "fastpath_gate_up_swiglu_pair" : "fastpath_gate_up_swiglu");
-    if (!smem_set_.count(l.f)) {
-      check_cu(cuFuncSetAttribute(l.f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kSwigluSmem),
-               "gate_up_swiglu: allow " + std::to_string(kSwigluSmem) + " bytes of shared memory");
-      smem_set_.insert(l.f);
+    // CTA pairs where M allows them and a pair fits on this GPU (another
+    // process's SM limits can leave none): else single CTAs
+    if (pair) {
+      CUfunction fp = function("gate_up_swiglu", "fastpath_gate_up_swiglu_pair");
+      allow_smem(fp);
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attr.value.clusterDim.x = 2;
+      attr.value.clusterDim.y = 1;
+      attr.value.clusterDim.z = 1;
+      CUlaunchConfig cfg = swiglu_config(static_cast<unsigned>(sms_ / 2 * 2), nullptr, &attr);
+      int fit = 0;
+      check_cu(cuOccupancyMaxActiveClusters(&fit, fp, &cfg), "gate_up_swiglu: clusters that fit");
+      if (fit < 1) pair = false;
     }
+    SwigluLaunch l;
+    l.cm = pair ? 2 : 1;
+    l.f = function("gate_up_swiglu", pair ? "fastpath_gate_up_swiglu_pair" : "fastpath_gate_up_swiglu");
+    allow_smem(l.f);
     l.maps[0] = tensor_map(h.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(K), kSwigluTileM, 64);
     l.maps[1] = tensor_map(w2.data_ptr(), static_cast<uint64_t>(2 * N), static_cast<uint64_t>(K),
                            pair ? kSwigluTileW / 2 : kSwigluTileW, 64);
@@ -282,11 +301,18 @@ class CudaFastPaths : public DeviceFastPaths {
       CUlaunchConfig cfg = swiglu_config(static_cast<unsigned>(clusters * cm), nullptr, &attr);
       int fit = 0;
       check_cu(cuOccupancyMaxActiveClusters(&fit, l.f, &cfg), "gate_up_swiglu: clusters that fit");
-      if (fit < 1) throw std::runtime_error(what + ": no cluster of 2 CTAs of 225 KiB fits on this GPU");
-      clusters = std::min<int64_t>(clusters, fit);
+      clusters = std::min<int64_t>(clusters, std::max(fit, 1));
     }
+    if (clusters < 1) throw std::runtime_error(what + ": no SM to run on");
     l.grid = static_cast<unsigned>(std::min(clusters, groups) * cm);
     return l;
+  }
+
+  void allow_smem(CUfunction f) {
+    if (smem_set_.count(f)) return;
+    check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kSwigluSmem),
+             "gate_up_swiglu: allow " + std::to_string(kSwigluSmem) + " bytes of shared memory");
+    smem_set_.insert(f);
   }
 
   // A 2-D bf16 row-major [rows, cols] tensor map, boxes of box_rows x
@@ -305,25 +331,45 @@ class CudaFastPaths : public DeviceFastPaths {
   }
 
   // W2 [2N, K]: block b of 256 rows is Wg rows 128b .. 128b + 127, then Wu's
-  // same rows. Made once per pair of weight tensors and their versions (an
-  // in-place update bumps a version and makes it again); an entry holds its
-  // weights, so their memory is not reused while it lives. Made outside CUDA
-  // graph capture (the forward before capture makes it).
-  const at::Tensor& interleaved(const at::Tensor& wg, const at::Tensor& wu) {
-    const std::vector<int64_t> key = {reinterpret_cast<int64_t>(wg.data_ptr()), static_cast<int64_t>(wg._version()),
-                                      reinterpret_cast<int64_t>(wu.data_ptr()), static_cast<int64_t>(wu._version()),
-                                      wg.get_device()};
+  // same rows. One buffer per pair of weight tensors (their storage, sizes
+  // and strides), made on first use outside CUDA graph capture (the forward
+  // before capture makes it) and kept, at the same address, while the
+  // process lives: a model holds a bounded set of MLP weights. When a
+  // weight's version moves (an in-place update) the buffer is filled again
+  // in place, in stream order, on the next eager run; a CUDA graph captured
+  // earlier replays with the contents it last saw, as the stacked weights
+  // of batched GEMMs do: under CUDA graphs weights are taken as frozen.
+  const at::Tensor& interleaved(const at::Tensor& wg, const at::Tensor& wu, cudaStream_t stream) {
+    std::vector<int64_t> key = {reinterpret_cast<int64_t>(wg.data_ptr()), reinterpret_cast<int64_t>(wu.data_ptr()),
+                                wg.get_device()};
+    for (const at::Tensor* t : {&wg, &wu}) {
+      key.insert(key.end(), t->sizes().begin(), t->sizes().end());
+      key.insert(key.end(), t->strides().begin(), t->strides().end());
+    }
+    const std::pair<int64_t, int64_t> versions = {static_cast<int64_t>(wg._version()),
+                                                  static_cast<int64_t>(wu._version())};
     auto it = interleaved_.find(key);
-    if (it != interleaved_.end()) return it->second.w2;
-    if (interleaved_.size() >= 1024) interleaved_.clear();  // a model's MLPs fit many times over
+    if (it != interleaved_.end() && it->second.versions == versions) return it->second.w2;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    check_rt(cudaStreamIsCapturing(stream, &capturing), "capture status");
+    if (capturing != cudaStreamCaptureStatusNone)
+      throw std::runtime_error("fast path gate_up_swiglu: its interleaved weights are made outside CUDA graph "
+                               "capture: run one forward before capturing (and none with updated weights during it)");
     const int64_t N = wg.size(0), K = wg.size(1);
-    Interleaved& e = interleaved_[key];
-    e.weights = {wg, wu};
-    e.w2 = at::stack({wg.reshape({N / kSwigluBlock, kSwigluBlock, K}), wu.reshape({N / kSwigluBlock, kSwigluBlock, K})},
-                     1)
-               .reshape({2 * N, K})
-               .contiguous();
-    return e.w2;
+    at::Tensor w2 = at::stack({wg.reshape({N / kSwigluBlock, kSwigluBlock, K}),
+                               wu.reshape({N / kSwigluBlock, kSwigluBlock, K})},
+                              1)
+                        .reshape({2 * N, K});
+    if (it == interleaved_.end()) {
+      Interleaved& e = interleaved_[key];
+      e.weights = {wg, wu};  // their memory is not reused while the entry lives
+      e.w2 = w2.contiguous();
+      e.versions = versions;
+      return e.w2;
+    }
+    it->second.w2.copy_(w2);  // same address: launches made for it stay right
+    it->second.versions = versions;
+    return it->second.w2;
   }
 
   CUfunction function(const std::string& name, const std::string& fn) {
@@ -391,6 +437,7 @@ class CudaFastPaths : public DeviceFastPaths {
   struct Interleaved {
     std::vector<at::Tensor> weights;
     at::Tensor w2;
+    std::pair<int64_t, int64_t> versions;
   };
 
   Collectives* coll_;

@@ -237,7 +237,8 @@ TEST(FastPaths, GateUpSwigluRunsInMaxAutotuneOnCudaWithAProof) {
 
 // What the pattern does not take: the mul's operands either way round are
 // one site; a biased linear, a gate that is not a multiple of 128 wide, a
-// silu read by another node, or gate and up over different inputs are none.
+// silu read by another node, gate and up over different inputs, or a weight
+// computed in the graph (the runtime interleaves the weights once) are none.
 TEST(FastPaths, GateUpSwigluMatchesOnlyItsPattern) {
   auto sites = [](const std::string& text) {
     CompileOptions o;
@@ -264,6 +265,10 @@ TEST(FastPaths, GateUpSwigluMatchesOnlyItsPattern) {
             0);
   EXPECT_EQ(sites(head + "  %1 = linear(%h, %wg) : bf16[4,256]\n  %2 = linear(%h2, %wu) : bf16[4,256]\n"
                          "  %3 = silu(%1) : bf16[4,256]\n  %4 = mul(%3, %2) : bf16[4,256]\n  return %4\n}\n"),
+            0);
+  EXPECT_EQ(sites(head + "  %0 = neg(%wg) : bf16[256,128]\n  %1 = linear(%h, %0) : bf16[4,256]\n"
+                         "  %2 = linear(%h, %wu) : bf16[4,256]\n  %3 = silu(%1) : bf16[4,256]\n"
+                         "  %4 = mul(%3, %2) : bf16[4,256]\n  return %4\n}\n"),
             0);
   EXPECT_EQ(sites("graph g(%h: bf16[4,128], %wg: bf16[192,128], %wu: bf16[192,128]) {\n"
                   "  %1 = linear(%h, %wg) : bf16[4,192]\n  %2 = linear(%h, %wu) : bf16[4,192]\n"

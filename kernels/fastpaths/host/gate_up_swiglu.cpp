@@ -3,7 +3,7 @@
 // `prove` still run it). Each output is one f32 dot product of h's row with
 // the gate row and one with the up row, in k order, then silu(g) * u in f32
 // and one rounding to bf16, as the cuda kernel rounds (its sums run in
-// another order).
+// another order, and its SiLU uses the approximate ex2 and rcp).
 //   p:  h bf16 [M, K], w_gate bf16 [N, K], w_up bf16 [N, K], out bf16 [M, N]
 //   iv: M, N, K
 #include <vector>
