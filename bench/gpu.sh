@@ -230,7 +230,7 @@ if [ "$what" = gateup ]; then
   # at world size 1 (and 2 with two GPUs), then the max-autotune goldens
   # re-blessed with it and checked; proofs and goldens packed in $OUTDIR
   ./build-gpu/tests/test_cuda_codegen --gtest_filter='FastPathCuda.*' 2>&1 | tail -1
-  for r in tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block; do
+  for r in tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block mlp_swiglu_tails; do
     timeout 120 $FG ab --backend cuda --fast-path gate_up_swiglu --repro $r --world-size 1 >"$OUTDIR/ab-$r.txt" 2>&1
     echo "ab $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-$r.txt") $(grep -oE 'launches: .*' "$OUTDIR/ab-$r.txt")"
     grep -E "^  out|verdict" "$OUTDIR/ab-$r.txt" | head -3
