@@ -29,36 +29,12 @@
 // sampled f32 reference, then the outputs after the per-launch runs and after
 // the graph replays (NaN-filled again before them) against the baseline.
 //
-// Fused kernel (swiglu_fused):
-// - Weight layout (made once, before timing, by interleave_weights): one
-//   buffer W2 [2N, K] bf16 row-major in blocks of 256 rows; block b holds
-//     rows b*256 +   0 .. b*256 + 127 = Wg rows b*128 .. b*128 + 127
-//     rows b*256 + 128 .. b*256 + 255 = Wu rows b*128 .. b*128 + 127
-//   so one 256-row W2 tile and one wgmma m64n256k16 cover 128 gate columns
-//   and the same 128 up columns: accumulator column c (< 128) is gate column
-//   n0 + c and column 128 + c is up column n0 + c, and both land in the same
-//   thread's registers (d[i] and d[64 + i]).
-// - Block tile 128 (M) x 256 (W2 rows = 128 output columns), BK = 64, a ring
-//   of 4 stages of 48 KiB (x box 128 x 64 = 16 KiB, W2 256 x 64 = 32 KiB),
-//   128-byte swizzle, 1024-byte aligned stage buffers; plus 2 x 16 KiB to
-//   stage h for the TMA stores: 225 KiB of dynamic shared memory.
-// - 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads;
-//   setmaxnreg 40), warpgroups 1 and 2 are consumers (setmaxnreg 232), each
-//   owning 64 rows of the tile with one m64n256k16 accumulator (128 f32 per
-//   thread), 4 wgmma (k = 16 each) per stage.
-// - Barriers per stage: full (count 1: the producer's arrive.expect_tx, then
-//   the 48 KiB of TMA transactions) and empty (count 8 per CTA of the cluster:
-//   lane 0 of each consumer warp, once wgmma.wait_group shows that the
-//   wgmmas reading the stage are done).
-// - Clusters of 2 CTAs along M (when M % 256 == 0): the pair computes tiles
-//   (2i, n) and (2i+1, n); each CTA loads its own x tile and one half of the
-//   shared W2 tile, multicast into both CTAs (see swiglu_fused).
-// - Epilogue: silu(g) * u in f32 from the register pairs, bf16, stmatrix into
-//   a 128-byte swizzled staging buffer, two TMA stores of 64 x 64 per consumer.
-// - Persistent grid (one CTA per SM, or as many pairs as can be resident);
-//   cluster c takes tile groups c, c + clusters, ...; group t is (m block
-//   t % (M/128/CM), n block t / (M/128/CM)), so the CTAs running at the same
-//   time share W2 blocks (loaded evict-first) while x stays in L2 (evict-last).
+// Fused kernel: the gate_up_swiglu fast path's own source,
+// kernels/fastpaths/cuda/gate_up_swiglu.cu, included below (the compiler runs
+// the same file through NVRTC), so this bench times what the compiler
+// launches; its layout, tiles and pipeline are described there. The weights
+// are interleaved once, before timing, by interleave_weights (the layout the
+// fast path's runtime makes).
 #include <cuda.h>           // CUtensorMap and the driver enums (types only; not linked)
 #include <cudaTypedefs.h>   // PFN_cuTensorMapEncodeTiled
 #include <cuda_bf16.h>
@@ -107,342 +83,29 @@ constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int OUT_WG_BYTES = 64 * BN_OUT * 2;  // 16 KiB: one consumer's 64 x 128 bf16 of h
 constexpr int SMEM_BYTES = 1024 /* alignment slack */ + STAGES * STAGE_BYTES + 2 * OUT_WG_BYTES + 2 * STAGES * 8;
 constexpr int THREADS = 384;
-constexpr int EMPTY_ARRIVALS = 8;            // lane 0 of each consumer warp
 static_assert(SMEM_BYTES <= 227 * 1024, "dynamic shared memory over the 227 KiB limit");
 
-// ---------------------------------------------------------------- device helpers
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-// Wait until the phase with the given parity has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  do {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-        "selp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-
-// 2-D bulk tensor load global -> shared, completing tx bytes on bar.
-// c0 is the inner coordinate (k, in elements), c1 the row.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
-                                            int c0, int c1, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
-      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "l"(policy)
-      : "memory");
-}
-
-// The same, multicast: the box lands at offset dst of every CTA in cta_mask
-// and completes tx bytes on the barrier at offset bar of each of them.
-__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int c0,
-                                                      int c1, uint32_t cta_mask, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
-      " [%0], [%1, {%3, %4}], [%2], %5, %6;" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(static_cast<uint16_t>(cta_mask)),
-      "l"(policy)
-      : "memory");
-}
-// L2 eviction priority for the loads that follow
-__device__ __forceinline__ uint64_t l2_policy_evict_last() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ uint64_t l2_policy_evict_first() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-// Arrive on the barrier at offset bar of CTA cta of this cluster (default
-// .release.cta semantics: a .cluster release would put a GPU-wide MEMBAR
-// before every arrive; the wgmma reads being released are ordered by
-// wgmma.wait_group, not by the fence).
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
-  asm volatile(
-      "{\n\t.reg .b32 ra;\n\t"
-      "mapa.shared::cluster.u32 ra, %0, %1;\n\t"
-      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n\t}" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
-
-// 2-D bulk tensor store shared -> global (bulk async-group), c0 = column, c1 = row
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-                   reinterpret_cast<uint64_t>(map)),
-               "r"(src), "r"(c0), "r"(c1)
-               : "memory");
-}
-__device__ __forceinline__ void named_bar_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// wgmma shared-memory matrix descriptor for a K-major tile written by TMA
-// with 128-byte swizzle: rows of 128 bytes, 8-row groups 1024 bytes apart.
-//   bits  0-13 start address >> 4
-//   bits 16-29 leading byte offset >> 4 (not used by K-major swizzled layouts; 1)
-//   bits 32-45 stride byte offset >> 4 (1024 bytes between 8-row groups)
-//   bits 49-51 base offset (0: every stage buffer is 1024-byte aligned)
-//   bits 62-63 swizzle mode (1 = 128-byte)
-// Moving 16 elements (32 bytes) along k inside the 128-byte row adds 2 to the
-// start-address field; the swizzle is applied to the computed address bits,
-// matching what TMA wrote.
-__device__ __forceinline__ uint64_t make_desc(uint32_t saddr) {
-  uint64_t d = 0;
-  d |= static_cast<uint64_t>((saddr & 0x3FFFF) >> 4);
-  d |= static_cast<uint64_t>(1) << 16;
-  d |= static_cast<uint64_t>(1024 >> 4) << 32;
-  d |= static_cast<uint64_t>(1) << 62;
-  return d;
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-// Ties the accumulator registers to this point of the program, so that no
-// read or write of them moves across a wgmma fence / wait.
-__device__ __forceinline__ void acc_fence(float (&d)[128]) {
-#pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-#define F8(i)                                                                                  \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-      "+f"(d[i + 6]), "+f"(d[i + 7])
-
-// D[64 x 256] (+)= A[64 x 16] * B[256 x 16]^T, A and B K-major in shared memory.
-// scale_d == 0 overwrites D.
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db,
-                                                 int scale_d) {
-  asm volatile(
-      "{\n\t.reg .pred p;\n\t"
-      "setp.ne.b32 p, %130, 0;\n\t"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, %128, %129, p, 1, 1, 0, 0;\n\t}"
-      : F8(0), F8(8), F8(16), F8(24), F8(32), F8(40), F8(48), F8(56), F8(64), F8(72), F8(80),
-        F8(88), F8(96), F8(104), F8(112), F8(120)
-      : "l"(da), "l"(db), "r"(scale_d)
-      : "memory");
-}
-#undef F8
-
-// g * 1/(1 + 2^(-g log2 e)) with the approximate MUFU ex2 and rcp (rcp(inf) = 0,
-// so large negative g gives -0)
-__device__ __forceinline__ float silu_f32(float g) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + __expf(-g)));
-  return g * r;
-}
-
 // ---------------------------------------------------------------- fused kernel
-// CM = CTAs per cluster along M (1 or 2). With CM = 2 the two CTAs of a
-// cluster take tiles (2i, n) and (2i+1, n), which share their W2 block: CTA r
-// loads W2 rows w0 + 128r .. w0 + 128r + 127 (the gate half for r = 0, the
-// up half for r = 1) and multicasts them into the same stage offset of both
-// CTAs, so each CTA reads 32 KiB per stage from L2 instead of 48 KiB. A stage
-// of either CTA can then be refilled only when the consumers of both CTAs
-// have released it: each consumer warp arrives on the empty barrier of both
-// CTAs (count 8 * CM).
-template <int CM>
-__global__ void __launch_bounds__(THREADS, 1)
-    swiglu_fused(const __grid_constant__ CUtensorMap tm_x, const __grid_constant__ CUtensorMap tm_w,
-                 const __grid_constant__ CUtensorMap tm_h, int M, int N, int K) {
-  static_assert(CM == 1 || CM == 2, "cluster of 1 or 2 CTAs along M");
-  extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const uint32_t base = (smem_u32(smem_raw) + 1023u) & ~1023u;
-  const uint32_t sA = base;                                // STAGES x 16 KiB
-  const uint32_t sB = sA + STAGES * A_STAGE_BYTES;         // STAGES x 32 KiB
-  const uint32_t sO = sB + STAGES * B_STAGE_BYTES;         // 2 x 16 KiB: h staging, one per consumer
-  const uint32_t bars = sO + 2 * OUT_WG_BYTES;             // full[STAGES], empty[STAGES]
-  auto full_bar = [&](int s) { return bars + 8u * s; };
-  auto empty_bar = [&](int s) { return bars + 8u * (STAGES + s); };
-
-  const int wg = threadIdx.x / 128;
-  const int tid = threadIdx.x % 128;
-  uint32_t rank = 0;  // this CTA's rank in its cluster
-  if constexpr (CM > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-  const int cluster_id = blockIdx.x / CM;
-  const int clusters = gridDim.x / CM;
-  const int m_groups = M / (BM * CM);                      // tile groups along M
-  const int groups = m_groups * (N / BN_OUT);
-  const int k_iters = K / BK;
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bar(s), 1);
-      mbar_init(empty_bar(s), EMPTY_ARRIVALS * CM);
-    }
-    // make the initialised barriers visible to the async proxy (TMA complete_tx)
-    // and to the other CTA of the cluster
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&tm_x)) : "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&tm_w)) : "memory");
-    asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(&tm_h)) : "memory");
-  }
-  if constexpr (CM > 1) {
-    // no CTA may multicast into, or arrive on, a peer before its barriers exist
-    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-  } else {
-    __syncthreads();
-  }
-
-  if (wg == 0) {
-    // ------------------------------------------------ producer warpgroup
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (tid == 0) {
-      // x is re-read for every n block: keep it in L2; a W2 block serves only
-      // the CTAs that run at the same time
-      const uint64_t pol_x = l2_policy_evict_last(), pol_w = l2_policy_evict_first();
-      int stage = 0;
-      uint32_t phase = 0;
-      for (int grp = cluster_id; grp < groups; grp += clusters) {
-        const int m0 = ((grp % m_groups) * CM + rank) * BM;
-        const int w0 = (grp / m_groups) * BN;  // first W2 row of the tile
-        for (int kb = 0; kb < k_iters; ++kb) {
-          mbar_wait(empty_bar(stage), phase ^ 1u);  // fresh barrier: parity 1 passes at once
-          mbar_arrive_expect_tx(full_bar(stage), STAGE_BYTES);
-          tma_load_2d(sA + stage * A_STAGE_BYTES, &tm_x, full_bar(stage), kb * BK, m0, pol_x);
-          if constexpr (CM == 1) {
-            tma_load_2d(sB + stage * B_STAGE_BYTES, &tm_w, full_bar(stage), kb * BK, w0, pol_w);
-          } else {
-            tma_load_2d_multicast(sB + stage * B_STAGE_BYTES + rank * (B_STAGE_BYTES / 2), &tm_w, full_bar(stage),
-                                  kb * BK, w0 + static_cast<int>(rank) * (BN / 2), (1u << CM) - 1u, pol_w);
-          }
-          if (++stage == STAGES) { stage = 0; phase ^= 1u; }
-        }
-      }
-      // Do not leave while loads may still land here or while the peer may
-      // still arrive on this CTA's barriers: wait until the consumers (of
-      // every CTA of the cluster) have released every stage.
-      for (int i = 0; i < STAGES; ++i) {
-        mbar_wait(empty_bar(stage), phase ^ 1u);
-        if (++stage == STAGES) { stage = 0; phase ^= 1u; }
-      }
-    }
-  } else {
-    // ------------------------------------------------ consumer warpgroups
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-    const int cw = wg - 1;  // rows cw*64 .. cw*64+63 of the tile
-    const int warp = tid / 32, lane = tid % 32;
-    auto release = [&](int s) {
-      if (lane == 0) {
-        if constexpr (CM == 1) {
-          mbar_arrive(empty_bar(s));
-        } else {
-          mbar_arrive(empty_bar(s));
-          mbar_arrive_cluster(empty_bar(s), rank ^ 1u);
-        }
-      }
-    };
-    float d[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.f;
-    int stage = 0;
-    uint32_t phase = 0;
-    for (int grp = cluster_id; grp < groups; grp += clusters) {
-      const int m0 = ((grp % m_groups) * CM + rank) * BM;
-      const int n0 = (grp / m_groups) * BN_OUT;
-      int prev_stage = 0;
-      for (int kb = 0; kb < k_iters; ++kb) {
-        mbar_wait(full_bar(stage), phase);
-        const uint64_t da = make_desc(sA + stage * A_STAGE_BYTES + cw * (64 * 128));
-        const uint64_t db = make_desc(sB + stage * B_STAGE_BYTES);
-        wgmma_fence();
-        acc_fence(d);
-#pragma unroll
-        for (int k = 0; k < BK / 16; ++k)
-          wgmma_m64n256k16(d, da + 2 * k, db + 2 * k, (kb | k) != 0);
-        wgmma_commit();
-        acc_fence(d);
-        if (kb > 0) {
-          wgmma_wait<1>();  // the group of step kb-1 is done: its stage can be refilled
-          release(prev_stage);
-        }
-        prev_stage = stage;
-        if (++stage == STAGES) { stage = 0; phase ^= 1u; }
-      }
-      wgmma_wait<0>();
-      acc_fence(d);
-      release(prev_stage);
-
-      // ---- epilogue: h = silu(g) * u from the paired accumulators
-      // Fragment of m64nNk16 (f32): warp w, lane l holds for 8-column group j
-      //   d[4j+0..1] = (row w*16 + l/4,     cols 8j + 2(l%4) + {0,1})
-      //   d[4j+2..3] = (row w*16 + l/4 + 8, cols 8j + 2(l%4) + {0,1})
-      // groups j = 0..15 are gate columns, j = 16..31 the matching up columns.
-      // Each 8x8 block (j, row half) of h is in the m8n8 fragment layout of
-      // stmatrix; the 64 x 128 result goes to this warpgroup's staging buffer
-      // as two 64 x 64 boxes in the 128-byte swizzled layout of TMA (row r at
-      // r*128, 16-byte chunk c at (c ^ r%8)*16), then out with two TMA stores.
-      const uint32_t s_out = sO + cw * OUT_WG_BYTES;
-      // the staging buffer is free once the previous tile's stores have read it
-      if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-      named_bar_sync(1 + cw, 128);
-      const int mi = lane / 8;                        // the matrix this lane addresses
-      const int srow = warp * 16 + (mi & 1) * 8 + (lane & 7);
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj) {
-        uint32_t r[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {  // q: matrix (j = 2jj + q/2, row half q%2)
-          const int i = 4 * (2 * jj + q / 2) + 2 * (q % 2);
-          r[q] = pack_bf16x2(silu_f32(d[i]) * d[64 + i], silu_f32(d[i + 1]) * d[64 + i + 1]);
-        }
-        const int jm = 2 * jj + mi / 2;
-        const uint32_t addr = s_out + (jm / 8) * (64 * 128) + srow * 128 + (((jm % 8) ^ (srow % 8)) << 4);
-        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r[0]),
-                     "r"(r[1]), "r"(r[2]), "r"(r[3])
-                     : "memory");
-      }
-      // generic-proxy writes -> visible to the TMA engine, then one thread stores
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      named_bar_sync(1 + cw, 128);
-      if (tid == 0) {
-        tma_store_2d(&tm_h, s_out, n0, m0 + cw * 64);
-        tma_store_2d(&tm_h, s_out + 64 * 128, n0 + 64, m0 + cw * 64);
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-      }
-    }
-    if (tid == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-  }
+// The one function of the NVRTC prelude (fusion/codegen/cuda_printer.cpp)
+// that the fast path's file uses, then the file itself.
+__device__ __forceinline__ unsigned fg_pack_bf16x2(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
+#include "../kernels/fastpaths/cuda/gate_up_swiglu.cu"
+// CUDA 13 aligns CUtensorMap to 128 bytes, the kernel's FgTensorMap to 64
+// (what TMA needs of a __grid_constant__ map): a CUtensorMap is one
+static_assert(sizeof(FgTensorMap) == sizeof(CUtensorMap) && alignof(CUtensorMap) % alignof(FgTensorMap) == 0,
+              "the kernel's tensor-map parameter is a CUtensorMap");
+static_assert(FG_BM == BM && FG_BN_OUT == BN_OUT && FG_BK == BK && FG_STAGES == STAGES,
+              "the bench's sizes are the kernel's");
+
+template <int CM>
+static void (*fused_kernel())(FgTensorMap, FgTensorMap, FgTensorMap, int, int, int) {
+  return CM == 2 ? fastpath_gate_up_swiglu_pair : fastpath_gate_up_swiglu;
+}
+static const FgTensorMap& as_map(const CUtensorMap& m) { return *reinterpret_cast<const FgTensorMap*>(&m); }
 
 // ---------------------------------------------------------------- other kernels
 __device__ __forceinline__ uint32_t hash_u32(uint32_t x) {
@@ -488,7 +151,7 @@ __global__ void silu_mul(const __nv_bfloat16* __restrict__ gu, __nv_bfloat16* __
     for (int j = 0; j < 4; ++j) {
       const float2 g = __bfloat1622float2(g2[j]);
       const float2 u = __bfloat1622float2(u2[j]);
-      h2[j] = __floats2bfloat162_rn(silu_f32(g.x) * u.x, silu_f32(g.y) * u.y);
+      h2[j] = __floats2bfloat162_rn(fg_silu_approx(g.x) * u.x, fg_silu_approx(g.y) * u.y);
     }
     h4[i] = hv;
   }
@@ -611,7 +274,7 @@ static int fused_grid(int tiles, int sms) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t cfg = fused_config<CM>(sms / CM * CM, &attr);
   int clusters = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, swiglu_fused<CM>, &cfg));
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, fused_kernel<CM>(), &cfg));
   if (clusters < 1) {
     std::printf("cudaOccupancyMaxActiveClusters: no cluster of %d fits\n", CM);
     std::exit(2);
@@ -624,7 +287,7 @@ static void launch_fused(int grid, const CUtensorMap& tm_x, const CUtensorMap& t
                          int K, cudaStream_t stream) {
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t cfg = fused_config<CM>(grid, &attr, stream);
-  CUDA_CHECK(cudaLaunchKernelEx(&cfg, swiglu_fused<CM>, tm_x, tm_w, tm_h, M, N, K));
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, fused_kernel<CM>(), as_map(tm_x), as_map(tm_w), as_map(tm_h), M, N, K));
 }
 
 // ---------------------------------------------------------------- timing
@@ -770,8 +433,8 @@ int main() {
                 prop.sharedMemPerBlockOptin);
     return 2;
   }
-  CUDA_CHECK(cudaFuncSetAttribute(swiglu_fused<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-  CUDA_CHECK(cudaFuncSetAttribute(swiglu_fused<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+  CUDA_CHECK(cudaFuncSetAttribute(fused_kernel<1>(), cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+  CUDA_CHECK(cudaFuncSetAttribute(fused_kernel<2>(), cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
   const PFN_cuTensorMapEncodeTiled_v12000 encode = get_encode_tiled();
 
   cublasLtHandle_t lt;
