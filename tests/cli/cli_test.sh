@@ -705,6 +705,9 @@ PY
       expect_rc $? 0; expect_out "verdict: PASS"; expect_out "launches: generic 12, with the fast path 10"
       expect_out "rule: no farther from fp64"
     done
+    # sizes off the kernel's tiles (300 rows, K = 200): the shape class says so
+    "$FG" ab --fast-path gate_up_swiglu --repro mlp_swiglu_tails --world-size 2 >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "verdict: PASS"; expect_out "shape class: bf16,tile=128x128x64,cta_pair=no,m_tail=yes,k_tail=yes"
     python3 - "$T/ab2.json" <<'PY' || fail "the A/B figures are not those of a close, distinct result"
 import json, sys
 j = json.load(open(sys.argv[1]))
