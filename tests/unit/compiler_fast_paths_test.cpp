@@ -67,14 +67,20 @@ struct Applied {
   std::map<std::string, FastPathStatus> status;
 };
 
-Applied apply(const FastPathSelection& sel, const FastPathProofs& proofs, const FastPathTarget& target = {}) {
+// The fast paths applied to `text`, decomposed without them.
+Applied apply_to(const std::string& text, const FastPathSelection& sel, const FastPathProofs& proofs,
+                 const FastPathTarget& target) {
   Applied r;
   CompileOptions o;
   o.fast_paths = parse_fast_paths("none");
-  Graph plain = compile(parse_graph(kBlock, "t.fg"), o).decomposed;
+  Graph plain = compile(parse_graph(text, "t.fg"), o).decomposed;
   r.out = apply_fast_paths(plain, sel, proofs, &r.ledger, &r.status, target);
   verify(r.out);
   return r;
+}
+
+Applied apply(const FastPathSelection& sel, const FastPathProofs& proofs, const FastPathTarget& target = {}) {
+  return apply_to(kBlock, sel, proofs, target);
 }
 
 int count(const Graph& g, Op op) {
@@ -175,17 +181,6 @@ graph g(%h: bf16[2,40,128], %wg: bf16[256,128], %wu: bf16[256,128], %wd: bf16[12
 // M = 80 rows: no CTA pairs, a partial last row tile; K = 128: no k tail
 const char* const kMlpClass = "bf16,tile=128x128x64,cta_pair=no,m_tail=yes,k_tail=no";
 
-Applied apply_to(const char* text, const FastPathSelection& sel, const FastPathProofs& proofs,
-                 const FastPathTarget& target) {
-  Applied r;
-  CompileOptions o;
-  o.fast_paths = parse_fast_paths("none");
-  Graph plain = compile(parse_graph(text, "t.fg"), o).decomposed;
-  r.out = apply_fast_paths(plain, sel, proofs, &r.ledger, &r.status, target);
-  verify(r.out);
-  return r;
-}
-
 // gate_up_swiglu runs where it pays and the policy allows: max-autotune on
 // cuda, with a proof. In the default policy it is "not used" (Inductor has
 // no such kernel), on cpu the cost model refuses its reference loop, and
@@ -241,16 +236,12 @@ TEST(FastPaths, GateUpSwigluRunsInMaxAutotuneOnCudaWithAProof) {
 // computed in the graph (the runtime interleaves the weights once) are none.
 TEST(FastPaths, GateUpSwigluMatchesOnlyItsPattern) {
   auto sites = [](const std::string& text) {
-    CompileOptions o;
-    o.fast_paths = parse_fast_paths("none");
-    Graph g = compile(parse_graph(text, "t.fg"), o).decomposed;
-    std::vector<LedgerEntry> ledger;
-    std::map<std::string, FastPathStatus> st;
     FastPathProofs forced;
     forced.forced = {"gate_up_swiglu"};
-    Graph out = apply_fast_paths(g, parse_fast_paths("gate_up_swiglu"), forced, &ledger, &st,
-                                 {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
-    return count(out, Op::FastPath);
+    return count(apply_to(text, parse_fast_paths("gate_up_swiglu"), forced,
+                          {Backend::Cuda, 1, FusionPolicy::MaxAutotune})
+                     .out,
+                 Op::FastPath);
   };
   const std::string head =
       "graph g(%h: bf16[4,128], %h2: bf16[4,128], %wg: bf16[256,128], %wu: bf16[256,128], %b: bf16[256]) {\n";
