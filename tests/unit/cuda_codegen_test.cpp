@@ -9,6 +9,7 @@
 #include "fusion/ir/text.h"
 #include "kernels/cuda/nvrtc.h"
 #include "kernels/fastpaths/catalog.h"
+#include "tests/unit/row_invariant_graph.h"
 
 namespace fg {
 namespace {
@@ -203,15 +204,7 @@ namespace {
 // was never written and the second loop read garbage. Such a load is not
 // row-cached now; every row cache that is read is written.
 TEST(CudaCodegen, EveryRowCacheReadIsWritten) {
-  const char* text = R"(
-graph g(%x1: f32[8,1], %x2: f32[1,1], %i3: i64[46], %w4: f32[1,1], %w6: f32[46]) {
-  %5 = index_select(%x1, %i3) {dim = 1} : f32[8,46]
-  %6 = minimum(%x2, %x1) : f32[8,1]
-  %7 = linear(%6, %w4) : f32[8,1]
-  %8 = rms_norm(%5, %w6) {eps = 1e-06} : f32[8,46]
-  return %8, %7
-}
-)";
+  const char* text = row_invariant_load_graph();
   CompiledProgram c = compile_cuda(text);
   expect_compiles(c);
   const std::string& src = c.program.module_source;

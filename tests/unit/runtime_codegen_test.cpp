@@ -10,6 +10,7 @@
 #include "kernels/cpu/aten_ops.h"
 #include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
+#include "tests/unit/row_invariant_graph.h"
 
 namespace fg {
 namespace {
@@ -384,15 +385,7 @@ graph g(%x: f32[16,300], %emb: f32[50,64], %ids: i64[40], %gi: i64[16,20], %b: b
 // H100: the second loop read a row cache never written, non-finite output).
 // Index 0 into a dim of 1, so eager is defined.
 TEST(Codegen, RowInvariantLoadReadInTwoLoopsMatchesEager) {
-  const char* text = R"(
-graph g(%x1: f32[8,1], %x2: f32[1,1], %i3: i64[46], %w4: f32[1,1], %w6: f32[46]) {
-  %5 = index_select(%x1, %i3) {dim = 1} : f32[8,46]
-  %6 = minimum(%x2, %x1) : f32[8,1]
-  %7 = linear(%6, %w4) : f32[8,1]
-  %8 = rms_norm(%5, %w6) {eps = 1e-06} : f32[8,46]
-  return %8, %7
-}
-)";
+  const char* text = row_invariant_load_graph();
   at::manual_seed(11);
   std::map<std::string, at::Tensor> in = {{"x1", at::randn({8, 1})},
                                           {"x2", at::randn({1, 1})},
