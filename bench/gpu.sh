@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|all]     (default: all)
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
 # NCCL between them) into a scratch golden folder; prints both nodes' exit
@@ -22,6 +22,9 @@
 # as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py (the blocks with
 # and without the proven fast paths, and the one-shot all-reduce + norm
 # against NCCL + the norm kernel: bench/fg/allreduce_norm_h2048.fg).
+# missing (two GPUs): the world-size-2 goldens not yet blessed (qwen3_block,
+# the s2048 and h4096 blocks, mlp_swiglu_tails at 1 and 2) blessed, then
+# `check --strict` of every cuda golden at world sizes 1 and 2.
 # gateup: the gate_up_swiglu fast path's A/B on every cuda repro it matches,
 # its proof, the max-autotune goldens re-blessed with it (GATEUP_BLESS=0:
 # not), packed as $OUTDIR/gateup.tgz.
@@ -247,6 +250,20 @@ if [ "$what" = gateup ]; then
   fi
   tar czf "$OUTDIR/gateup.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-*.txt 2>/dev/null
   rm -f "$OUTDIR"/ab-*.txt
+fi
+if [ "$what" = missing ]; then
+  # two GPUs: bless the world-size-2 goldens no golden holds yet (and the new
+  # repro at both sizes), then check every cuda golden at world sizes 1 and 2
+  [ "$ngpu" -ge 2 ] || { echo "missing: needs two GPUs"; exit 125; }
+  $FG bless qwen3_block tp_block_llama_h2048_s2048 tp_block_llama_h4096 --backend cuda --world-size 2 \
+    --why "${BLESS_WHY:-world size 2 on two GPUs}" 2>"$OUTDIR/bless.err" | tail -2
+  $FG bless mlp_swiglu_tails --backend cuda --world-size 1 --world-size 2 \
+    --why "${BLESS_WHY:-new repro mlp_swiglu_tails}" 2>>"$OUTDIR/bless.err" | tail -2
+  phase blessed
+  $FG check --strict --backend cuda $worlds 2>"$OUTDIR/check.err" | tee "$OUTDIR/check.txt" | tail -12
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+  phase checked
+  tar czf "$OUTDIR/golden-cuda.tgz" golden/cuda golden/proofs/cuda "$OUTDIR/check.txt"
 fi
 if [ "$what" = swiglu ]; then
   # the fused gate/up GEMM + SwiGLU kernel against cuBLASLt + the SiLU-mul kernel
