@@ -45,7 +45,8 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // library calls (cuBLASLt, with its epilogues)
   // reductions split in two only for cuda, as Inductor splits them for
   // Triton only (its C++ backend does not)
-  LowerOptions lo{opts.input_layouts, opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu, {}};
+  LowerOptions lo{opts.input_layouts, opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu,
+                  opts.extern_gemms, {}};
   lo.split.enabled = opts.backend == Backend::Cuda;
   c.lowered = lower(c.decomposed, lo);
 

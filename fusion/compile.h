@@ -27,6 +27,10 @@ struct CompileOptions {
   // reads it (a fast path that only saves an exchange gains nothing on one
   // rank: passes/fast_paths.h).
   int world_size = 0;
+  // cpu max-autotune: the linear shapes (gemm_shape_key) that run as the
+  // library call instead of a generated template, as measured
+  // (kernels/cpu/gemm_choice.h)
+  std::set<std::string> extern_gemms;
 };
 
 struct CompiledProgram {

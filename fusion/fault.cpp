@@ -45,10 +45,11 @@ std::vector<Item> parse() {
     known = known || ((it.name == "fastpath_edit" || it.name == "perturb") && colon != std::string::npos &&
                       is_name(it.arg));
     known = known || ((it.name == "refuse_fusion" || it.name == "broken_fusion") && it.arg == "reduction");
+    known = known || (it.name == "gemm_choice" && (it.arg == "template" || it.arg == "library"));
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction, gemm_choice:template|library (comma-separated)");
     out.push_back(it);
   }
   return out;

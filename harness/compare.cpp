@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "fusion/ir/types.h"
 #include "harness/json_read.h"
@@ -279,6 +280,39 @@ void compare_gemm_algos(Ctx& c, const json& run, const json& gold) {
   }
   if (!changed.empty())
     c.add(VerdictKind::Pass, "GEMM algorithms differ from the golden's: " + join_capped(changed, 4));
+}
+
+// Each shape's template-or-library choice (cpu max-autotune) against the
+// golden's: informative, as the counts and digests judge what the choice
+// does (a template that became a library call moves the kernel count, and
+// the check says that as a count); said so that the count's finding has
+// its cause beside it. A run takes the golden's choices first, so they
+// differ only for a shape the golden lacks or a forced choice.
+void compare_gemm_choices(Ctx& c, const json& run, const json& gold) {
+  const json& g = array_of(gold, "gemm_choices");
+  const json& r = array_of(run, "gemm_choices");
+  std::map<std::string, const json*> ran;
+  for (const json& e : r) ran[text_of(e, "shape")] = &e;
+  std::vector<std::string> changed;
+  for (const json& e : g) {
+    const std::string shape = text_of(e, "shape");
+    auto it = ran.find(shape);
+    if (it == ran.end()) {
+      changed.push_back(shape + ": not run (the golden chose the " + text_of(e, "choice") + ")");
+      continue;
+    }
+    if (text_of(*it->second, "choice") != text_of(e, "choice"))
+      changed.push_back(shape + ": " + text_of(e, "choice") + " -> " + text_of(*it->second, "choice") + " (" +
+                        text_of(*it->second, "source") + ")");
+  }
+  std::set<std::string> golden_shapes;
+  for (const json& e : g) golden_shapes.insert(text_of(e, "shape"));
+  for (const json& e : r)
+    if (!golden_shapes.count(text_of(e, "shape")))
+      changed.push_back(text_of(e, "shape") + ": not in the golden, " + text_of(e, "choice") + " (" +
+                        text_of(e, "source") + ")");
+  if (!changed.empty())
+    c.add(VerdictKind::Pass, "GEMM template choices differ from the golden's: " + join_capped(changed, 4));
 }
 
 // -- fusion ledger -----------------------------------------------------------
@@ -610,7 +644,10 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
       Ctx c{"rank " + std::to_string(id), bless_command, &out};
       auto g = gold_ranks.find(id);
       // every rank runs rank 0's table: said once
-      if (g != gold_ranks.end() && id == run_ranks.begin()->first) compare_gemm_algos(c, *r, *g->second);
+      if (g != gold_ranks.end() && id == run_ranks.begin()->first) {
+        compare_gemm_algos(c, *r, *g->second);
+        compare_gemm_choices(c, *r, *g->second);
+      }
       if (g == gold_ranks.end()) {
         c.add(VerdictKind::Fail, "not in the golden file");
         continue;

@@ -108,6 +108,12 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
   const Graph& g = c.captured;
   {
     std::cout << "=== graph " << g.name << " (fusion policy " << fusion << ")\n\n";
+    bool templates = false;
+    for (const auto& sn : c.lowered.nodes) templates = templates || sn.is_template();
+    if (templates)
+      std::cout << "note: every linear is shown as a generated GEMM template; a run times each template shape "
+                   "against the library call and keeps the faster (the record's gemm_choices; a check takes the "
+                   "golden's)\n\n";
     std::cout << "--- captured\n" << print_graph(c.captured) << "\n";
     std::cout << "--- fast paths\n";
     for (const auto& [name, st] : c.fast_paths) {

@@ -333,7 +333,8 @@ void check_schema(const std::string& path, const std::string& text, const json& 
                   {"kernel_count_by_kind", T::Obj, false, T::Int}, {"device_kernel_count", T::Int, false},
                   {"aten_op_count", T::Int, false}, {"fast_paths", T::Arr, false, T::Obj},
                   {"hashes", T::Obj, false, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
-                  {"codegen_variants", T::Arr, false, T::Obj}, {"gemm_algos", T::Arr, false, T::Obj}});
+                  {"codegen_variants", T::Arr, false, T::Obj}, {"gemm_algos", T::Arr, false, T::Obj},
+                  {"gemm_choices", T::Arr, false, T::Obj}});
     for (size_t i = 0; i < rk.at("breaks").size(); ++i)
       check_fields(sc, rk["breaks"][i], rp + ".breaks[" + std::to_string(i) + "]",
                    {{"reason", T::Str, true}, {"location", T::Str, true}});

@@ -12,11 +12,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <functional>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "fusion/errors.h"
@@ -29,6 +32,7 @@
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/collectives/collectives.h"
+#include "kernels/cpu/gemm_choice.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
 #include "kernels/cuda/gemm_tuning.h"
@@ -265,20 +269,21 @@ at::Tensor gather_shards(Collectives& coll, const at::Tensor& local, const Shard
 
 // The on-disk cache of measured choices: $FUSEGATE_CACHE_DIR, else
 // $XDG_CACHE_HOME/fusegate, else ~/.cache/fusegate; gemm_algos.json maps
-// "<GPU model>|<cuBLASLt version>" to a table. "" where no folder is known.
-std::string gemm_cache_path() {
+// "<GPU model>|<cuBLASLt version>" to a table (gemm_choices.json, cpu:
+// "cpu <environment fingerprint>" to a table). "" where no folder is known.
+std::string gemm_cache_path(const std::string& file = "gemm_algos.json") {
   std::string dir;
   if (const char* d = std::getenv("FUSEGATE_CACHE_DIR"); d && *d) dir = d;
   else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/fusegate";
   else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/fusegate";
-  return dir.empty() ? "" : dir + "/gemm_algos.json";
+  return dir.empty() ? "" : dir + "/" + file;
 }
 
 // The cache's content, or {} (a cache that cannot be read is said on stderr
 // and remade: it holds nothing the record does not).
-nlohmann::json read_gemm_cache(const std::string& path) {
+nlohmann::json read_gemm_cache(const std::string& path, const char* what = "GEMM algorithm cache") {
   try {
-    std::optional<nlohmann::json> c = read_json_file(path, "GEMM algorithm cache", "delete it: it is remade");
+    std::optional<nlohmann::json> c = read_json_file(path, what, "delete it: it is remade");
     if (c && c->is_object()) return *c;
     if (c) std::cerr << "fusegate: " << path << ": not a JSON object: ignored and remade\n";
   } catch (const UserError& e) {
@@ -290,14 +295,18 @@ nlohmann::json read_gemm_cache(const std::string& path) {
 // What rank 0 knows before measuring: the golden's choices where the golden
 // was blessed on this GPU model (so that a check runs what was blessed),
 // then the cache's (`cache`, read once) for this GPU model and cuBLASLt.
+// The golden this run is checked against, if there is one.
+std::optional<nlohmann::json> run_golden(const RunSpec& spec) {
+  if (spec.golden_dir.empty()) return std::nullopt;
+  // a golden that cannot be read is the check's to report, as it always is
+  return load_golden(golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro, mode_letter(spec.mode),
+                                 spec.world, policy_name(spec.fusion), spec.fast_paths.text(), spec.nnodes));
+}
+
 std::string known_gemm_algos(const RunSpec& spec, const nlohmann::json& cache, const std::string& cache_key) {
   nlohmann::json known = nlohmann::json::array();
   if (!spec.golden_dir.empty()) {
-    // a golden that cannot be read is the check's to report, as it always is
-    std::optional<nlohmann::json> g = load_golden(golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro,
-                                                              mode_letter(spec.mode), spec.world,
-                                                              policy_name(spec.fusion), spec.fast_paths.text(),
-                                                              spec.nnodes));
+    std::optional<nlohmann::json> g = run_golden(spec);
     const nlohmann::json* env = g ? field(*g, "env") : nullptr;
     if (env && text_of(*env, "gpu") == cuda_device_name()) {
       for (const auto& [id, rank] : ranks_by_id(*g)) {
@@ -357,6 +366,95 @@ void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank) {
   const std::vector<std::string> all = coll.exchange("gemm_algos", table);
   const std::string err = gemm_tuning_adopt(all.at(0));
   if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune): " + err);
+}
+
+// -- GEMM template or library call (max-autotune on cpu; kernels/cpu/gemm_choice.h)
+
+nlohmann::json choice_json(const GemmChoice& c) {
+  nlohmann::json e = {{"shape", c.shape}, {"choice", c.choice}, {"source", c.source}};
+  if (c.template_us > 0) e["template_us"] = std::round(c.template_us * 10) / 10;
+  if (c.library_us > 0) e["library_us"] = std::round(c.library_us * 10) / 10;
+  return e;
+}
+
+// After the warm-up forward, which compiled every linear as a template:
+// rank 0 decides each template shape (FUSEGATE_FAULT=gemm_choice:C forces
+// C, then the golden's choice, whatever machine blessed it, since the
+// golden fixes the program the gate checks; then the cache's for this
+// environment; else measured), every rank adopts rank 0's table. Returns
+// the table, for the record ([] when the forward ran no template).
+nlohmann::json choose_gemm_templates(const RunSpec& spec, Collectives& coll, int rank, AtenExecutor& ex,
+                                     const std::function<void()>& one_forward) {
+  std::set<std::string> shapes;
+  for (const LaunchRecord& l : ex.launches())
+    if (!l.gemm.empty()) shapes.insert(l.gemm);
+  std::map<std::string, GemmChoice> decided;
+  const std::string key = "cpu " + environment(Backend::Cpu).value("fingerprint", std::string());
+  const std::string path = gemm_cache_path("gemm_choices.json");
+  nlohmann::json cache = nlohmann::json::object();
+  if (rank == 0 && !shapes.empty()) {
+    const std::string forced = fault_argument("gemm_choice");  // template or library (fusion/fault.cpp)
+    auto take = [&](const nlohmann::json& e, const char* source) {
+      const std::string shape = e.value("shape", ""), choice = e.value("choice", "");
+      if (!shapes.count(shape) || decided.count(shape) || (choice != "template" && choice != "library")) return;
+      GemmChoice c{shape, choice, source, e.value("template_us", 0.0), e.value("library_us", 0.0)};
+      decided[shape] = c;
+    };
+    for (const std::string& s : shapes)
+      if (!forced.empty()) decided[s] = GemmChoice{s, forced, "forced", 0, 0};
+    if (std::optional<nlohmann::json> g = run_golden(spec))
+      for (const auto& [id, r] : ranks_by_id(*g))
+        if (id == 0)
+          for (const nlohmann::json& e : array_of(*r, "gemm_choices"))
+            if (e.is_object()) take(e, "golden");
+    if (!path.empty()) cache = read_gemm_cache(path, "GEMM template choice cache");
+    for (const nlohmann::json& e : array_of(cache, key.c_str()))
+      if (e.is_object()) take(e, "cache");
+  }
+  // the shapes still undecided are timed: every rank runs the forwards
+  std::string undecided;
+  for (const std::string& s : shapes)
+    if (!decided.count(s)) undecided += s + "\n";
+  undecided = coll.exchange("gemm_choices/timed", rank == 0 ? undecided : "").at(0);
+  if (!undecided.empty()) {
+    GemmTimingProbe probe;
+    ex.set_probe(&probe);
+    for (int i = 0; i < kTimedForwards; ++i) one_forward();
+    ex.set_probe(nullptr);
+    if (rank == 0) {
+      const std::map<std::string, double> tem = probe.medians();
+      std::istringstream in(undecided);
+      nlohmann::json measured = nlohmann::json::array();
+      for (std::string s; std::getline(in, s);) {
+        auto t = tem.find(s);
+        if (t == tem.end()) internal_error("GEMM template " + s + " ran in the warm-up forward but not when timed");
+        decided[s] = choose_gemm(s, t->second, library_gemm_us(s));
+        measured.push_back(choice_json(decided[s]));
+      }
+      // the cache keeps the measured choices of this environment (written
+      // atomically; a cache that cannot be written is left alone: the
+      // choices are in the record anyway)
+      if (!path.empty()) {
+        nlohmann::json& list = cache[key];
+        if (!list.is_array()) list = nlohmann::json::array();
+        for (const nlohmann::json& e : list)
+          if (e.is_object() && !decided.count(e.value("shape", ""))) measured.push_back(e);
+        list = measured;
+        try {
+          write_atomic(path, cache.dump(1) + "\n");
+        } catch (const std::exception&) {
+        }
+      }
+    }
+  }
+  nlohmann::json table = nlohmann::json::array();
+  for (const auto& [s, c] : decided) table.push_back(choice_json(c));
+  table = nlohmann::json::parse(coll.exchange("gemm_choices", rank == 0 ? table.dump() : "").at(0));
+  std::set<std::string> library;
+  for (const nlohmann::json& e : table)
+    if (e.value("choice", "") == "library") library.insert(e.value("shape", ""));
+  if (library != ex.extern_gemms()) ex.set_extern_gemms(library);
+  return table;
 }
 
 }  // namespace
@@ -437,6 +535,14 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   if (tune_gemms) {
     progress(out_path, "choosing GEMM algorithms");
     choose_gemm_algos(spec, coll, rank);
+  }
+  // max-autotune on cpu: each GEMM template against the library call, by
+  // measurement; the graphs compile again with the choice
+  std::optional<nlohmann::json> gemm_choices;
+  if (spec.backend == Backend::Cpu && policy == FusionPolicy::MaxAutotune && mode != Mode::Eager) {
+    progress(out_path, "choosing GEMM templates or library calls");
+    gemm_choices = choose_gemm_templates(spec, coll, rank, ex, [&] { forward(*r, mode, ex, inputs, false); });
+    forward(*r, mode, ex, inputs, false);  // compiles with the choice: the measured forward is warm
   }
   // FUSEGATE_FAULT=perturb:NODE names a scheduler node of this run's graphs
   // (under FUSEGATE_BISECT limits the graphs may differ: not checked there)
@@ -611,6 +717,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // GEMM algorithm choices (max-autotune on cuda): made at run time per
   // shape, after the compile, so kept beside the ledger rather than in it
   if (tune_gemms) j["gemm_algos"] = nlohmann::json::parse(gemm_tuning_record());
+  if (gemm_choices) j["gemm_choices"] = *gemm_choices;
   std::string graphs;
   for (const auto& h : res.graph_hashes) graphs += h + ";";
   j["hashes"] = {{"graphs", hash_text(graphs)}, {"decisions", hash_text(decisions)}, {"collectives", hash_text(collectives)}};

@@ -807,8 +807,13 @@ class Lowerer {
 
   Value lower_extern(const Node& n) {
     // a linear that carries its own epilogue stays the library call that applies it
-    if (opts_.gemm_templates && n.op == Op::Linear && attr_str_or(n.attrs, "epilogue", "").empty())
-      return lower_gemm_template(n);
+    if (opts_.gemm_templates && n.op == Op::Linear && attr_str_or(n.attrs, "epilogue", "").empty()) {
+      const Shape& xs = in(n, 0).type.shape;
+      const int64_t k = xs.back();
+      if (!opts_.extern_gemms.count(gemm_shape_key(n.type.dtype, numel(xs) / k, in(n, 1).type.shape[0], k,
+                                                  n.inputs.size() == 3)))
+        return lower_gemm_template(n);
+    }
     SchedNode sn;
     sn.kind = SNKind::Extern;
     sn.op = n;
@@ -917,5 +922,10 @@ class Lowerer {
 }  // namespace
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts) { return Lowerer(g, opts).run(); }
+
+std::string gemm_shape_key(DType dtype, int64_t m, int64_t n, int64_t k, bool bias) {
+  return std::string(dtype_name(dtype)) + " m" + std::to_string(m) + " n" + std::to_string(n) + " k" +
+         std::to_string(k) + (bias ? " bias" : "");
+}
 
 }  // namespace fg

@@ -125,11 +125,19 @@ struct LowerOptions {
   // Layouts of the graph inputs at run time; missing entries are contiguous.
   std::vector<Layout> input_layouts;
   // Linear layers become generated GEMM templates (max-autotune) instead of
-  // extern GEMM calls.
+  // extern GEMM calls, except those whose shape (gemm_shape_key) is in
+  // extern_gemms: there the library call was measured faster (cpu
+  // max-autotune chooses per shape at run time: kernels/cpu/gemm_choice.h).
   bool gemm_templates = false;
+  std::set<std::string> extern_gemms;
   SplitReductions split;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});
+
+// One GEMM shape as the template-or-library choice names it:
+// "bf16 m1024 n1536 k512" (+ " bias" for addmm). m is every row of the
+// input (the batch dimensions flattened), n the weight's rows.
+std::string gemm_shape_key(DType dtype, int64_t m, int64_t n, int64_t k, bool bias);
 
 }  // namespace fg

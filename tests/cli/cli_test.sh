@@ -119,20 +119,65 @@ print("record ok")
 PY
     expect_out "record ok" ;;
   max_autotune)
-    # max-autotune launches fewer kernels than default on the llama block,
-    # with outputs still within tolerance of eager on every rank
+    # the generated GEMM templates (forced): fewer launches than default on
+    # the llama block, outputs within tolerance of eager on every rank
     "$FG" run tp_block_llama --mode C --world-size 2 --out "$T/d.json" >"$T/out" 2>&1; expect_rc $? 0
-    "$FG" run tp_block_llama --mode C --world-size 2 --fusion max-autotune --out "$T/m.json" >>"$T/out" 2>&1; expect_rc $? 0
-    python3 - "$T/d.json" "$T/m.json" >>"$T/out" 2>&1 <<'PY' || fail "max-autotune check failed"
+    FUSEGATE_FAULT=gemm_choice:template "$FG" run tp_block_llama --mode C --world-size 2 --fusion max-autotune \
+      --out "$T/m.json" >>"$T/out" 2>&1; expect_rc $? 0
+    # chosen by measurement (an empty cache and no golden of the block),
+    # then again (from the cache)
+    FUSEGATE_CACHE_DIR="$T/fresh-cache" "$FG" run tp_block_llama --mode C --world-size 2 --fusion max-autotune \
+      --golden-dir "$T/golden" --out "$T/a.json" >>"$T/out" 2>&1; expect_rc $? 0
+    FUSEGATE_CACHE_DIR="$T/fresh-cache" "$FG" run tp_block_llama --mode C --world-size 2 --fusion max-autotune \
+      --golden-dir "$T/golden" --out "$T/c.json" >>"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/d.json" "$T/m.json" "$T/a.json" "$T/c.json" >>"$T/out" 2>&1 <<'PY' || fail "max-autotune check failed"
 import json, sys
-d = json.load(open(sys.argv[1])); m = json.load(open(sys.argv[2]))
+d, m, a, c = (json.load(open(p)) for p in sys.argv[1:])
 for rd, rm in zip(d["ranks"], m["ranks"]):
     assert rm["kernel_count"] < rd["kernel_count"], (rm["kernel_count"], rd["kernel_count"])
     assert rm["kernel_count_by_kind"]["tem"] > 0
     assert rm["accuracy"]["status"] == "pass", rm["accuracy"]
-print("max-autotune ok: %d < %d launches" % (m["ranks"][0]["kernel_count"], d["ranks"][0]["kernel_count"]))
+    assert {e["source"] for e in rm["gemm_choices"]} == {"forced"}, rm["gemm_choices"]
+# every template shape of the forced run was measured, both ways, and the
+# faster one chosen; every rank holds rank 0's table and runs it
+shapes = {e["shape"] for e in m["ranks"][0]["gemm_choices"]}
+table = a["ranks"][0]["gemm_choices"]
+assert {e["shape"] for e in table} == shapes and shapes, (table, shapes)
+for e in table:
+    assert e["source"] == "measured", e
+    assert e["template_us"] > 0 and e["library_us"] > 0, e
+    assert e["choice"] == ("template" if e["template_us"] < e["library_us"] else "library"), e
+templates = sum(e["choice"] == "template" for e in table)
+for r in a["ranks"]:
+    assert r["gemm_choices"] == table
+    assert (r["kernel_count_by_kind"].get("tem", 0) > 0) == (templates > 0), (r["kernel_count_by_kind"], table)
+    assert r["accuracy"]["status"] == "pass", r["accuracy"]
+assert [(e["shape"], e["choice"], e["source"]) for e in c["ranks"][0]["gemm_choices"]] == \
+    [(e["shape"], e["choice"], "cache") for e in table], c["ranks"][0]["gemm_choices"]
+print("max-autotune ok: templates %d < %d launches; measured: %d of %d shapes a template, %d launches" % (
+    m["ranks"][0]["kernel_count"], d["ranks"][0]["kernel_count"], templates, len(table), a["ranks"][0]["kernel_count"]))
 PY
     expect_out "max-autotune ok" ;;
+  gemm_choice_pinned)
+    # the golden's template choices are what a check runs, whatever a
+    # measurement here would choose; a run forced to the other choice fails
+    # on its counts and says why
+    cp -r "$SRC/golden/cpu/tp_block_llama" "$T/golden/cpu/"
+    gc() { "$FG" "$1" tp_block_llama --golden-dir "$T/golden" --mode C --world-size 1 --fusion max-autotune "${@:2}"; }
+    FUSEGATE_FAULT=gemm_choice:template gc bless --why "templates" >"$T/out" 2>&1; expect_rc $? 0
+    gc check --records "$T/rec" >"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/rec" >>"$T/out" 2>&1 <<'PY' || fail "the golden's choices were not taken"
+import json, pathlib, sys
+recs = list(pathlib.Path(sys.argv[1]).glob("*.json"))
+assert len(recs) == 1, recs
+t = json.load(open(recs[0]))["ranks"][0]["gemm_choices"]
+assert t and all(e["source"] == "golden" and e["choice"] == "template" for e in t), t
+print("golden choices taken:", len(t))
+PY
+    expect_out "golden choices taken: [1-9]"
+    FUSEGATE_FAULT=gemm_choice:library gc check >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "GEMM template choices differ from the golden's: bf16 m[0-9]+ n[0-9]+ k[0-9]+: template -> library \(forced\)"
+    expect_out "kernel_count [0-9]+ -> [0-9]+.*tem [1-9][0-9]* -> 0" ;;
   ledger_diff)
     # a fusion rule that changed shows as a readable diff of decisions
     python3 - "$G" <<'PY'

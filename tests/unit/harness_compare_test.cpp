@@ -316,6 +316,39 @@ TEST(CompareWithGolden, ChangedGemmAlgorithmIsSaidWithItsReason) {
       << all(none);
 }
 
+TEST(CompareWithGolden, ChangedGemmTemplateChoiceIsSaidOnce) {
+  json gold = make_record();
+  const json up = {{"shape", "bf16 m128 n1024 k256"}, {"choice", "library"}, {"source", "measured"},
+                   {"template_us", 7520.2}, {"library_us", 145.6}};
+  const json o = {{"shape", "bf16 m128 n256 k256"}, {"choice", "template"}, {"source", "measured"}};
+  for (auto& r : gold["ranks"]) r["gemm_choices"] = json::array({up, o});
+  json run = gold;
+  for (auto& r : run["ranks"])
+    for (auto& e : r["gemm_choices"]) e["source"] = "golden";
+  Verdict same = check(run, gold);
+  EXPECT_EQ(same.kind, VerdictKind::Pass) << all(same);
+  EXPECT_EQ(all(same).find("template choices"), std::string::npos) << all(same);
+
+  for (auto& r : run["ranks"]) {
+    r["gemm_choices"][1]["choice"] = "library";
+    r["gemm_choices"][1]["source"] = "forced";
+    r["gemm_choices"].push_back({{"shape", "bf16 m64 n64 k64"}, {"choice", "template"}, {"source", "cache"}});
+  }
+  Verdict v = check(run, gold);
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);  // informative: the counts judge the change
+  const std::string f = all(v);
+  EXPECT_NE(f.find("rank 0: GEMM template choices differ from the golden's: bf16 m128 n256 k256: template -> "
+                   "library (forced), bf16 m64 n64 k64: not in the golden, template (cache)"),
+            std::string::npos)
+      << f;
+  EXPECT_EQ(f.find("rank 1: GEMM template"), std::string::npos) << f;  // said once
+  EXPECT_EQ(f.find("n1024"), std::string::npos) << f;                  // unchanged shapes are not listed
+
+  for (auto& r : run["ranks"]) r["gemm_choices"].erase(0);
+  EXPECT_NE(all(check(run, gold)).find("bf16 m128 n1024 k256: not run (the golden chose the library)"),
+            std::string::npos);
+}
+
 TEST(CompareWithGolden, LedgerAbsentOnOneSideIsNotCompared) {
   json run = make_record();
   run["ranks"][0].erase("ledger");

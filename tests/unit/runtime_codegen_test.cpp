@@ -6,8 +6,10 @@
 
 #include <torch/version.h>
 
+#include "fusion/errors.h"
 #include "fusion/ir/text.h"
 #include "kernels/cpu/aten_ops.h"
+#include "kernels/cpu/gemm_choice.h"
 #include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
 #include "tests/unit/row_invariant_graph.h"
@@ -30,11 +32,13 @@ std::string test_backend() {
 // Inputs are copied to the backend's device, into fresh storage; with
 // `offset` elements in front of each, so that no input starts 16-byte aligned.
 Result run(const std::string& text, Mode mode, const std::map<std::string, at::Tensor>& inputs,
-           FusionPolicy policy = FusionPolicy::Default, int64_t offset = 0, LaunchProbe* probe = nullptr) {
+           FusionPolicy policy = FusionPolicy::Default, int64_t offset = 0, LaunchProbe* probe = nullptr,
+           const std::set<std::string>& extern_gemms = {}) {
   Graph g = parse_graph(text, "case.fg");
   const std::string backend = test_backend();
   AtenExecutor ex(nullptr, 0, 1, policy, false, parse_backend(backend));
   ex.set_probe(probe);
+  ex.set_extern_gemms(extern_gemms);
   Session s(mode, &ex);
   Inputs in;
   for (const auto& [k, v] : inputs) {
@@ -119,6 +123,45 @@ graph g(%x: f32[2,24,64], %w: f32[64], %wg: f32[96,64], %wu: f32[96,64], %wd: f3
   // and the residual add in another
   EXPECT_EQ(c.launches.size(), 2u);
   EXPECT_EQ(count_kind(c, "tem"), 2);
+}
+
+// cpu max-autotune's choice per GEMM shape (kernels/cpu/gemm_choice.h): the
+// probe times each template launch under its shape, a shape given to the
+// library runs as the extern and the rest stay templates, same outputs.
+TEST(Codegen, GemmTemplateShapesTimedAndChosenShapesRunAsLibraryCalls) {
+  SKIP_ON_CUDA_TEMPLATES();
+  const std::string text = R"(
+graph g(%x: f32[2,24,64], %wg: f32[96,64], %wd: f32[64,96], %bd: f32[64]) {
+  %a = linear(%x, %wg) : f32[2,24,96]
+  %b = silu(%a) : f32[2,24,96]
+  %c = linear(%b, %wd, %bd) : f32[2,24,64]
+  return %c
+}
+)";
+  const auto in = random_inputs(text);
+  GemmTimingProbe probe;
+  Result t = run(text, Mode::Compiled, in, FusionPolicy::MaxAutotune, 0, &probe);
+  EXPECT_EQ(count_kind(t, "tem"), 2);
+  const std::map<std::string, double> us = probe.medians();
+  ASSERT_EQ(us.size(), 2u);
+  EXPECT_GT(us.at("f32 m48 n96 k64"), 0);
+  EXPECT_GT(us.at("f32 m48 n64 k96 bias"), 0);
+
+  Result l = run(text, Mode::Compiled, in, FusionPolicy::MaxAutotune, 0, nullptr, {"f32 m48 n96 k64"});
+  EXPECT_EQ(count_kind(l, "tem"), 1);
+  EXPECT_EQ(count_kind(l, "extern"), 1);
+  for (const auto& r : l.launches) EXPECT_EQ(r.gemm.empty(), r.kind != "tem") << r.name;
+  Result a = run(text, Mode::Eager, in);
+  ASSERT_EQ(l.outs.size(), 1u);
+  EXPECT_TRUE(at::allclose(a.outs[0], l.outs[0], 1e-4, 1e-4));
+
+  EXPECT_GT(library_gemm_us("f32 m48 n96 k64", 3), 0);
+  EXPECT_GT(library_gemm_us("bf16 m48 n64 k96 bias", 3), 0);
+  EXPECT_THROW(library_gemm_us("f32 m48 n96"), InternalError);
+  EXPECT_THROW(library_gemm_us("f32 m48 n96 k64 gelu"), InternalError);
+  EXPECT_EQ(choose_gemm("s", 10, 20).choice, "template");
+  EXPECT_EQ(choose_gemm("s", 20, 10).choice, "library");
+  EXPECT_EQ(choose_gemm("s", 10, 10).choice, "library");  // a tie keeps the library call
 }
 
 TEST(Codegen, GemmTemplateOverStridedInput) {
