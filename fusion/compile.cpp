@@ -46,7 +46,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // reductions split in two only for cuda, as Inductor splits them for
   // Triton only (its C++ backend does not)
   LowerOptions lo{opts.input_layouts, opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu,
-                  opts.extern_gemms, {}};
+                  opts.template_gemms, {}};
   lo.split.enabled = opts.backend == Backend::Cuda;
   c.lowered = lower(c.decomposed, lo);
 

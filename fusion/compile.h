@@ -1,5 +1,6 @@
 // compile(): the pass pipeline as straight-line code (STYLE 3).
 #pragma once
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,10 +28,10 @@ struct CompileOptions {
   // reads it (a fast path that only saves an exchange gains nothing on one
   // rank: passes/fast_paths.h).
   int world_size = 0;
-  // cpu max-autotune: the linear shapes (gemm_shape_key) that run as the
-  // library call instead of a generated template, as measured
-  // (kernels/cpu/gemm_choice.h)
-  std::set<std::string> extern_gemms;
+  // cpu max-autotune: once chosen, the linear shapes (gemm_shape_key) that
+  // run as generated templates; the rest run the library call
+  // (kernels/cpu/gemm_choice.h). Unset: every linear is a template.
+  std::optional<std::set<std::string>> template_gemms;
 };
 
 struct CompiledProgram {

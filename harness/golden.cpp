@@ -335,6 +335,10 @@ void check_schema(const std::string& path, const std::string& text, const json& 
                   {"hashes", T::Obj, false, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
                   {"codegen_variants", T::Arr, false, T::Obj}, {"gemm_algos", T::Arr, false, T::Obj},
                   {"gemm_choices", T::Arr, false, T::Obj}});
+    if (rk.contains("gemm_choices") && rk["gemm_choices"].is_array())
+      for (size_t i = 0; i < rk["gemm_choices"].size(); ++i)
+        check_fields(sc, rk["gemm_choices"][i], rp + ".gemm_choices[" + std::to_string(i) + "]",
+                     {{"shape", T::Str, true}, {"choice", T::Str, true}});
     for (size_t i = 0; i < rk.at("breaks").size(); ++i)
       check_fields(sc, rk["breaks"][i], rp + ".breaks[" + std::to_string(i) + "]",
                    {{"reason", T::Str, true}, {"location", T::Str, true}});

@@ -292,20 +292,21 @@ nlohmann::json read_gemm_cache(const std::string& path, const char* what = "GEMM
   return nlohmann::json::object();
 }
 
-// What rank 0 knows before measuring: the golden's choices where the golden
-// was blessed on this GPU model (so that a check runs what was blessed),
-// then the cache's (`cache`, read once) for this GPU model and cuBLASLt.
-// The golden this run is checked against, if there is one.
+// The golden this run is checked against, if there is one (a golden that
+// cannot be read throws UserError).
 std::optional<nlohmann::json> run_golden(const RunSpec& spec) {
   if (spec.golden_dir.empty()) return std::nullopt;
-  // a golden that cannot be read is the check's to report, as it always is
   return load_golden(golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro, mode_letter(spec.mode),
                                  spec.world, policy_name(spec.fusion), spec.fast_paths.text(), spec.nnodes));
 }
 
+// What rank 0 knows before measuring: the golden's choices where the golden
+// was blessed on this GPU model (so that a check runs what was blessed),
+// then the cache's (`cache`, read once) for this GPU model and cuBLASLt.
 std::string known_gemm_algos(const RunSpec& spec, const nlohmann::json& cache, const std::string& cache_key) {
   nlohmann::json known = nlohmann::json::array();
   if (!spec.golden_dir.empty()) {
+    // a golden that cannot be read is the check's to report, as it always is
     std::optional<nlohmann::json> g = run_golden(spec);
     const nlohmann::json* env = g ? field(*g, "env") : nullptr;
     if (env && text_of(*env, "gpu") == cuda_device_name()) {
@@ -378,32 +379,43 @@ nlohmann::json choice_json(const GemmChoice& c) {
 }
 
 // After the warm-up forward, which compiled every linear as a template:
-// rank 0 decides each template shape (FUSEGATE_FAULT=gemm_choice:C forces
-// C, then the golden's choice, whatever machine blessed it, since the
+// rank 0 decides each template kernel's shapes (FUSEGATE_FAULT=gemm_choice:C
+// forces C; then the golden's choice, whatever machine blessed it, since the
 // golden fixes the program the gate checks; then the cache's for this
 // environment; else measured), every rank adopts rank 0's table. Returns
 // the table, for the record ([] when the forward ran no template).
 nlohmann::json choose_gemm_templates(const RunSpec& spec, Collectives& coll, int rank, AtenExecutor& ex,
                                      const std::function<void()>& one_forward) {
-  std::set<std::string> shapes;
+  std::set<std::string> groups;  // one per template kernel: its shapes joined by " + "
   for (const LaunchRecord& l : ex.launches())
-    if (!l.gemm.empty()) shapes.insert(l.gemm);
+    if (!l.gemm.empty()) groups.insert(l.gemm);
   std::map<std::string, GemmChoice> decided;
   const std::string key = "cpu " + environment(Backend::Cpu).value("fingerprint", std::string());
   const std::string path = gemm_cache_path("gemm_choices.json");
   nlohmann::json cache = nlohmann::json::object();
-  if (rank == 0 && !shapes.empty()) {
+  if (rank == 0 && !groups.empty()) {
     const std::string forced = fault_argument("gemm_choice");  // template or library (fusion/fault.cpp)
-    auto take = [&](const nlohmann::json& e, const char* source) {
-      const std::string shape = e.value("shape", ""), choice = e.value("choice", "");
-      if (!shapes.count(shape) || decided.count(shape) || (choice != "template" && choice != "library")) return;
-      GemmChoice c{shape, choice, source, e.value("template_us", 0.0), e.value("library_us", 0.0)};
-      decided[shape] = c;
+    // an entry of another form (a hand-edited golden or cache) decides nothing
+    auto num = [](const nlohmann::json& e, const char* f) {
+      const nlohmann::json* v = field(e, f);
+      return v && v->is_number() ? v->get<double>() : 0.0;
     };
-    for (const std::string& s : shapes)
-      if (!forced.empty()) decided[s] = GemmChoice{s, forced, "forced", 0, 0};
-    if (std::optional<nlohmann::json> g = run_golden(spec))
-      for (const auto& [id, r] : ranks_by_id(*g))
+    auto take = [&](const nlohmann::json& e, const char* source) {
+      const std::string shape = text_of(e, "shape"), choice = text_of(e, "choice");
+      if (!groups.count(shape) || decided.count(shape) || (choice != "template" && choice != "library")) return;
+      decided[shape] = GemmChoice{shape, choice, source, num(e, "template_us"), num(e, "library_us")};
+    };
+    for (const std::string& g : groups)
+      if (!forced.empty()) decided[g] = GemmChoice{g, forced, "forced", 0, 0};
+    std::optional<nlohmann::json> golden;
+    try {
+      golden = run_golden(spec);
+    } catch (const UserError&) {
+      // a golden that cannot be read decides nothing here: check reports it
+      // before it runs, and bless replaces it
+    }
+    if (golden)
+      for (const auto& [id, r] : ranks_by_id(*golden))
         if (id == 0)
           for (const nlohmann::json& e : array_of(*r, "gemm_choices"))
             if (e.is_object()) take(e, "golden");
@@ -411,49 +423,57 @@ nlohmann::json choose_gemm_templates(const RunSpec& spec, Collectives& coll, int
     for (const nlohmann::json& e : array_of(cache, key.c_str()))
       if (e.is_object()) take(e, "cache");
   }
-  // the shapes still undecided are timed: every rank runs the forwards
+  // the groups still undecided are timed: every rank runs the forwards, then
+  // every rank times the library calls at once (the same load on both
+  // sides); rank 0's figures count
   std::string undecided;
-  for (const std::string& s : shapes)
-    if (!decided.count(s)) undecided += s + "\n";
+  for (const std::string& g : groups)
+    if (!decided.count(g)) undecided += g + "\n";
   undecided = coll.exchange("gemm_choices/timed", rank == 0 ? undecided : "").at(0);
   if (!undecided.empty()) {
     GemmTimingProbe probe;
     ex.set_probe(&probe);
     for (int i = 0; i < kTimedForwards; ++i) one_forward();
     ex.set_probe(nullptr);
-    if (rank == 0) {
-      const std::map<std::string, double> tem = probe.medians();
-      std::istringstream in(undecided);
-      nlohmann::json measured = nlohmann::json::array();
-      for (std::string s; std::getline(in, s);) {
-        auto t = tem.find(s);
-        if (t == tem.end()) internal_error("GEMM template " + s + " ran in the warm-up forward but not when timed");
-        decided[s] = choose_gemm(s, t->second, library_gemm_us(s));
-        measured.push_back(choice_json(decided[s]));
-      }
-      // the cache keeps the measured choices of this environment (written
-      // atomically; a cache that cannot be written is left alone: the
-      // choices are in the record anyway)
-      if (!path.empty()) {
-        nlohmann::json& list = cache[key];
-        if (!list.is_array()) list = nlohmann::json::array();
-        for (const nlohmann::json& e : list)
-          if (e.is_object() && !decided.count(e.value("shape", ""))) measured.push_back(e);
-        list = measured;
-        try {
-          write_atomic(path, cache.dump(1) + "\n");
-        } catch (const std::exception&) {
-        }
+    const std::map<std::string, double> tem = probe.medians();
+    std::istringstream in(undecided);
+    nlohmann::json measured = nlohmann::json::array();
+    for (std::string g; std::getline(in, g);) {
+      const double lib = library_gemm_us(g);
+      if (rank != 0) continue;
+      auto t = tem.find(g);
+      if (t == tem.end()) internal_error("GEMM template " + g + " ran in the warm-up forward but not when timed");
+      decided[g] = choose_gemm(g, t->second, lib);
+      measured.push_back(choice_json(decided[g]));
+    }
+    // the cache keeps the measured choices of this environment, beside the
+    // others it held (written atomically; a cache that cannot be written is
+    // left alone: the choices are in the record anyway)
+    if (rank == 0 && !path.empty()) {
+      std::set<std::string> now;
+      for (const nlohmann::json& e : measured) now.insert(text_of(e, "shape"));
+      nlohmann::json& list = cache[key];
+      if (!list.is_array()) list = nlohmann::json::array();
+      for (const nlohmann::json& e : list)
+        if (e.is_object() && !now.count(text_of(e, "shape"))) measured.push_back(e);
+      list = measured;
+      try {
+        write_atomic(path, cache.dump(1) + "\n");
+      } catch (const std::exception&) {
       }
     }
   }
   nlohmann::json table = nlohmann::json::array();
-  for (const auto& [s, c] : decided) table.push_back(choice_json(c));
+  for (const auto& [g, c] : decided) table.push_back(choice_json(c));
   table = nlohmann::json::parse(coll.exchange("gemm_choices", rank == 0 ? table.dump() : "").at(0));
-  std::set<std::string> library;
+  // a shape in a group chosen for the library runs the library call
+  // wherever it appears (the library call wins a disagreement, as it wins a tie)
+  std::set<std::string> templates, library;
   for (const nlohmann::json& e : table)
-    if (e.value("choice", "") == "library") library.insert(e.value("shape", ""));
-  if (library != ex.extern_gemms()) ex.set_extern_gemms(library);
+    for (const std::string& s : gemm_group_shapes(text_of(e, "shape")))
+      (text_of(e, "choice") == "template" ? templates : library).insert(s);
+  for (const std::string& s : library) templates.erase(s);
+  ex.set_template_gemms(templates);
   return table;
 }
 

@@ -810,8 +810,8 @@ class Lowerer {
     if (opts_.gemm_templates && n.op == Op::Linear && attr_str_or(n.attrs, "epilogue", "").empty()) {
       const Shape& xs = in(n, 0).type.shape;
       const int64_t k = xs.back();
-      if (!opts_.extern_gemms.count(gemm_shape_key(n.type.dtype, numel(xs) / k, in(n, 1).type.shape[0], k,
-                                                  n.inputs.size() == 3)))
+      if (!opts_.template_gemms || opts_.template_gemms->count(gemm_shape_key(
+                                           n.type.dtype, numel(xs) / k, in(n, 1).type.shape[0], k, n.inputs.size() == 3)))
         return lower_gemm_template(n);
     }
     SchedNode sn;

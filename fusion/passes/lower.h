@@ -125,11 +125,13 @@ struct LowerOptions {
   // Layouts of the graph inputs at run time; missing entries are contiguous.
   std::vector<Layout> input_layouts;
   // Linear layers become generated GEMM templates (max-autotune) instead of
-  // extern GEMM calls, except those whose shape (gemm_shape_key) is in
-  // extern_gemms: there the library call was measured faster (cpu
-  // max-autotune chooses per shape at run time: kernels/cpu/gemm_choice.h).
+  // extern GEMM calls; once template_gemms is set, only those whose shape
+  // (gemm_shape_key) it holds: the shapes a template was measured faster
+  // for (cpu max-autotune chooses per shape at run time:
+  // kernels/cpu/gemm_choice.h). A shape first seen after the choice runs
+  // the library call.
   bool gemm_templates = false;
-  std::set<std::string> extern_gemms;
+  std::optional<std::set<std::string>> template_gemms;
   SplitReductions split;
 };
 

@@ -3,22 +3,27 @@
 // its GEMM choices (the generated template against the ATen extern) and
 // keeps the fastest. Generating a template is what max-autotune *can* do;
 // whether it *should* is measured. One choice per GEMM shape
-// (gemm_shape_key: type, m, n, k, bias), the same on every rank:
+// (gemm_shape_key: type, m, n, k, bias; sibling GEMMs the scheduler merged
+// into one template kernel are one choice, their shapes joined by " + "),
+// the same on every rank:
 //   1. the warm-up forward compiles every linear as a template;
 //   2. shapes that neither the golden nor the cache decides are timed: every
 //      rank runs kTimedForwards forwards under a GemmTimingProbe (a forward
 //      holds collectives, so every rank runs it), and rank 0 takes the
-//      median of its own template launches per shape; rank 0 then times the
-//      library call (linear_batch, what the extern runs) on operands of the
-//      same shape;
+//      median of its own template launches per shape; then every rank times
+//      the library call (linear_batch, what the extern runs: one batched
+//      call for merged siblings of one shape) on operands of the same shape,
+//      at once, so that both sides are timed under the same load, and rank
+//      0's figure counts;
 //   3. rank 0's table goes to every rank through the c10d store; each
-//      adopts it (AtenExecutor::set_extern_gemms), and the next forward
-//      compiles the graphs again with it;
+//      adopts it (AtenExecutor::set_template_gemms), and the next forward
+//      compiles the graphs again with it (a shape first seen later, as at a
+//      recompile for other input shapes, runs the library call);
 //   4. the record keeps the table (`gemm_choices`, harness/RECORD.md).
 // A template is chosen when its median is below the library call's: a
-// template that fuses an epilogue is timed with that epilogue, the library
-// call without it (so the comparison leans toward the library call by the
-// epilogue's time; Inductor times the bare GEMM choices the same way).
+// template that fuses a prologue (RMSNorm) or an epilogue is timed with it,
+// the library call without it (so the comparison leans toward the library
+// call by that work's time; Inductor times the bare GEMM choices).
 #pragma once
 #include <chrono>
 #include <map>
@@ -45,13 +50,17 @@ class GemmTimingProbe : public LaunchProbe {
   std::map<std::string, std::vector<double>> us_;
 };
 
-// The library call's median µs for a shape key (gemm_shape_key) on the
-// current thread settings: linear_batch on seeded operands, `reps` timed
-// calls after two warm-up calls. Throws InternalError on a key it cannot read.
+// The library call's median µs for a shape key (gemm_shape_key, or several
+// joined by " + ": one batched call where they are one shape, else one call
+// each) on the current thread settings: linear_batch on seeded operands,
+// `reps` timed calls after two warm-up calls. Throws InternalError on a key
+// it cannot read.
 double library_gemm_us(const std::string& shape, int reps = 9);
+// The shape keys of a choice ("a + b" -> {a, b}).
+std::vector<std::string> gemm_group_shapes(const std::string& group);
 
 // One entry of a choice table. source: "measured", "golden", "cache" or
-// "forced" (FUSEGATE_FAULT=gemm_choice:template|extern, tests only).
+// "forced" (FUSEGATE_FAULT=gemm_choice:template|library, tests only).
 struct GemmChoice {
   std::string shape, choice, source;  // choice: "template" or "library"
   double template_us = 0, library_us = 0;  // 0 where not measured in this run

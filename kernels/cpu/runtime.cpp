@@ -247,7 +247,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.fast_paths = fast_sel_;
     o.proofs = fast_proofs_;
     o.world_size = world_;
-    o.extern_gemms = extern_gemms_;
+    o.template_gemms = template_gemms_;
     rt->prog = compile(g, o);
     rt->guard = guard;
     agree(rt->prog, hash, index);
@@ -402,7 +402,8 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
     for (int n : k.nodes) {
       const SchedNode& sn = lg.nodes[static_cast<size_t>(n)];
       if (sn.is_template())
-        rec.gemm = gemm_shape_key(sn.op.type.dtype, sn.gemm_m, sn.gemm_n, sn.gemm_k, sn.gemm_bias != nullptr);
+        rec.gemm += (rec.gemm.empty() ? "" : " + ") +
+                    gemm_shape_key(sn.op.type.dtype, sn.gemm_m, sn.gemm_n, sn.gemm_k, sn.gemm_bias != nullptr);
     }
     launches_.push_back(std::move(rec));
     if (probe_) probe_->open();

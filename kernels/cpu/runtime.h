@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <memory>
 #include <string>
@@ -69,7 +70,8 @@ struct LaunchRecord {
   // The least it must move and compute: each buffer it reads or writes once
   // (GEMMs: 2MNK flops). Compiled graphs only; 0 where not estimated.
   double bytes = 0, flops = 0;
-  // A generated GEMM template's shape (gemm_shape_key), else "".
+  // The shapes (gemm_shape_key) of the GEMM templates this launch runs,
+  // joined by " + " (sibling GEMMs merged into one kernel), else "".
   std::string gemm;
 };
 
@@ -121,15 +123,15 @@ class AtenExecutor : public Executor {
     fast_proofs_ = std::move(proofs);
   }
 
-  // cpu max-autotune: the linear shapes that run as the library call rather
-  // than a generated template (kernels/cpu/gemm_choice.h). Graphs compiled
-  // before are dropped: the next forward compiles them with this choice.
-  void set_extern_gemms(std::set<std::string> shapes) {
-    extern_gemms_ = std::move(shapes);
+  // cpu max-autotune: the linear shapes that run as generated templates once
+  // chosen; the rest run the library call (kernels/cpu/gemm_choice.h).
+  // Graphs compiled before are dropped: the next forward compiles them with
+  // this choice.
+  void set_template_gemms(std::set<std::string> shapes) {
+    template_gemms_ = std::move(shapes);
     cache_.clear();
     graphs_run_.clear();
   }
-  const std::set<std::string>& extern_gemms() const { return extern_gemms_; }
 
   // Per forward: clear before a forward, read after it.
   void begin_forward();
@@ -175,7 +177,7 @@ class AtenExecutor : public Executor {
   std::set<std::string> replicated_;
   FastPathSelection fast_sel_;
   FastPathProofs fast_proofs_;
-  std::set<std::string> extern_gemms_;
+  std::optional<std::set<std::string>> template_gemms_;
   std::unique_ptr<FastPathRunner> fast_;
   std::vector<LaunchRecord> launches_, outside_;
   LaunchProbe* probe_ = nullptr;

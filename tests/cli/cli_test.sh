@@ -146,7 +146,8 @@ assert {e["shape"] for e in table} == shapes and shapes, (table, shapes)
 for e in table:
     assert e["source"] == "measured", e
     assert e["template_us"] > 0 and e["library_us"] > 0, e
-    assert e["choice"] == ("template" if e["template_us"] < e["library_us"] else "library"), e
+    if abs(e["template_us"] - e["library_us"]) > 0.2:  # the record rounds to 0.1 µs
+        assert e["choice"] == ("template" if e["template_us"] < e["library_us"] else "library"), e
 templates = sum(e["choice"] == "template" for e in table)
 for r in a["ranks"]:
     assert r["gemm_choices"] == table
@@ -176,7 +177,7 @@ print("golden choices taken:", len(t))
 PY
     expect_out "golden choices taken: [1-9]"
     FUSEGATE_FAULT=gemm_choice:library gc check >"$T/out" 2>&1; expect_rc $? 1
-    expect_out "GEMM template choices differ from the golden's: bf16 m[0-9]+ n[0-9]+ k[0-9]+: template -> library \(forced\)"
+    expect_out "GEMM template choices differ from the golden's: .*bf16 m[0-9]+ n[0-9]+ k[0-9]+: template -> library \(forced\)"
     expect_out "kernel_count [0-9]+ -> [0-9]+.*tem [1-9][0-9]* -> 0" ;;
   ledger_diff)
     # a fusion rule that changed shows as a readable diff of decisions

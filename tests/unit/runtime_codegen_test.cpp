@@ -33,12 +33,12 @@ std::string test_backend() {
 // `offset` elements in front of each, so that no input starts 16-byte aligned.
 Result run(const std::string& text, Mode mode, const std::map<std::string, at::Tensor>& inputs,
            FusionPolicy policy = FusionPolicy::Default, int64_t offset = 0, LaunchProbe* probe = nullptr,
-           const std::set<std::string>& extern_gemms = {}) {
+           const std::optional<std::set<std::string>>& template_gemms = std::nullopt) {
   Graph g = parse_graph(text, "case.fg");
   const std::string backend = test_backend();
   AtenExecutor ex(nullptr, 0, 1, policy, false, parse_backend(backend));
   ex.set_probe(probe);
-  ex.set_extern_gemms(extern_gemms);
+  if (template_gemms) ex.set_template_gemms(*template_gemms);
   Session s(mode, &ex);
   Inputs in;
   for (const auto& [k, v] : inputs) {
@@ -127,7 +127,8 @@ graph g(%x: f32[2,24,64], %w: f32[64], %wg: f32[96,64], %wu: f32[96,64], %wd: f3
 
 // cpu max-autotune's choice per GEMM shape (kernels/cpu/gemm_choice.h): the
 // probe times each template launch under its shape, a shape given to the
-// library runs as the extern and the rest stay templates, same outputs.
+// library runs as the extern and the chosen ones stay templates, same
+// outputs; merged siblings are one launch naming both shapes.
 TEST(Codegen, GemmTemplateShapesTimedAndChosenShapesRunAsLibraryCalls) {
   SKIP_ON_CUDA_TEMPLATES();
   const std::string text = R"(
@@ -147,7 +148,8 @@ graph g(%x: f32[2,24,64], %wg: f32[96,64], %wd: f32[64,96], %bd: f32[64]) {
   EXPECT_GT(us.at("f32 m48 n96 k64"), 0);
   EXPECT_GT(us.at("f32 m48 n64 k96 bias"), 0);
 
-  Result l = run(text, Mode::Compiled, in, FusionPolicy::MaxAutotune, 0, nullptr, {"f32 m48 n96 k64"});
+  Result l = run(text, Mode::Compiled, in, FusionPolicy::MaxAutotune, 0, nullptr,
+                 std::set<std::string>{"f32 m48 n64 k96 bias"});
   EXPECT_EQ(count_kind(l, "tem"), 1);
   EXPECT_EQ(count_kind(l, "extern"), 1);
   for (const auto& r : l.launches) EXPECT_EQ(r.gemm.empty(), r.kind != "tem") << r.name;
@@ -157,6 +159,24 @@ graph g(%x: f32[2,24,64], %wg: f32[96,64], %wd: f32[64,96], %bd: f32[64]) {
 
   EXPECT_GT(library_gemm_us("f32 m48 n96 k64", 3), 0);
   EXPECT_GT(library_gemm_us("bf16 m48 n64 k96 bias", 3), 0);
+  EXPECT_GT(library_gemm_us("bf16 m48 n64 k96 + bf16 m48 n64 k96", 3), 0);  // siblings: one batched call
+  EXPECT_GT(library_gemm_us("bf16 m48 n64 k96 + f32 m8 n8 k8 bias", 3), 0);  // two calls
+  EXPECT_EQ(gemm_group_shapes("a b + c d"), (std::vector<std::string>{"a b", "c d"}));
+  EXPECT_EQ(gemm_group_shapes("a b"), (std::vector<std::string>{"a b"}));
+
+  // gate and up merged into one template kernel: one launch, both shapes
+  const std::string siblings = R"(
+graph g(%x: f32[2,24,64], %wg: f32[96,64], %wu: f32[96,64]) {
+  %a = linear(%x, %wg) : f32[2,24,96]
+  %b = linear(%x, %wu) : f32[2,24,96]
+  %c = mul(%a, %b) : f32[2,24,96]
+  return %c
+}
+)";
+  Result sib = run(siblings, Mode::Compiled, random_inputs(siblings), FusionPolicy::MaxAutotune);
+  ASSERT_EQ(count_kind(sib, "tem"), 1);
+  for (const auto& r : sib.launches)
+    if (r.kind == "tem") EXPECT_EQ(r.gemm, "f32 m48 n96 k64 + f32 m48 n96 k64");
   EXPECT_THROW(library_gemm_us("f32 m48 n96"), InternalError);
   EXPECT_THROW(library_gemm_us("f32 m48 n96 k64 gelu"), InternalError);
   EXPECT_EQ(choose_gemm("s", 10, 20).choice, "template");
