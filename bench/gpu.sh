@@ -22,9 +22,9 @@
 # as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py (the blocks with
 # and without the proven fast paths, and the one-shot all-reduce + norm
 # against NCCL + the norm kernel: bench/fg/allreduce_norm_h2048.fg).
-# missing (two GPUs): the world-size-2 goldens not yet blessed (qwen3_block,
-# the s2048 and h4096 blocks, mlp_swiglu_tails at 1 and 2) blessed, then
-# `check --strict` of every cuda golden at world sizes 1 and 2.
+# missing (two GPUs): `bless --missing` (the cuda goldens no file holds yet,
+# default and max-autotune C, at world sizes 1 and 2), then `check --strict`
+# of every cuda golden at world sizes 1 and 2.
 # gateup: the gate_up_swiglu fast path's A/B on every cuda repro it matches,
 # its proof, the max-autotune goldens re-blessed with it (GATEUP_BLESS=0:
 # not), packed as $OUTDIR/gateup.tgz.
@@ -252,13 +252,13 @@ if [ "$what" = gateup ]; then
   rm -f "$OUTDIR"/ab-*.txt
 fi
 if [ "$what" = missing ]; then
-  # two GPUs: bless the world-size-2 goldens no golden holds yet (and the new
-  # repro at both sizes), then check every cuda golden at world sizes 1 and 2
+  # two GPUs: bless the goldens no file holds yet, then check every cuda
+  # golden at world sizes 1 and 2
   [ "$ngpu" -ge 2 ] || { echo "missing: needs two GPUs"; exit 125; }
-  $FG bless qwen3_block tp_block_llama_h2048_s2048 tp_block_llama_h4096 --backend cuda --world-size 2 \
-    --why "${BLESS_WHY:-world size 2 on two GPUs}" 2>"$OUTDIR/bless.err" | tail -2
-  $FG bless mlp_swiglu_tails --backend cuda --world-size 1 --world-size 2 \
-    --why "${BLESS_WHY:-new repro mlp_swiglu_tails}" 2>>"$OUTDIR/bless.err" | tail -2
+  $FG bless --missing --backend cuda $worlds --why "${BLESS_WHY:-not blessed yet}" 2>"$OUTDIR/bless.err" | tail -2
+  $FG bless --missing --backend cuda --fusion max-autotune --mode C $worlds --why "${BLESS_WHY:-not blessed yet}" \
+    2>>"$OUTDIR/bless.err" | tail -2
+  grep -E "^fusegate bless --missing" "$OUTDIR/bless.err"
   phase blessed
   $FG check --strict --backend cuda $worlds 2>"$OUTDIR/check.err" | tee "$OUTDIR/check.txt" | tail -12
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r

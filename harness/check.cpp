@@ -217,8 +217,24 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
 
 }  // namespace
 
-int cmd_bless(const Selection& sel, const std::string& why) {
+int cmd_bless(const Selection& sel, const std::string& why, bool missing_only) {
   std::vector<Job> jobs = expand(sel);
+  if (missing_only) {
+    // --missing: only the selected checks no golden file holds yet (a world
+    // size or repro added); every node filters the same way, and the nodes
+    // agree on the job list before anything runs
+    std::vector<Job> missing;
+    for (const Job& j : jobs)
+      if (!std::filesystem::exists(golden_of_job(sel, j))) missing.push_back(j);
+    if (missing.empty()) {
+      std::cerr << "fusegate bless --missing: every one of the " << jobs.size()
+                << " selected checks has its golden file; nothing to bless (the files were left as they are)\n";
+      return 0;
+    }
+    std::cerr << "fusegate bless --missing: " << missing.size() << " of " << jobs.size()
+              << " selected checks have no golden file yet\n";
+    jobs = std::move(missing);
+  }
   CommandNodes nodes(sel.nodes, sel.timeout_s);
   if (!nodes.leader()) return follow_jobs(nodes, jobs, "bless");
   return lead_jobs(nodes, [&] { return bless_jobs(sel, why, jobs, nodes); });

@@ -33,7 +33,7 @@ struct CheckOptions {
 };
 
 int cmd_check(const Selection& sel, const CheckOptions& opts);
-int cmd_bless(const Selection& sel, const std::string& why);
+int cmd_bless(const Selection& sel, const std::string& why, bool missing_only = false);
 int cmd_explain(const std::string& graph_file, FusionPolicy fusion, const std::string& dot_dir, bool svg,
                 Backend backend = Backend::Cpu, const FastPathSelection& fast = {},
                 const std::string& golden_dir = "");

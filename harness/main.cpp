@@ -146,6 +146,8 @@ int run_main(int argc, char** argv) {
   add_filters(bless);
   add_nodes(bless, &sel.nodes);
   bless->add_option("--why", why, "why the goldens change (printed)");
+  bool bless_missing = false;
+  bless->add_flag("--missing", bless_missing, "only the selected checks that have no golden file yet");
 
   std::string graph_file, dot_dir, erepro;
   int eworld = 1;
@@ -359,7 +361,7 @@ int run_main(int argc, char** argv) {
     return rc;
   }
   if (*check) return cmd_check(sel, copts);
-  if (*bless) return cmd_bless(sel, why);
+  if (*bless) return cmd_bless(sel, why, bless_missing);
   if (*explain) {
     if (!graph_file.empty())
       return cmd_explain(graph_file, sel.fusion, dot_dir, svg, sel.backend, sel.fast_paths, sel.golden_dir);

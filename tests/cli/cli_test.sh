@@ -159,6 +159,21 @@ print("max-autotune ok: templates %d < %d launches; measured: %d of %d shapes a 
     m["ranks"][0]["kernel_count"], d["ranks"][0]["kernel_count"], templates, len(table), a["ranks"][0]["kernel_count"]))
 PY
     expect_out "max-autotune ok" ;;
+  bless_missing)
+    # bless --missing writes only the goldens that are not there, leaves the
+    # others byte for byte, and says when there is nothing to bless
+    rm "$G"
+    sum_before=$(cd "$T/golden/cpu/ffn_allreduce" && cat $(ls | sort) | md5sum)
+    "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --missing --why "missing" \
+      >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "1 of 9 selected checks have no golden file yet"; expect_out "running ffn_allreduce/C/w1/cpu"
+    grep -q "running ffn_allreduce/A/w1" "$T/out" && fail "bless --missing ran a check whose golden exists"
+    [ -f "$G" ] || fail "the missing golden was not written"
+    sum_after=$(cd "$T/golden/cpu/ffn_allreduce" && cat $(ls | sort | grep -v '^C_w1.json$') | md5sum)
+    [ "$sum_after" = "$sum_before" ] || fail "bless --missing changed a golden that was there"
+    check; expect_rc $? 0
+    "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --missing >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "every one of the 9 selected checks has its golden file; nothing to bless" ;;
   gemm_choice_pinned)
     # the golden's template choices are what a check runs, whatever a
     # measurement here would choose; a run forced to the other choice fails
