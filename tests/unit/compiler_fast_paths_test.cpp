@@ -95,6 +95,17 @@ const LedgerEntry* entry(const Applied& r, const std::string& name) {
   return nullptr;
 }
 
+// `name` was refused before its proof was looked at: not put in place, its
+// status starting with `status`, its ledger entry rejected with `code`
+void expect_refused(Applied& r, const std::string& name, const std::string& status, const char* code) {
+  EXPECT_EQ(count(r.out, Op::FastPath), 0);
+  EXPECT_EQ(r.status[name].status.rfind(status, 0), 0u) << r.status[name].status;
+  const LedgerEntry* e = entry(r, name);
+  ASSERT_NE(e, nullptr);
+  EXPECT_FALSE(e->fused);
+  EXPECT_EQ(std::string(reject_code(e->reason)), code);
+}
+
 FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>> classes) {
   FastPathProofs p;
   for (const auto& [n, c] : classes) p.shape_classes[n].insert(c);
@@ -140,14 +151,9 @@ TEST(FastPaths, CostModelRefusesTheExchangeFastPathOnOneCudaRank) {
   const FastPathProofs p = proven({{"allreduce_residual_rmsnorm", "bf16,hidden=64,vec=8"}});
   const FastPathSelection sel = parse_fast_paths("proven");
   Applied one = apply(sel, p, {Backend::Cuda, 1});
-  EXPECT_EQ(count(one.out, Op::FastPath), 0);
-  EXPECT_EQ(one.status["allreduce_residual_rmsnorm"].status.rfind("not used: cost model", 0), 0u)
-      << one.status["allreduce_residual_rmsnorm"].status;
-  const LedgerEntry* e = entry(one, "allreduce_residual_rmsnorm");
-  ASSERT_NE(e, nullptr);
-  EXPECT_FALSE(e->fused);
-  EXPECT_EQ(std::string(reject_code(e->reason)), "fast_path_cost_model");
-  EXPECT_NE(reject_reason(e->reason).find("cost model"), std::string::npos);
+  expect_refused(one, "allreduce_residual_rmsnorm", "not used: cost model", "fast_path_cost_model");
+  ASSERT_NE(entry(one, "allreduce_residual_rmsnorm"), nullptr);
+  EXPECT_NE(reject_reason(entry(one, "allreduce_residual_rmsnorm")->reason).find("cost model"), std::string::npos);
   // the cost model's refusal comes before the proof: it would not run here
   // whatever a proof says, so it reads "not used", not "blocked"
   Applied unproven = apply(sel, {}, {Backend::Cuda, 1});
@@ -205,20 +211,10 @@ TEST(FastPaths, GateUpSwigluRunsInMaxAutotuneOnCudaWithAProof) {
     }
 
   Applied dflt = apply_to(kMlp, sel, p, {Backend::Cuda, 1, FusionPolicy::Default});
-  EXPECT_EQ(count(dflt.out, Op::FastPath), 0);
-  EXPECT_EQ(dflt.status["gate_up_swiglu"].status.rfind("not used: max-autotune only", 0), 0u)
-      << dflt.status["gate_up_swiglu"].status;
-  const LedgerEntry* e = entry(dflt, "gate_up_swiglu");
-  ASSERT_NE(e, nullptr);
-  EXPECT_FALSE(e->fused);
-  EXPECT_EQ(std::string(reject_code(e->reason)), "fast_path_policy");
+  expect_refused(dflt, "gate_up_swiglu", "not used: max-autotune only", "fast_path_policy");
 
   Applied cpu = apply_to(kMlp, sel, p, {Backend::Cpu, 1, FusionPolicy::MaxAutotune});
-  EXPECT_EQ(count(cpu.out, Op::FastPath), 0);
-  EXPECT_EQ(cpu.status["gate_up_swiglu"].status.rfind("not used: cost model (its host kernel", 0), 0u)
-      << cpu.status["gate_up_swiglu"].status;
-  ASSERT_NE(entry(cpu, "gate_up_swiglu"), nullptr);
-  EXPECT_EQ(std::string(reject_code(entry(cpu, "gate_up_swiglu")->reason)), "fast_path_cost_model");
+  expect_refused(cpu, "gate_up_swiglu", "not used: cost model (its host kernel", "fast_path_cost_model");
 
   // no proof at world size 2: blocked, and the gate says so
   Applied w2 = apply_to(kMlp, sel, {}, {Backend::Cuda, 2, FusionPolicy::MaxAutotune});
