@@ -250,6 +250,17 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.template_gemms = template_gemms_;
     rt->prog = compile(g, o);
     rt->guard = guard;
+    // each kernel's GEMM template shapes, named once here rather than at every launch
+    for (const Kernel& k : rt->prog.program.kernels) {
+      std::string shapes;
+      for (int n : k.nodes) {
+        const SchedNode& sn = rt->prog.lowered.nodes[static_cast<size_t>(n)];
+        if (sn.is_template())
+          shapes += (shapes.empty() ? "" : " + ") +
+                    gemm_shape_key(sn.op.type.dtype, sn.gemm_m, sn.gemm_n, sn.gemm_k, sn.gemm_bias != nullptr);
+      }
+      rt->gemm_shapes.push_back(shapes);
+    }
     agree(rt->prog, hash, index);
     bool any = false;
     for (const auto& k : rt->prog.program.kernels) any = any || k.generated();
@@ -399,12 +410,7 @@ std::vector<at::Tensor> AtenExecutor::execute(const CompiledGraphRt& rt, const s
     rec.ops = k.ops;
     rec.graph = index;
     launch_cost(lg, k, &rec.bytes, &rec.flops);
-    for (int n : k.nodes) {
-      const SchedNode& sn = lg.nodes[static_cast<size_t>(n)];
-      if (sn.is_template())
-        rec.gemm += (rec.gemm.empty() ? "" : " + ") +
-                    gemm_shape_key(sn.op.type.dtype, sn.gemm_m, sn.gemm_n, sn.gemm_k, sn.gemm_bias != nullptr);
-    }
+    rec.gemm = rt.gemm_shapes[ki];
     launches_.push_back(std::move(rec));
     if (probe_) probe_->open();
     run_one(ki);

@@ -192,6 +192,7 @@ struct CompiledGraphRt {
   CompiledProgram prog;
   std::unique_ptr<KernelModule> module;  // null when the graph has no generated kernel
   std::string guard;                  // input types and layouts it was compiled for
+  std::vector<std::string> gemm_shapes;  // per kernel: LaunchRecord::gemm
 };
 
 }  // namespace fg
