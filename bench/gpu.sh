@@ -2,7 +2,8 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|none|all]     (default: all)
+# none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
 # NCCL between them) into a scratch golden folder; prints both nodes' exit
@@ -25,9 +26,11 @@
 # missing (two GPUs): `bless --missing` (the cuda goldens no file holds yet,
 # default and max-autotune C, at world sizes 1 and 2), then `check --strict`
 # of every cuda golden at world sizes 1 and 2.
-# gateup: the gate_up_swiglu fast path's A/B on every cuda repro it matches,
-# its proof, the max-autotune goldens re-blessed with it (GATEUP_BLESS=0:
-# not), packed as $OUTDIR/gateup.tgz.
+# gateup: the proofs of the MLP's two fast paths (gate_up_swiglu and
+# rmsnorm_gate_up_swiglu, one kernel file; GATEUP_AB=1: their A/B on every
+# cuda repro they match first), the max-autotune goldens re-blessed with
+# them (GATEUP_BLESS=0: not), packed as $OUTDIR/gateup.tgz.
+# BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
 # check also proves that the gate sees what really runs: with
@@ -52,6 +55,8 @@ ninja -C build-gpu fusegate test_cuda_codegen test_runtime >"$OUTDIR/build.log" 
 FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
 worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"
 bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
+# BENCH_WORLD=1 on a machine of two GPUs: the bench at world size 1 (rank 0's GPU)
+bench_world="${BENCH_WORLD:-$bench_world}"
 rc=0
 t0=$(date +%s); phase() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 phase built
@@ -228,24 +233,51 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   done
 fi
 if [ "$what" = gateup ]; then
-  # the gate_up_swiglu fast path on this GPU: its kernel against the generic
-  # path and fp64 on every cuda repro it matches (`fusegate ab`), its proof
-  # at world size 1 (and 2 with two GPUs), then the max-autotune goldens
-  # re-blessed with it and checked; proofs and goldens packed in $OUTDIR
+  # the MLP's two fast paths on this GPU (gate_up_swiglu, and
+  # rmsnorm_gate_up_swiglu: the same kernel file with the norm before it
+  # folded in; an edit of the file invalidates both proofs): GATEUP_AB=1
+  # also prints `fusegate ab` of each on every cuda repro it matches; then
+  # each one's proof at world size 1 (and 2 with two GPUs), a table of the
+  # proofs' cases, the max-autotune goldens re-blessed with them
+  # (GATEUP_BLESS=0: not) and checked; proofs and goldens packed in $OUTDIR
   ./build-gpu/tests/test_cuda_codegen --gtest_filter='FastPathCuda.*' 2>&1 | tail -1
-  for r in tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block mlp_swiglu_tails; do
-    timeout 120 $FG ab --backend cuda --fast-path gate_up_swiglu --repro $r --world-size 1 >"$OUTDIR/ab-$r.txt" 2>&1
-    echo "ab $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-$r.txt") $(grep -oE 'launches: .*' "$OUTDIR/ab-$r.txt")"
-    grep -E "^  out|verdict" "$OUTDIR/ab-$r.txt" | head -3
+  for fp in gate_up_swiglu rmsnorm_gate_up_swiglu; do
+    [ "${GATEUP_AB:-0}" = 1 ] || break
+    for r in tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block mlp_swiglu_tails; do
+      timeout 120 $FG ab --backend cuda --fast-path $fp --repro $r --world-size 1 >"$OUTDIR/ab-$fp-$r.txt" 2>&1
+      echo "ab $fp $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-$fp-$r.txt") $(grep -oE 'launches: .*' "$OUTDIR/ab-$fp-$r.txt")"
+      grep -E "^  out|verdict" "$OUTDIR/ab-$fp-$r.txt" | head -3
+    done
   done
-  phase "ab done"
-  $FG prove --backend cuda --fast-path gate_up_swiglu $worlds 2>"$OUTDIR/prove.err" | grep -E "^fusegate prove|FAIL|proven"
-  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove.err"; }
+  for fp in gate_up_swiglu rmsnorm_gate_up_swiglu; do
+    $FG prove --backend cuda --fast-path $fp $worlds 2>"$OUTDIR/prove-$fp.err" | grep -E "^fusegate prove|FAIL|proven"
+    r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-$fp.err"; }
+  done
   phase proved
+  tar czf "$OUTDIR/proofs-mlp.tgz" golden/proofs/cuda
+  python3 - golden/proofs/cuda/*/gate_up_swiglu.json golden/proofs/cuda/*/rmsnorm_gate_up_swiglu.json <<'PY'
+import json, sys
+print("| fast path | repro | world | shape class | rel L2 vs fp64, generic / fast |")
+print("|---|---|---|---|---|")
+for p in sys.argv[1:]:
+    try:
+        d = json.load(open(p))
+    except (OSError, ValueError):
+        continue
+    for c in d.get("cases", []):
+        o = [x for x in c["outputs"] if x.get("rank") == 0][:1] or c["outputs"][:1]
+        cls = ",".join(k for k in c["shape_class"].split(",") if "=" in k and not k.startswith("tile"))
+        print("| %s | %s | %d | %s | %.6f / %.6f %s |" % (d["fast_path"], c["repro"], c["world_size"], cls,
+              o[0]["rel_l2_generic"], o[0]["rel_l2_fast"], c["verdict"]))
+PY
   if [ "${GATEUP_BLESS:-1}" = 1 ] && [ $rc -eq 0 ]; then
-    $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "${BLESS_WHY:-gate_up_swiglu fast path}"       2>"$OUTDIR/bless.err" | tail -2
-    $FG check --strict --backend cuda --fusion max-autotune --mode C $worlds 2>>"$OUTDIR/bless.err" | tail -4
+    $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "${BLESS_WHY:-the MLP fast paths}" \
+      2>"$OUTDIR/bless.err" | tail -2
+    $FG check --strict --backend cuda --fusion max-autotune --mode C $worlds --records "$OUTDIR/records" \
+      2>>"$OUTDIR/bless.err" | tail -4
     r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+    python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt" | tail -30
+    rm -rf "$OUTDIR/records"
     phase "blessed and checked"
   fi
   tar czf "$OUTDIR/gateup.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-*.txt 2>/dev/null

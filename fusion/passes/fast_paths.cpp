@@ -166,6 +166,8 @@ std::string fast_path_cost_refusal(const FastPathSpec& spec, const FastPathTarge
     return "not used: cost model (no exchange to save on one rank; the generic path is faster)";
   if (spec.cuda_gain_only && target.backend == Backend::Cpu)
     return "not used: cost model (its host kernel is a reference loop; the generic path's GEMM is faster)";
+  if (*spec.cuda_measured_slower && target.backend == Backend::Cuda)
+    return std::string("not used: cost model (measured slower: ") + spec.cuda_measured_slower + ")";
   return "";
 }
 

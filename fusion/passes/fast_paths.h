@@ -29,8 +29,12 @@
 // a GEMM written as three loops against the generic path's library GEMM) is
 // refused on the cpu backend: at tp_block_llama's size (M 128, N 1024, K
 // 256) the loop alone took 25.9-38.7 ms on this 2-core machine, the whole
-// generic forward 2.9 ms (default) and 17.4-18.1 ms (max-autotune). Forced runs (ab, prove) skip the policy rule
-// and the cost model.
+// generic forward 2.9 ms (default) and 17.4-18.1 ms (max-autotune). A fast
+// path measured slower on cuda than what runs without it
+// (FastPathSpec::cuda_measured_slower: rmsnorm_gate_up_swiglu, whose row
+// norms in the GEMM's producer warps cost the kernel more than the norm
+// kernel they save) is refused there with the measurement as its reason.
+// Forced runs (ab, prove) skip the policy rule and the cost model.
 // Eligible sites are taken by priority (then name, then position); a site
 // overlapping one already taken is "not used: lower priority than X". Each
 // site is a ledger entry. A fast path's status is the best of its sites':

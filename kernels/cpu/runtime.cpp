@@ -146,7 +146,7 @@ double numel_of(const Shape& s) {
 }
 
 // The least a launch must move (each buffer it touches read or written once)
-// and compute (GEMMs, the gate_up_swiglu fast path's two GEMMs, and
+// and compute (GEMMs, the two GEMMs of the gate_up_swiglu fast paths, and
 // attention; pointwise arithmetic is not counted).
 // The per-kernel profile sets these against the device's ceilings.
 void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double* flops) {
@@ -178,10 +178,13 @@ void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double*
       const Shape& a = sn.args[0].second.sizes;
       const Shape& b = sn.args[1].second.sizes;
       if (!b.empty()) *flops += 2.0 * numel_of(a) * static_cast<double>(b.back());
-    } else if (op == Op::FastPath && attr_str_or(sn.op.attrs, "name", "") == "gate_up_swiglu" &&
-               sn.args.size() == 3) {
-      // two GEMMs, h [.., K] against the gate and the up weight [N, K]
-      const Shape& w = sn.args[1].second.sizes;
+    } else if (op == Op::FastPath && ((attr_str_or(sn.op.attrs, "name", "") == "gate_up_swiglu" &&
+                                       sn.args.size() == 3) ||
+                                      (attr_str_or(sn.op.attrs, "name", "") == "rmsnorm_gate_up_swiglu" &&
+                                       sn.args.size() == 4))) {
+      // two GEMMs, h (or the norm's x) [.., K] against the gate and the up
+      // weight [N, K] (after gamma, for the folded norm)
+      const Shape& w = sn.args[sn.args.size() - 2].second.sizes;
       if (w.size() == 2) *flops += 2.0 * 2.0 * numel_of(sn.args[0].second.sizes) * static_cast<double>(w[0]);
     } else if (op == Op::Sdpa && sn.args.size() >= 2) {
       const Shape& q = sn.args[0].second.sizes;  // [B, H, Sq, D]

@@ -290,8 +290,13 @@ std::vector<FastPathSite> match_allreduce_norm(const Graph& g) {
 // bf16 h, weights [N, K] alike and two distinct graph inputs; N a multiple
 // of 128 (the kernel's blocks of the interleaved weights), K a multiple of 8
 // (16-byte rows for TMA).
-std::vector<FastPathSite> match_gate_up_swiglu(const Graph& g) {
-  std::vector<FastPathSite> r;
+struct SwigluSite {
+  int gate = -1, up = -1, act = -1, mul = -1, h = -1, wg = -1, wu = -1;
+  int64_t M = 0, N = 0, K = 0;
+};
+
+std::vector<SwigluSite> swiglu_sites(const Graph& g) {
+  std::vector<SwigluSite> r;
   auto plain_linear = [&](const Node& n) {
     return n.op == Op::Linear && n.inputs.size() == 2 && !n.attrs.count("epilogue") && n.type.dtype == DType::BF16;
   };
@@ -315,24 +320,73 @@ std::vector<FastPathSite> match_gate_up_swiglu(const Graph& g) {
       int64_t M = 1;
       for (size_t i = 0; i + 1 < h.type.shape.size(); ++i) M *= h.type.shape[i];
       if (M == 0) continue;
-      FastPathSite site;
-      site.name = "gate_up_swiglu";
-      site.covered = sorted_unique({gate.id, up.id, act.id, mul.id});
-      site.inputs = {h.id, wg.id, wu.id};
-      site.replaced = {mul.id};
-      // what the kernel's code path depends on: CTA pairs (M a multiple of
-      // 256), rows past the last tile (M not a multiple of 128), a partial
-      // last k step (K not a multiple of 64)
-      site.shape_class = std::string("bf16,tile=128x128x64,cta_pair=") + (M % 256 == 0 ? "yes" : "no") +
-                         ",m_tail=" + (M % 128 != 0 ? "yes" : "no") + ",k_tail=" + (K % 64 != 0 ? "yes" : "no");
-      const Shape shape = mul.type.shape;
-      site.emit = [=](Graph& out, const std::vector<int>& in) {
-        return std::vector<int>{out.add(Op::FastPath, {in[0], in[1], in[2]},
-                                        fast_attrs("gate_up_swiglu", "", shape, DType::BF16))};
-      };
-      r.push_back(std::move(site));
+      r.push_back({gate.id, up.id, act.id, mul.id, h.id, wg.id, wu.id, M, N, K});
       break;
     }
+  }
+  return r;
+}
+
+// what the kernel's code path depends on: CTA pairs (M a multiple of 256),
+// rows past the last tile (M not a multiple of 128), a partial last k step
+// (K not a multiple of 64)
+std::string swiglu_shape_class(const SwigluSite& s) {
+  return std::string("bf16,tile=128x128x64,cta_pair=") + (s.M % 256 == 0 ? "yes" : "no") +
+         ",m_tail=" + (s.M % 128 != 0 ? "yes" : "no") + ",k_tail=" + (s.K % 64 != 0 ? "yes" : "no");
+}
+
+std::vector<FastPathSite> match_gate_up_swiglu(const Graph& g) {
+  std::vector<FastPathSite> r;
+  for (const SwigluSite& s : swiglu_sites(g)) {
+    FastPathSite site;
+    site.name = "gate_up_swiglu";
+    site.covered = sorted_unique({s.gate, s.up, s.act, s.mul});
+    site.inputs = {s.h, s.wg, s.wu};
+    site.replaced = {s.mul};
+    site.shape_class = swiglu_shape_class(s);
+    const Shape shape = g.node(s.mul).type.shape;
+    site.emit = [=](Graph& out, const std::vector<int>& in) {
+      return std::vector<int>{out.add(Op::FastPath, {in[0], in[1], in[2]},
+                                      fast_attrs("gate_up_swiglu", "", shape, DType::BF16))};
+    };
+    r.push_back(std::move(site));
+  }
+  return r;
+}
+
+// The same SwiGLU where h is an RMSNorm of x over the whole last dim whose
+// sum of squares is this rank's (not all-reduced: a distributed norm needs
+// the other ranks' sums before any row scale is known), its weight gamma a
+// graph input (folded into the interleaved weights once per version). The
+// norm's nodes are covered: self_contained() keeps the site only where
+// nothing else reads the normalized h.
+std::vector<FastPathSite> match_rmsnorm_gate_up_swiglu(const Graph& g) {
+  std::vector<FastPathSite> r;
+  std::map<int, NormChain> norms;  // the norm's output -> its chain
+  for (NormChain& c : norm_chains(g)) norms.emplace(c.out, std::move(c));
+  for (const SwigluSite& s : swiglu_sites(g)) {
+    auto it = norms.find(s.h);
+    if (it == norms.end()) continue;
+    const NormChain& c = it->second;
+    if (c.all_reduce >= 0 || g.node(c.weight).op != Op::Input || c.divisor <= 0) continue;
+    if (g.node(c.x).type.shape.back() != s.K) continue;
+    FastPathSite site;
+    site.name = "rmsnorm_gate_up_swiglu";
+    std::vector<int> cov = c.nodes;
+    cov.insert(cov.end(), {s.gate, s.up, s.act, s.mul});
+    site.covered = sorted_unique(cov);
+    site.inputs = {c.x, c.weight, s.wg, s.wu};
+    site.replaced = {s.mul};
+    site.shape_class = swiglu_shape_class(s);
+    const Shape shape = g.node(s.mul).type.shape;
+    const double eps = c.eps, divisor = c.divisor;
+    site.emit = [=](Graph& out, const std::vector<int>& in) {
+      Attrs a = fast_attrs("rmsnorm_gate_up_swiglu", "", shape, DType::BF16);
+      a["eps"] = eps;
+      a["divisor"] = divisor;
+      return std::vector<int>{out.add(Op::FastPath, {in[0], in[1], in[2], in[3]}, a)};
+    };
+    r.push_back(std::move(site));
   }
   return r;
 }
@@ -364,7 +418,35 @@ std::vector<FastPathSpec> make_catalog() {
                {1, 2}});
   c.back().one_host = true;
   c.back().exchange_only_gain = true;
-  c.push_back({"gate_up_swiglu", 10,
+  // The MLP's two fast paths. Where the norm before the MLP also ends an
+  // all-reduce + residual (world size 2 and up), allreduce_residual_rmsnorm
+  // (10) takes the norm: its exchange saves more than the normalized copy
+  // the fold saves, and gate_up_swiglu runs after it. Elsewhere the fold
+  // (8) outranks the plain kernel (5) where it is eligible; on cuda the cost
+  // model refuses the fold, as measured (bench/RESULTS.md, "Issue 17, fifth
+  // step"): its producer warps' row sums re-read every x tile from shared
+  // memory, which the wgmma and TMA traffic already nearly fill, and the
+  // kernel took 100.2-102.3 us at tp_block_llama_h2048 where gate_up_swiglu
+  // took 93.0 us and the norm kernel it saves 3.6-3.9 us.
+  c.push_back({"rmsnorm_gate_up_swiglu", 8,
+               "column-parallel, no exchange: as gate_up_swiglu, with the RMSNorm before it folded in; the norm is "
+               "over the whole last dim of x, which every rank holds (a norm whose sum of squares is all-reduced "
+               "is not matched), so each rank computes the same row scales as the generic path's norm",
+               "silu(linear(n, Wg)) * linear(n, Wu), n = rms_norm(x) * gamma over x's last dim (its sum of squares "
+               "not all-reduced) and read by nothing else; gamma, Wg and Wu graph inputs, Wg and Wu [N, K] with N a "
+               "multiple of 128 and K of 8",
+               false, match_rmsnorm_gate_up_swiglu,
+               // a function of its inputs alone, computed the same way on
+               // every rank of one GPU model
+               {0, 1, 2, 3}});
+  c.back().max_autotune_only = true;
+  c.back().cuda_gain_only = true;
+  c.back().cuda_measured_slower =
+      "tp_block_llama_h2048, H100 and H200: its kernel 100.2-102.3 us against gate_up_swiglu's 93.0 us and the "
+      "3.6-3.9 us norm kernel it saves";
+  c.back().cuda_arch = "sm_90a";
+  c.back().source = "gate_up_swiglu";
+  c.push_back({"gate_up_swiglu", 5,
                "column-parallel, no exchange: the gate and up weights are sharded alike along their output dim, so "
                "output column j pairs gate column j with up column j on the rank that holds both; each rank "
                "computes its own columns from the whole h, as the generic path does",
@@ -409,9 +491,11 @@ std::string fast_path_names() {
 }
 
 std::string fast_path_source(const std::string& name, Backend backend) {
-  if (!find_fast_path(name)) internal_error("no fast path named " + name);
-  std::string src = backend == Backend::Cpu ? host_kernel_prelude() + embedded_fast_path_source(name, "host")
-                                            : cuda_kernel_prelude() + embedded_fast_path_source(name, "cuda");
+  const FastPathSpec* spec = find_fast_path(name);
+  if (!spec) internal_error("no fast path named " + name);
+  const std::string file = *spec->source ? spec->source : name;
+  std::string src = backend == Backend::Cpu ? host_kernel_prelude() + embedded_fast_path_source(file, "host")
+                                            : cuda_kernel_prelude() + embedded_fast_path_source(file, "cuda");
   if (fault_argument("fastpath_edit") == name) src += "\n// edited (FUSEGATE_FAULT=fastpath_edit:" + name + ")\n";
   return src;
 }

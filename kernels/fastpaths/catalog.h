@@ -13,7 +13,8 @@
 //     hash a proof records (golden/proofs/, harness/proofs.h). The two q/k
 //     fast paths repeat their row loops in their own files on purpose: a
 //     file is what one proof hashes, and an edit of one must not pass for
-//     the other.
+//     the other. Two fast paths that are one kernel template share its
+//     file (FastPathSpec::source): an edit of it invalidates both proofs.
 // This file and catalog.cpp hold no LibTorch: the compiler links them.
 #pragma once
 #include <functional>
@@ -63,16 +64,25 @@ struct FastPathSpec {
   // its host kernel is a reference loop, not a tuned GEMM: on the cpu
   // backend the cost model refuses it (ab and prove still run it there)
   bool cuda_gain_only = false;
+  // measured slower on cuda than what runs without it: the cost model
+  // refuses it there too, with this measurement as its reason (ab and prove
+  // still run it); empty: no such measurement
+  const char* cuda_measured_slower = "";
   // the architecture its cuda source is compiled for when it needs one
   // exactly ("sm_90a": wgmma, TMA multicast, setmaxnreg); empty: the device's
   const char* cuda_arch = "";
+  // the stem of its kernel files when they are another fast path's (one
+  // kernel template with two entry points: rmsnorm_gate_up_swiglu is
+  // gate_up_swiglu's kernel with the norm folded in); empty: its own name.
+  // Both proofs hash the same file, so an edit invalidates both.
+  const char* source = "";
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
 };
 
 // In priority order, highest first.
 const std::vector<FastPathSpec>& fast_path_catalog();
 const FastPathSpec* find_fast_path(const std::string& name);
-std::string fast_path_names();  // "allreduce_residual_rmsnorm, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp"
+std::string fast_path_names();  // "allreduce_residual_rmsnorm, gate_up_swiglu, ..., rmsnorm_gate_up_swiglu"
 
 // The source that is compiled for `name` on `backend` (host: the generated
 // kernels' prelude and the fast path's file; cuda: its file), and its hash.

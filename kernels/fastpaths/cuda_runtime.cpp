@@ -31,12 +31,13 @@ constexpr size_t kDataOffset = 4096;  // FG_DATA_AT
 constexpr unsigned short kEmpty = 0x8000;  // bf16 -0.0: no value has arrived (the kernel's FG_EMPTY)
 // gate_up_swiglu.cu's tiles: 128 rows of h, 256 rows of the interleaved
 // weights (128 output columns), 384 threads, 4 stages of 48 KiB + 32 KiB of
-// output staging + barriers + 1 KiB of alignment slack
+// output staging + 128 bytes of barriers + 1 KiB of row scales (the rmsnorm
+// variant's) + 1 KiB of alignment slack
 constexpr int kSwigluTileM = 128;
 constexpr int kSwigluTileW = 256;
 constexpr int kSwigluBlock = 128;
 constexpr unsigned kSwigluThreads = 384;
-constexpr int kSwigluSmem = 1024 + 4 * (16384 + 32768) + 2 * 16384 + 2 * 4 * 8;
+constexpr int kSwigluSmem = 1024 + 4 * (16384 + 32768) + 2 * 16384 + 128 + 1024;
 
 void check_cu(CUresult r, const std::string& what) {
   if (r == CUDA_SUCCESS) return;
@@ -96,11 +97,11 @@ class CudaFastPaths : public DeviceFastPaths {
     const std::string fn = "fastpath_" + name + (stage.empty() ? "" : "_" + stage);
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     FG_CHECK(out.is_contiguous() && out.is_cuda(), "fast path " + fn + ": its output is not a contiguous device tensor");
-    if (name == "gate_up_swiglu") {
+    if (name == "gate_up_swiglu" || name == "rmsnorm_gate_up_swiglu") {
       // its inputs in any layout: the weights are copied into the
       // interleaved buffer, h is made contiguous (a graph input may come in
       // another memory order; the matcher does not see layouts)
-      gate_up_swiglu(in, out, stream);
+      gate_up_swiglu(n, in, out, stream, name == "rmsnorm_gate_up_swiglu");
       return;
     }
     for (size_t i = 0; i < in.size(); ++i)
@@ -191,22 +192,40 @@ class CudaFastPaths : public DeviceFastPaths {
   }
 
  private:
-  // gate_up_swiglu (kernels/fastpaths/cuda/gate_up_swiglu.cu): the weights
-  // interleaved into one buffer per weight pair (filled again when a weight
-  // changes), three TMA tensor maps, a persistent grid of single CTAs or of
-  // CTA pairs (M a multiple of 256 and a pair fits), launched with its
-  // cluster shape and 225 KiB of dynamic shared memory.
-  void gate_up_swiglu(const std::vector<at::Tensor>& in, at::Tensor& out, cudaStream_t stream) {
-    const std::string what = "fast path gate_up_swiglu";
-    FG_CHECK(in.size() == 3, what + ": takes h, the gate weight and the up weight");
+  // gate_up_swiglu and rmsnorm_gate_up_swiglu
+  // (kernels/fastpaths/cuda/gate_up_swiglu.cu): the weights interleaved into
+  // one buffer per weight pair (with the norm's gamma folded in: per weight
+  // pair and gamma), filled again when one of them changes, three TMA tensor
+  // maps, a persistent grid of single CTAs or of CTA pairs (M a multiple of
+  // 256 and a pair fits), launched with its cluster shape and 226 KiB of
+  // dynamic shared memory. `norm`: the inputs are x, gamma, Wg, Wu and the
+  // kernel sums x's rows (attrs eps, divisor).
+  void gate_up_swiglu(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out, cudaStream_t stream,
+                      bool norm) {
+    const std::string name = norm ? "rmsnorm_gate_up_swiglu" : "gate_up_swiglu";
+    const std::string what = "fast path " + name;
+    FG_CHECK(in.size() == (norm ? 4u : 3u),
+             what + (norm ? ": takes x, the norm's weight, the gate weight and the up weight"
+                          : ": takes h, the gate weight and the up weight"));
     for (const at::Tensor& t : in) FG_CHECK(t.is_cuda(), what + ": an input that is not a device tensor");
     const at::Tensor h = in[0].contiguous();
-    const at::Tensor &wg = in[1], &wu = in[2];
+    const size_t w0 = norm ? 2 : 1;
+    const at::Tensor &wg = in[w0], &wu = in[w0 + 1];
+    const at::Tensor* gamma = norm ? &in[1] : nullptr;
     for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &wg, &wu, &out})
       FG_CHECK(t->scalar_type() == at::kBFloat16, what + ": a tensor that is not bf16");
     const int64_t K = h.size(-1), N = wg.size(0), M = h.numel() / std::max<int64_t>(K, 1);
     FG_CHECK(wg.dim() == 2 && wg.sizes() == wu.sizes() && wg.size(1) == K && out.size(-1) == N && out.numel() == M * N,
              what + ": its inputs and output do not have the shapes it was matched with");
+    float eps = 0, inv_div = 0;
+    if (norm) {
+      FG_CHECK(gamma->scalar_type() == at::kBFloat16 && gamma->dim() == 1 && gamma->size(0) == K,
+               what + ": the norm's weight is not bf16 [K]");
+      eps = static_cast<float>(attr_float(n.attrs, "eps", n.op));
+      const double div = attr_float(n.attrs, "divisor", n.op);
+      FG_CHECK(div > 0, what + ": a norm divisor that is not positive");
+      inv_div = static_cast<float>(1.0 / div);
+    }
     if (N % kSwigluBlock != 0 || K % 8 != 0)
       throw std::runtime_error(what + ": N " + std::to_string(N) + " must be a multiple of 128 and K " +
                                std::to_string(K) + " of 8");
@@ -219,17 +238,17 @@ class CudaFastPaths : public DeviceFastPaths {
                                " (run without it: --fast-paths none)");
     for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &out})
       FG_CHECK((reinterpret_cast<uintptr_t>(t->data_ptr()) & 15) == 0, what + ": a tensor not 16-byte aligned (TMA)");
-    const at::Tensor& w2 = interleaved(wg, wu, stream);
+    const at::Tensor& w2 = interleaved(wg, wu, gamma, stream);
     const bool pair = M % (2 * kSwigluTileM) == 0;
     // the launch (tensor maps, grid) is made once per set of addresses and
     // shape: encoding three maps and asking the occupancy of a cluster cost
     // more host time than the rest of a launch
     const std::vector<int64_t> key = {reinterpret_cast<int64_t>(h.data_ptr()), reinterpret_cast<int64_t>(w2.data_ptr()),
-                                      reinterpret_cast<int64_t>(out.data_ptr()), M, N, K};
+                                      reinterpret_cast<int64_t>(out.data_ptr()), M, N, K, norm ? 1 : 0};
     auto it = swiglu_launches_.find(key);
     if (it == swiglu_launches_.end()) {
       if (swiglu_launches_.size() >= 4096) swiglu_launches_.clear();
-      it = swiglu_launches_.emplace(key, swiglu_launch(h, w2, out, M, N, K, pair, what)).first;
+      it = swiglu_launches_.emplace(key, swiglu_launch(name, h, w2, out, M, N, K, pair, what)).first;
     }
     SwigluLaunch& l = it->second;
     CUlaunchAttribute attr{};
@@ -239,8 +258,8 @@ class CudaFastPaths : public DeviceFastPaths {
     attr.value.clusterDim.z = 1;
     CUlaunchConfig cfg = swiglu_config(l.grid, stream, &attr);
     int Mi = static_cast<int>(M), Ni = static_cast<int>(N), Ki = static_cast<int>(K);
-    void* params[] = {&l.maps[0], &l.maps[1], &l.maps[2], &Mi, &Ni, &Ki};
-    check_cu(cuLaunchKernelEx(&cfg, l.f, params, nullptr), "launch gate_up_swiglu");
+    void* params[] = {&l.maps[0], &l.maps[1], &l.maps[2], &Mi, &Ni, &Ki, &eps, &inv_div};
+    check_cu(cuLaunchKernelEx(&cfg, l.f, params, nullptr), "launch " + name);
   }
 
   struct SwigluLaunch {
@@ -263,12 +282,13 @@ class CudaFastPaths : public DeviceFastPaths {
     return cfg;
   }
 
-  SwigluLaunch swiglu_launch(const at::Tensor& h, const at::Tensor& w2, at::Tensor& out, int64_t M, int64_t N,
-                             int64_t K, bool pair, const std::string& what) {
+  SwigluLaunch swiglu_launch(const std::string& name, const at::Tensor& h, const at::Tensor& w2, at::Tensor& out,
+                             int64_t M, int64_t N, int64_t K, bool pair, const std::string& what) {
     // CTA pairs where M allows them and a pair fits on this GPU (another
     // process's SM limits can leave none): else single CTAs
+    const std::string fn = "fastpath_" + name;
     if (pair) {
-      CUfunction fp = function("gate_up_swiglu", "fastpath_gate_up_swiglu_pair");
+      CUfunction fp = function(name, fn + "_pair");
       allow_smem(fp);
       CUlaunchAttribute attr{};
       attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -282,7 +302,7 @@ class CudaFastPaths : public DeviceFastPaths {
     }
     SwigluLaunch l;
     l.cm = pair ? 2 : 1;
-    l.f = function("gate_up_swiglu", pair ? "fastpath_gate_up_swiglu_pair" : "fastpath_gate_up_swiglu");
+    l.f = function(name, pair ? fn + "_pair" : fn);
     allow_smem(l.f);
     l.maps[0] = tensor_map(h.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(K), kSwigluTileM, 64);
     l.maps[1] = tensor_map(w2.data_ptr(), static_cast<uint64_t>(2 * N), static_cast<uint64_t>(K),
@@ -331,38 +351,47 @@ class CudaFastPaths : public DeviceFastPaths {
   }
 
   // W2 [2N, K]: block b of 256 rows is Wg rows 128b .. 128b + 127, then Wu's
-  // same rows. One buffer per pair of weight tensors (their storage, sizes
-  // and strides), made on first use outside CUDA graph capture (the forward
-  // before capture makes it) and kept, at the same address, while the
-  // process lives: a model holds a bounded set of MLP weights. When a
-  // weight's version moves (an in-place update) the buffer is filled again
-  // in place, in stream order, on the next eager run; a CUDA graph captured
-  // earlier replays with the contents it last saw, as the stacked weights
-  // of batched GEMMs do: under CUDA graphs weights are taken as frozen.
-  const at::Tensor& interleaved(const at::Tensor& wg, const at::Tensor& wu, cudaStream_t stream) {
+  // same rows; with a norm weight gamma [K], each row times gamma, rounded
+  // to bf16 once (rmsnorm_gate_up_swiglu). One buffer per pair of weight
+  // tensors and gamma (their storage, sizes and strides), made on first use
+  // outside CUDA graph capture (the forward before capture makes it) and
+  // kept, at the same address, while the process lives: a model holds a
+  // bounded set of MLP weights. When a weight's version moves (an in-place
+  // update) the buffer is filled again in place, in stream order, on the
+  // next eager run; a CUDA graph captured earlier replays with the contents
+  // it last saw, as the stacked weights of batched GEMMs do: under CUDA
+  // graphs weights are taken as frozen.
+  const at::Tensor& interleaved(const at::Tensor& wg, const at::Tensor& wu, const at::Tensor* gamma,
+                                cudaStream_t stream) {
     std::vector<int64_t> key = {reinterpret_cast<int64_t>(wg.data_ptr()), reinterpret_cast<int64_t>(wu.data_ptr()),
-                                wg.get_device()};
-    for (const at::Tensor* t : {&wg, &wu}) {
+                                gamma ? reinterpret_cast<int64_t>(gamma->data_ptr()) : 0, wg.get_device()};
+    std::vector<const at::Tensor*> parts = {&wg, &wu};
+    if (gamma) parts.push_back(gamma);
+    std::vector<int64_t> versions;
+    for (const at::Tensor* t : parts) {
       key.insert(key.end(), t->sizes().begin(), t->sizes().end());
       key.insert(key.end(), t->strides().begin(), t->strides().end());
+      versions.push_back(static_cast<int64_t>(t->_version()));
     }
-    const std::pair<int64_t, int64_t> versions = {static_cast<int64_t>(wg._version()),
-                                                  static_cast<int64_t>(wu._version())};
     auto it = interleaved_.find(key);
     if (it != interleaved_.end() && it->second.versions == versions) return it->second.w2;
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     check_rt(cudaStreamIsCapturing(stream, &capturing), "capture status");
     if (capturing != cudaStreamCaptureStatusNone)
-      throw std::runtime_error("fast path gate_up_swiglu: its interleaved weights are made outside CUDA graph "
-                               "capture: run one forward before capturing (and none with updated weights during it)");
+      throw std::runtime_error(std::string("fast path ") + (gamma ? "rmsnorm_gate_up_swiglu" : "gate_up_swiglu") +
+                               ": its interleaved weights are made outside CUDA graph capture: run one forward "
+                               "before capturing (and none with updated weights during it)");
     const int64_t N = wg.size(0), K = wg.size(1);
-    at::Tensor w2 = at::stack({wg.reshape({N / kSwigluBlock, kSwigluBlock, K}),
-                               wu.reshape({N / kSwigluBlock, kSwigluBlock, K})},
+    // bf16 * bf16 in ATen: the product of the two values rounded once
+    const at::Tensor g = gamma ? wg * *gamma : wg, u = gamma ? wu * *gamma : wu;
+    at::Tensor w2 = at::stack({g.reshape({N / kSwigluBlock, kSwigluBlock, K}),
+                               u.reshape({N / kSwigluBlock, kSwigluBlock, K})},
                               1)
                         .reshape({2 * N, K});
     if (it == interleaved_.end()) {
       Interleaved& e = interleaved_[key];
-      e.weights = {wg, wu};  // their memory is not reused while the entry lives
+      e.weights.assign({wg, wu});  // their memory is not reused while the entry lives
+      if (gamma) e.weights.push_back(*gamma);
       e.w2 = w2.contiguous();
       e.versions = versions;
       return e.w2;
@@ -437,7 +466,7 @@ class CudaFastPaths : public DeviceFastPaths {
   struct Interleaved {
     std::vector<at::Tensor> weights;
     at::Tensor w2;
-    std::pair<int64_t, int64_t> versions;
+    std::vector<int64_t> versions;
   };
 
   Collectives* coll_;

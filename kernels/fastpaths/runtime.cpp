@@ -124,13 +124,17 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
     f(p.data(), iv.data(), dv);
     return;
   }
-  if (name == "gate_up_swiglu") {
-    const int64_t K = in[0].size(-1), N = in[1].size(0);
-    FG_CHECK(in.size() == 3 && in[1].sizes() == in[2].sizes() && in[1].size(1) == K && out.size(-1) == N &&
-                 out.numel() / N == in[0].numel() / K,
+  if (name == "gate_up_swiglu" || name == "rmsnorm_gate_up_swiglu") {
+    const bool norm = name == "rmsnorm_gate_up_swiglu";
+    const size_t w = norm ? 2 : 1;  // the gate weight's position
+    FG_CHECK(in.size() == w + 2, "fast path " + fn + ": takes " + std::to_string(w + 2) + " inputs");
+    const int64_t K = in[0].size(-1), N = in[w].size(0);
+    FG_CHECK(in[w].sizes() == in[w + 1].sizes() && in[w].size(1) == K && out.size(-1) == N &&
+                 out.numel() / N == in[0].numel() / K && (!norm || (in[1].dim() == 1 && in[1].size(0) == K)),
              "fast path " + fn + ": its inputs and output do not have the shapes it was matched with");
     const int64_t iv[3] = {in[0].numel() / K, N, K};
-    f(p.data(), iv, nullptr);
+    const double dv[2] = {attr_float_or(n.attrs, "eps", 0), attr_float_or(n.attrs, "divisor", 1)};
+    f(p.data(), iv, dv);
     return;
   }
   // the q/k norms: rows of the QKV projection

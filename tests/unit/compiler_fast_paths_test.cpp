@@ -95,15 +95,31 @@ const LedgerEntry* entry(const Applied& r, const std::string& name) {
   return nullptr;
 }
 
-// `name` was refused before its proof was looked at: not put in place, its
-// status starting with `status`, its ledger entry rejected with `code`
-void expect_refused(Applied& r, const std::string& name, const std::string& status, const char* code) {
-  EXPECT_EQ(count(r.out, Op::FastPath), 0);
+// `name` was refused before its proof was looked at: not put in place (the
+// graph holds `others` fast_path nodes of other fast paths), its status
+// starting with `status`, its ledger entry rejected with `code`
+void expect_refused_but(Applied& r, const std::string& name, const std::string& status, const char* code, int others) {
+  EXPECT_EQ(count(r.out, Op::FastPath), others);
+  for (const Node& n : r.out.nodes)
+    if (n.op == Op::FastPath) EXPECT_NE(attr_str_or(n.attrs, "name", ""), name);
   EXPECT_EQ(r.status[name].status.rfind(status, 0), 0u) << r.status[name].status;
   const LedgerEntry* e = entry(r, name);
   ASSERT_NE(e, nullptr);
   EXPECT_FALSE(e->fused);
   EXPECT_EQ(std::string(reject_code(e->reason)), code);
+}
+
+void expect_refused(Applied& r, const std::string& name, const std::string& status, const char* code) {
+  expect_refused_but(r, name, status, code, 0);
+}
+
+// The fast_path nodes `name` puts in `text` when forced (no proof, no
+// policy or cost model: only its pattern decides), on one cuda rank
+int forced_sites(const std::string& name, const std::string& text) {
+  FastPathProofs forced;
+  forced.forced = {name};
+  return count(apply_to(text, parse_fast_paths(name), forced, {Backend::Cuda, 1, FusionPolicy::MaxAutotune}).out,
+               Op::FastPath);
 }
 
 FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>> classes) {
@@ -112,14 +128,20 @@ FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>>
   return p;
 }
 
-TEST(FastPaths, CatalogListsTheFourWithTheTpAwareOneFirst) {
-  EXPECT_EQ(fast_path_names(), "allreduce_residual_rmsnorm, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp");
+TEST(FastPaths, CatalogListsTheFiveWithTheTpAwareOneFirst) {
+  EXPECT_EQ(fast_path_names(),
+            "allreduce_residual_rmsnorm, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp, rmsnorm_gate_up_swiglu");
   ASSERT_NE(find_fast_path("qkv_rmsnorm_tp"), nullptr);
   EXPECT_GT(find_fast_path("qkv_rmsnorm_tp")->priority, find_fast_path("qkv_rmsnorm_local")->priority);
   EXPECT_TRUE(find_fast_path("qkv_rmsnorm_local")->generic_order(Backend::Cpu));
   EXPECT_FALSE(find_fast_path("qkv_rmsnorm_local")->generic_order(Backend::Cuda));
   EXPECT_FALSE(find_fast_path("qkv_rmsnorm_tp")->generic_order(Backend::Cpu));
   EXPECT_EQ(find_fast_path("no_such"), nullptr);
+  // where the MLP's norm also ends an all-reduce + residual, the exchange
+  // fast path takes it; elsewhere the folded norm outranks the plain kernel
+  EXPECT_GT(find_fast_path("allreduce_residual_rmsnorm")->priority,
+            find_fast_path("rmsnorm_gate_up_swiglu")->priority);
+  EXPECT_GT(find_fast_path("rmsnorm_gate_up_swiglu")->priority, find_fast_path("gate_up_swiglu")->priority);
 }
 
 TEST(FastPaths, NoneSelectedLeavesTheGraphAlone) {
@@ -231,14 +253,7 @@ TEST(FastPaths, GateUpSwigluRunsInMaxAutotuneOnCudaWithAProof) {
 // silu read by another node, gate and up over different inputs, or a weight
 // computed in the graph (the runtime interleaves the weights once) are none.
 TEST(FastPaths, GateUpSwigluMatchesOnlyItsPattern) {
-  auto sites = [](const std::string& text) {
-    FastPathProofs forced;
-    forced.forced = {"gate_up_swiglu"};
-    return count(apply_to(text, parse_fast_paths("gate_up_swiglu"), forced,
-                          {Backend::Cuda, 1, FusionPolicy::MaxAutotune})
-                     .out,
-                 Op::FastPath);
-  };
+  auto sites = [](const std::string& text) { return forced_sites("gate_up_swiglu", text); };
   const std::string head =
       "graph g(%h: bf16[4,128], %h2: bf16[4,128], %wg: bf16[256,128], %wu: bf16[256,128], %b: bf16[256]) {\n";
   EXPECT_EQ(sites(head + "  %1 = linear(%h, %wg) : bf16[4,256]\n  %2 = linear(%h, %wu) : bf16[4,256]\n"
@@ -261,6 +276,152 @@ TEST(FastPaths, GateUpSwigluMatchesOnlyItsPattern) {
                   "  %1 = linear(%h, %wg) : bf16[4,192]\n  %2 = linear(%h, %wu) : bf16[4,192]\n"
                   "  %3 = silu(%1) : bf16[4,192]\n  %4 = mul(%3, %2) : bf16[4,192]\n  return %4\n}\n"),
             0);
+}
+
+// The MLP of a llama block at world size 1: the RMSNorm of the residual
+// stream, then the SwiGLU over it and the down projection; the norm's input
+// is an output too (the residual the down projection adds to).
+const char* kNormMlp = R"(
+graph g(%x: bf16[2,128,128], %ln: bf16[128], %wg: bf16[256,128], %wu: bf16[256,128], %wd: bf16[128,256]) {
+  %5 = rms_norm(%x, %ln) {eps = 1e-05} : bf16[2,128,128]
+  %6 = linear(%5, %wg) : bf16[2,128,256]
+  %7 = linear(%5, %wu) : bf16[2,128,256]
+  %8 = silu(%6) : bf16[2,128,256]
+  %9 = mul(%8, %7) : bf16[2,128,256]
+  %10 = linear(%9, %wd) : bf16[2,128,128]
+  %11 = add(%x, %10) : bf16[2,128,128]
+  return %11
+}
+)";
+// M = 256: CTA pairs, no partial tiles
+const char* const kNormMlpClass = "bf16,tile=128x128x64,cta_pair=yes,m_tail=no,k_tail=no";
+
+// The norm before the MLP folded into the SwiGLU kernel: one fast_path node
+// reads x, gamma and the two weights, the norm's chain is gone (no
+// normalized copy is computed), and the plain kernel, which matches the
+// same gate/up nodes, is outranked. Same policy and cpu cost-model rules as
+// gate_up_swiglu; on cuda the cost model refuses it as measured slower, and
+// the plain kernel runs after the generic norm. Forced (ab, prove), it runs.
+TEST(FastPaths, RmsnormGateUpSwigluFoldsTheNormIntoTheMlpKernel) {
+  const FastPathSelection sel = parse_fast_paths("proven");
+  const FastPathProofs p = proven({{"rmsnorm_gate_up_swiglu", kNormMlpClass}, {"gate_up_swiglu", kNormMlpClass}});
+  Applied refused = apply_to(kNormMlp, sel, p, {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  expect_refused_but(refused, "rmsnorm_gate_up_swiglu", "not used: cost model (measured slower: ", "fast_path_cost_model",
+                     1);
+  EXPECT_EQ(refused.status["gate_up_swiglu"].status, kFastPathUsed);
+  EXPECT_EQ(count(refused.out, Op::Rsqrt), 1);  // the generic norm runs before it
+
+  FastPathProofs forced = p;
+  forced.forced = {"rmsnorm_gate_up_swiglu"};
+  Applied used = apply_to(kNormMlp, sel, forced, {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(used.status["rmsnorm_gate_up_swiglu"].status, kFastPathUsed);
+  EXPECT_EQ(used.status["gate_up_swiglu"].status, "not used: lower priority than rmsnorm_gate_up_swiglu");
+  EXPECT_EQ(std::string(reject_code(entry(used, "gate_up_swiglu")->reason)), "fast_path_lower_priority");
+  EXPECT_EQ(count(used.out, Op::FastPath), 1);
+  EXPECT_EQ(count(used.out, Op::Rsqrt), 0);
+  EXPECT_EQ(count(used.out, Op::Sum), 0);
+  EXPECT_EQ(count(used.out, Op::Linear), 1);  // the down projection
+  for (const Node& n : used.out.nodes)
+    if (n.op == Op::FastPath) {
+      EXPECT_EQ(attr_str_or(n.attrs, "name", ""), "rmsnorm_gate_up_swiglu");
+      EXPECT_EQ(n.type.str(), "bf16[2,128,256]");
+      EXPECT_DOUBLE_EQ(attr_float(n.attrs, "eps", n.op), 1e-05);
+      EXPECT_DOUBLE_EQ(attr_float(n.attrs, "divisor", n.op), 128.0);
+      ASSERT_EQ(n.inputs.size(), 4u);
+      const std::vector<std::string> want = {"bf16[2,128,128]", "bf16[128]", "bf16[256,128]", "bf16[256,128]"};
+      for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(used.out.node(n.inputs[i]).op, Op::Input) << i;
+        EXPECT_EQ(used.out.node(n.inputs[i]).type.str(), want[i]) << i;
+      }
+    }
+
+  Applied dflt = apply_to(kNormMlp, sel, p, {Backend::Cuda, 1, FusionPolicy::Default});
+  expect_refused(dflt, "rmsnorm_gate_up_swiglu", "not used: max-autotune only", "fast_path_policy");
+  Applied cpu = apply_to(kNormMlp, sel, p, {Backend::Cpu, 1, FusionPolicy::MaxAutotune});
+  expect_refused(cpu, "rmsnorm_gate_up_swiglu", "not used: cost model (its host kernel", "fast_path_cost_model");
+
+  // a proof for the plain kernel alone: it runs, and the fold reads its
+  // cost-model refusal, which is decided before any proof is looked at
+  Applied plain = apply_to(kNormMlp, sel, proven({{"gate_up_swiglu", kNormMlpClass}}), {Backend::Cuda, 1,
+                                                                                        FusionPolicy::MaxAutotune});
+  EXPECT_EQ(plain.status["gate_up_swiglu"].status, kFastPathUsed);
+  EXPECT_EQ(plain.status["rmsnorm_gate_up_swiglu"].status.rfind("not used: cost model (measured slower", 0), 0u);
+}
+
+// What the fold does not take: a normalized h that something else reads
+// too, a norm whose sum of squares is all-reduced (a distributed norm: the
+// row scale needs the other ranks' sums), a norm weight computed in the
+// graph (folded into the weights once, it must be a parameter), and an MLP
+// over a plain input. Forced, so that only the pattern decides.
+TEST(FastPaths, RmsnormGateUpSwigluMatchesOnlyItsPattern) {
+  auto sites = [](const std::string& text) { return forced_sites("rmsnorm_gate_up_swiglu", text); };
+  EXPECT_EQ(sites(kNormMlp), 1);
+  std::string shared = kNormMlp;
+  shared.replace(shared.find("return %11"), 10, "return %11, %5");
+  EXPECT_EQ(sites(shared), 0);
+  const std::string mlp =
+      "  %6 = linear(%5, %wg) : bf16[4,128]\n  %7 = linear(%5, %wu) : bf16[4,128]\n"
+      "  %8 = silu(%6) : bf16[4,128]\n  %9 = mul(%8, %7) : bf16[4,128]\n  return %9\n}\n";
+  const std::string head = "graph g(%x: bf16[4,64], %ln: bf16[64], %wg: bf16[128,64], %wu: bf16[128,64]) {\n";
+  const std::string chain =
+      "  %1 = cast(%x) {to = \"f32\"} : f32[4,64]\n  %2 = mul(%1, %1) : f32[4,64]\n"
+      "  %3 = sum(%2) {dims = [-1], keepdim = 1} : f32[4,1]\n";
+  const std::string tail =
+      "  %20 = full() {value = 64.0} : f32[]\n  %21 = div(%3x, %20) : f32[4,1]\n"
+      "  %22 = full() {value = 1e-06} : f32[]\n  %23 = add(%21, %22) : f32[4,1]\n  %24 = rsqrt(%23) : f32[4,1]\n"
+      "  %25 = mul(%1, %24) : f32[4,64]\n  %26 = cast(%25) {to = \"bf16\"} : bf16[4,64]\n"
+      "  %5 = mul(%26, %ln) : bf16[4,64]\n";
+  auto with = [&](const std::string& sum_node, const std::string& sum_id) {
+    std::string t = tail;
+    t.replace(t.find("%3x"), 3, sum_id);
+    return head + chain + sum_node + t + mlp;
+  };
+  EXPECT_EQ(sites(with("", "%3")), 1);  // the decomposed chain as written out
+  EXPECT_EQ(sites(with("  %4 = all_reduce(%3) {reduce_op = \"sum\"} : f32[4,1]\n", "%4")), 0);
+  std::string computed = with("", "%3");
+  computed.replace(computed.find("%5 = mul(%26, %ln)"), 18, "%5 = mul(%26, %27)");
+  computed.replace(computed.find("  %5 = "), 0, "  %27 = neg(%ln) : bf16[64]\n");
+  EXPECT_EQ(sites(computed), 0);
+  EXPECT_EQ(sites("graph g(%h: bf16[4,64], %wg: bf16[128,64], %wu: bf16[128,64]) {\n  %5 = neg(%h) : bf16[4,64]\n" +
+                  mlp),
+            0);
+}
+
+// At world size 2 the norm before the MLP also ends the O projection's
+// all-reduce + residual: the exchange fast path takes it (it saves the
+// all-reduce, more than the fold's normalized copy) and the plain SwiGLU
+// kernel runs after it.
+TEST(FastPaths, TheExchangeFastPathOutranksTheFoldAndThePlainKernelRunsAfterIt) {
+  const char* g = R"(
+graph g(%p: bf16[2,128,128], %x: bf16[2,128,128], %ln: bf16[128], %wg: bf16[256,128], %wu: bf16[256,128]) {
+  %5 = all_reduce(%p) {reduce_op = "sum"} : bf16[2,128,128]
+  %6 = add(%x, %5) : bf16[2,128,128]
+  %7 = rms_norm(%6, %ln) {eps = 1e-05} : bf16[2,128,128]
+  %8 = linear(%7, %wg) : bf16[2,128,256]
+  %9 = linear(%7, %wu) : bf16[2,128,256]
+  %10 = silu(%8) : bf16[2,128,256]
+  %11 = mul(%10, %9) : bf16[2,128,256]
+  return %6, %11
+}
+)";
+  const FastPathProofs p = proven({{"allreduce_residual_rmsnorm", "bf16,hidden=128,vec=8"},
+                                   {"rmsnorm_gate_up_swiglu", kNormMlpClass},
+                                   {"gate_up_swiglu", kNormMlpClass}});
+  // the fold eligible (forced: on cuda the cost model refuses it first)
+  FastPathProofs fold = p;
+  fold.forced = {"rmsnorm_gate_up_swiglu"};
+  Applied r = apply_to(g, parse_fast_paths("proven"), fold, {Backend::Cuda, 2, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
+  EXPECT_EQ(r.status["rmsnorm_gate_up_swiglu"].status, "not used: lower priority than allreduce_residual_rmsnorm");
+  EXPECT_EQ(r.status["gate_up_swiglu"].status, kFastPathUsed);
+  EXPECT_EQ(count(r.out, Op::FastPath), 2);
+  EXPECT_EQ(count(r.out, Op::AllReduce), 0);
+  // on one rank the cost model refuses the exchange fast path, and the
+  // fold takes the norm
+  Applied one = apply_to(g, parse_fast_paths("proven"), fold, {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(one.status["allreduce_residual_rmsnorm"].status.rfind("not used: cost model", 0), 0u);
+  EXPECT_EQ(one.status["rmsnorm_gate_up_swiglu"].status, kFastPathUsed);
+  EXPECT_EQ(one.status["gate_up_swiglu"].status, "not used: lower priority than rmsnorm_gate_up_swiglu");
 }
 
 TEST(FastPaths, AProofForAnotherShapeClassDoesNotCover) {
@@ -391,15 +552,17 @@ TEST(FastPaths, UnknownNamesAreBadInput) {
 }
 
 // What runs is the file in the tree: editing it changes the hash a proof
-// records (kernels/fastpaths/catalog.h).
+// records (kernels/fastpaths/catalog.h). Two fast paths of one kernel
+// template run one file, so an edit of it moves both hashes.
 TEST(FastPaths, TheSourceThatRunsIsTheFileInTheTree) {
   for (const auto& f : fast_path_catalog()) {
-    std::ifstream in(std::string(FUSEGATE_SOURCE_DIR) + "/kernels/fastpaths/host/" + f.name + ".cpp");
+    const std::string file = *f.source ? f.source : f.name;
+    std::ifstream in(std::string(FUSEGATE_SOURCE_DIR) + "/kernels/fastpaths/host/" + file + ".cpp");
     ASSERT_TRUE(in) << f.name;
     std::stringstream ss;
     ss << in.rdbuf();
     EXPECT_EQ(fast_path_source(f.name, Backend::Cpu), host_kernel_prelude() + ss.str()) << f.name;
-    std::ifstream cu(std::string(FUSEGATE_SOURCE_DIR) + "/kernels/fastpaths/cuda/" + f.name + ".cu");
+    std::ifstream cu(std::string(FUSEGATE_SOURCE_DIR) + "/kernels/fastpaths/cuda/" + file + ".cu");
     ASSERT_TRUE(cu) << f.name;
     std::stringstream cs;
     cs << cu.rdbuf();
@@ -408,6 +571,8 @@ TEST(FastPaths, TheSourceThatRunsIsTheFileInTheTree) {
   }
   EXPECT_NE(fast_path_source_hash("qkv_rmsnorm_tp", Backend::Cpu),
             fast_path_source_hash("qkv_rmsnorm_local", Backend::Cpu));
+  for (Backend b : {Backend::Cpu, Backend::Cuda})
+    EXPECT_EQ(fast_path_source_hash("rmsnorm_gate_up_swiglu", b), fast_path_source_hash("gate_up_swiglu", b));
 }
 
 }  // namespace

@@ -21,7 +21,9 @@
 // Block tile 128 (M) x 256 (W2 rows = 128 output columns), BK = 64, a ring of
 // 4 stages of 48 KiB (x box 128 x 64 = 16 KiB, W2 box 256 x 64 = 32 KiB),
 // 128-byte swizzle, 1024-byte aligned stage buffers, plus 2 x 16 KiB to stage
-// out for the TMA stores: 225 KiB of dynamic shared memory.
+// out for the TMA stores, 128 bytes of barriers and 1 KiB of row scales (the
+// rmsnorm variant's): 231552 bytes of dynamic shared memory with the
+// alignment slack, under the 227 KiB (232448) a block may have.
 // 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads;
 // setmaxnreg 40), warpgroups 1 and 2 the consumers (setmaxnreg 232), each
 // owning 64 rows of the tile with one m64n256k16 accumulator (128 f32 a
@@ -44,6 +46,22 @@
 // Epilogue: silu(g) * u in f32 from the register pairs, rounded to bf16,
 // stmatrix into a 128-byte swizzled staging buffer, two TMA stores of 64 x 64
 // per consumer warpgroup.
+//
+// rmsnorm_gate_up_swiglu (fastpath_rmsnorm_gate_up_swiglu[_pair]): the same
+// kernel with the RMSNorm that feeds h folded in, so that no normalized copy
+// of x is written or read:
+//   out = bf16( silu(r g') * (r u') ),  g' = x (Wg diag(gamma))^T,
+//   u' = x (Wu diag(gamma))^T,  r = rsqrt(sum_k x[m,k]^2 * inv_div + eps)
+// where x [M, K] is the norm's input, gamma is folded into the interleaved
+// weights by the runtime (once per version of the three) and r, one f32 a
+// row, is summed here from the x tiles already in shared memory: warps 2 and
+// 3 of the producer warpgroup (otherwise idle) read each stage's x tile once
+// the TMA lands it (thread t: rows t and t + 64, the 16-byte chunks in the
+// swizzled order, so a quarter warp reads 8 distinct bank groups), release
+// the stage with the consumers (2 more arrivals on each empty barrier of
+// their own CTA: the peer never reads this CTA's x tile), and after a tile's
+// last k step hand its 128 row scales to the consumers' epilogue through a
+// double buffer (rs_full: 64 arrivals, rs_empty: 256).
 struct __align__(64) FgTensorMap { unsigned long long opaque[16]; };  // CUtensorMap
 
 #define FG_BM 128
@@ -56,6 +74,7 @@ struct __align__(64) FgTensorMap { unsigned long long opaque[16]; };  // CUtenso
 #define FG_STAGE_BYTES (FG_A_STAGE + FG_B_STAGE)
 #define FG_OUT_WG (64 * FG_BN_OUT * 2)
 #define FG_EMPTY_ARRIVALS 8
+#define FG_NORM_THREADS 64  // producer warps 2 and 3: the row norms
 
 __device__ __forceinline__ unsigned fg_smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -193,15 +212,34 @@ __device__ __forceinline__ float fg_silu_approx(float g) {
   return g * r;
 }
 
-template <int CM>
+// acc + the squares of the 8 bf16 at a shared address (16 bytes)
+__device__ __forceinline__ float fg_add_sumsq_bf16x8(float acc, unsigned saddr) {
+  unsigned v[4];
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+               : "r"(saddr)
+               : "memory");
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float lo = __uint_as_float(v[i] << 16), hi = __uint_as_float(v[i] & 0xFFFF0000u);
+    acc = fmaf(lo, lo, acc);
+    acc = fmaf(hi, hi, acc);
+  }
+  return acc;
+}
+
+template <int CM, bool NORM>
 __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const FgTensorMap* tm_w,
-                                                  const FgTensorMap* tm_out, int M, int N, int K) {
+                                                  const FgTensorMap* tm_out, int M, int N, int K, float eps,
+                                                  float inv_div) {
   extern __shared__ __align__(1024) unsigned char fg_smem[];
   const unsigned base = (fg_smem_u32(fg_smem) + 1023u) & ~1023u;
   const unsigned sA = base;                             // FG_STAGES x 16 KiB
   const unsigned sB = sA + FG_STAGES * FG_A_STAGE;      // FG_STAGES x 32 KiB
   const unsigned sO = sB + FG_STAGES * FG_B_STAGE;      // 2 x 16 KiB: out staging, one a consumer
   const unsigned bars = sO + 2 * FG_OUT_WG;             // full[FG_STAGES], empty[FG_STAGES]
+  const unsigned rs_bars = bars + 16u * FG_STAGES;      // rs_full[2], rs_empty[2] (NORM)
+  const unsigned sRS = bars + 128;                      // 2 x 128 f32 row scales (NORM)
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   unsigned rank = 0;  // this CTA's rank in its cluster
   if (CM > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
@@ -213,7 +251,13 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
   if (threadIdx.x == 0) {
     for (int s = 0; s < FG_STAGES; ++s) {
       fg_mbar_init(bars + 8u * s, 1);
-      fg_mbar_init(bars + 8u * (FG_STAGES + s), FG_EMPTY_ARRIVALS * CM);
+      fg_mbar_init(bars + 8u * (FG_STAGES + s), FG_EMPTY_ARRIVALS * CM + (NORM ? FG_NORM_THREADS / 32 : 0));
+    }
+    if (NORM) {
+      for (int b = 0; b < 2; ++b) {
+        fg_mbar_init(rs_bars + 8u * b, FG_NORM_THREADS);
+        fg_mbar_init(rs_bars + 16u + 8u * b, 256);
+      }
     }
     // the barriers visible to the async proxy (TMA) and the cluster's peer
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -257,6 +301,37 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
         fg_mbar_wait(bars + 8u * (FG_STAGES + stage), phase ^ 1u);
         if (++stage == FG_STAGES) { stage = 0; phase ^= 1u; }
       }
+    } else if (NORM && tid >= 128 - FG_NORM_THREADS) {
+      // ---- row norms: rows t and t + 64 of each x tile, summed from the
+      // stages the consumers read (TMA fills rows past M and columns past K
+      // with zeros: they add nothing)
+      const int t = tid - (128 - FG_NORM_THREADS);
+      int stage = 0, it = 0;
+      unsigned phase = 0;
+      for (int grp = cluster_id; grp < groups; grp += clusters, ++it) {
+        float s0 = 0.f, s1 = 0.f;
+        for (int kb = 0; kb < k_iters; ++kb) {
+          fg_mbar_wait(bars + 8u * stage, phase);
+          const unsigned a0 = sA + stage * FG_A_STAGE + t * 128, a1 = a0 + 64 * 128;
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const unsigned c = static_cast<unsigned>(j ^ (t & 7)) << 4;  // row t's chunk j, swizzled
+            s0 = fg_add_sumsq_bf16x8(s0, a0 + c);
+            s1 = fg_add_sumsq_bf16x8(s1, a1 + c);
+          }
+          __syncwarp();
+          if (tid % 32 == 0) fg_mbar_arrive(bars + 8u * (FG_STAGES + stage));
+          if (++stage == FG_STAGES) { stage = 0; phase ^= 1u; }
+        }
+        // this tile's row scales into buffer it % 2, once the epilogue two
+        // tiles back has read it
+        const unsigned b = static_cast<unsigned>(it & 1);
+        fg_mbar_wait(rs_bars + 16u + 8u * b, ((static_cast<unsigned>(it) >> 1) & 1u) ^ 1u);
+        const float r0 = rsqrtf(fmaf(s0, inv_div, eps)), r1 = rsqrtf(fmaf(s1, inv_div, eps));
+        asm volatile("st.shared.f32 [%0], %1;" ::"r"(sRS + b * 512u + 4u * t), "f"(r0) : "memory");
+        asm volatile("st.shared.f32 [%0], %1;" ::"r"(sRS + b * 512u + 4u * (t + 64)), "f"(r1) : "memory");
+        fg_mbar_arrive(rs_bars + 8u * b);
+      }
     }
   } else {
     // ---- consumers
@@ -266,9 +341,9 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
-    int stage = 0;
+    int stage = 0, it = 0;
     unsigned phase = 0;
-    for (int grp = cluster_id; grp < groups; grp += clusters) {
+    for (int grp = cluster_id; grp < groups; grp += clusters, ++it) {
       const int m0 = ((grp % m_groups) * CM + static_cast<int>(rank)) * FG_BM;
       const int n0 = (grp / m_groups) * FG_BN_OUT;
       int prev = 0;
@@ -308,6 +383,16 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
       // goes to this warpgroup's staging buffer as two 64 x 64 boxes in the
       // TMA 128-byte swizzle (row r at r*128, 16-byte chunk c at
       // (c ^ r%8)*16), then out with two TMA stores.
+      // NORM: the row scales of this thread's two rows (16w + l/4, + 8)
+      float rs[2] = {1.f, 1.f};
+      if (NORM) {
+        const unsigned b = static_cast<unsigned>(it & 1);
+        fg_mbar_wait(rs_bars + 8u * b, (static_cast<unsigned>(it) >> 1) & 1u);
+        const unsigned row = static_cast<unsigned>(cw * 64 + warp * 16 + lane / 4);
+        asm volatile("ld.shared.f32 %0, [%1];" : "=f"(rs[0]) : "r"(sRS + b * 512u + 4u * row) : "memory");
+        asm volatile("ld.shared.f32 %0, [%1];" : "=f"(rs[1]) : "r"(sRS + b * 512u + 4u * (row + 8)) : "memory");
+        fg_mbar_arrive(rs_bars + 16u + 8u * b);
+      }
       const unsigned s_out = sO + cw * FG_OUT_WG;
       // the staging buffer is free once the previous tile's stores read it
       if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
@@ -320,7 +405,13 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
 #pragma unroll
         for (int q = 0; q < 4; ++q) {  // matrix q: j = 2jj + q/2, row half q%2
           const int i = 4 * (2 * jj + q / 2) + 2 * (q % 2);
-          r[q] = fg_pack_bf16x2(fg_silu_approx(d[i]) * d[64 + i], fg_silu_approx(d[i + 1]) * d[64 + i + 1]);
+          if (NORM) {
+            const float s = rs[q % 2];
+            r[q] = fg_pack_bf16x2(fg_silu_approx(d[i] * s) * (d[64 + i] * s),
+                                  fg_silu_approx(d[i + 1] * s) * (d[64 + i + 1] * s));
+          } else {
+            r[q] = fg_pack_bf16x2(fg_silu_approx(d[i]) * d[64 + i], fg_silu_approx(d[i + 1]) * d[64 + i + 1]);
+          }
         }
         const int jm = 2 * jj + mi / 2;
         const unsigned addr = s_out + (jm / 8) * (64 * 128) + srow * 128 + (((jm % 8) ^ (srow % 8)) << 4);
@@ -344,11 +435,28 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
 extern "C" __global__ void __launch_bounds__(384, 1)
     fastpath_gate_up_swiglu(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,
                             const __grid_constant__ FgTensorMap tm_out, int M, int N, int K) {
-  fg_gate_up_swiglu<1>(&tm_x, &tm_w, &tm_out, M, N, K);
+  fg_gate_up_swiglu<1, false>(&tm_x, &tm_w, &tm_out, M, N, K, 0.f, 0.f);
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1)
     fastpath_gate_up_swiglu_pair(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,
                                  const __grid_constant__ FgTensorMap tm_out, int M, int N, int K) {
-  fg_gate_up_swiglu<2>(&tm_x, &tm_w, &tm_out, M, N, K);
+  fg_gate_up_swiglu<2, false>(&tm_x, &tm_w, &tm_out, M, N, K, 0.f, 0.f);
+}
+
+// tm_x maps the norm's input x; tm_w the interleaved weights with gamma
+// folded in; r = rsqrt(sum of squares * inv_div + eps)
+extern "C" __global__ void __launch_bounds__(384, 1)
+    fastpath_rmsnorm_gate_up_swiglu(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,
+                                    const __grid_constant__ FgTensorMap tm_out, int M, int N, int K, float eps,
+                                    float inv_div) {
+  fg_gate_up_swiglu<1, true>(&tm_x, &tm_w, &tm_out, M, N, K, eps, inv_div);
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+    fastpath_rmsnorm_gate_up_swiglu_pair(const __grid_constant__ FgTensorMap tm_x,
+                                         const __grid_constant__ FgTensorMap tm_w,
+                                         const __grid_constant__ FgTensorMap tm_out, int M, int N, int K, float eps,
+                                         float inv_div) {
+  fg_gate_up_swiglu<2, true>(&tm_x, &tm_w, &tm_out, M, N, K, eps, inv_div);
 }
