@@ -11,7 +11,8 @@
 //                       device-kernel count must catch it
 //   fastpath_edit:NAME  fast path NAME's kernel source gets one more line, as
 //                       an edit of its file would: its proof must be
-//                       invalidated (kernels/fastpaths/catalog.h)
+//                       invalidated, and so must the proof of a fast path
+//                       that runs the same file (kernels/fastpaths/catalog.h)
 //   perturb:NODE        scheduler node NODE (as the ledger names it, buf12)
 //                       computes 1.5x its value where a generated kernel
 //                       fuses it with other nodes: a simulated miscompile

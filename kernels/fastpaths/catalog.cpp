@@ -496,7 +496,11 @@ std::string fast_path_source(const std::string& name, Backend backend) {
   const std::string file = *spec->source ? spec->source : name;
   std::string src = backend == Backend::Cpu ? host_kernel_prelude() + embedded_fast_path_source(file, "host")
                                             : cuda_kernel_prelude() + embedded_fast_path_source(file, "cuda");
-  if (fault_argument("fastpath_edit") == name) src += "\n// edited (FUSEGATE_FAULT=fastpath_edit:" + name + ")\n";
+  // an edit of NAME's file: every fast path that runs that file sees it
+  const std::string edited = fault_argument("fastpath_edit");
+  const FastPathSpec* e = edited.empty() ? nullptr : find_fast_path(edited);
+  if (e && (*e->source ? std::string(e->source) : e->name) == file)
+    src += "\n// edited (FUSEGATE_FAULT=fastpath_edit:" + edited + ")\n";
   return src;
 }
 

@@ -86,7 +86,8 @@ std::string fast_path_names();  // "allreduce_residual_rmsnorm, gate_up_swiglu, 
 
 // The source that is compiled for `name` on `backend` (host: the generated
 // kernels' prelude and the fast path's file; cuda: its file), and its hash.
-// FUSEGATE_FAULT=fastpath_edit:NAME appends a line to NAME's source, as an
+// FUSEGATE_FAULT=fastpath_edit:NAME appends a line to the source of NAME's
+// file (so of every fast path that shares it), as an
 // edit of the file would (the proof-invalidation test).
 std::string fast_path_source(const std::string& name, Backend backend);
 std::string fast_path_source_hash(const std::string& name, Backend backend);

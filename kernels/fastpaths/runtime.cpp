@@ -133,7 +133,9 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
                  out.numel() / N == in[0].numel() / K && (!norm || (in[1].dim() == 1 && in[1].size(0) == K)),
              "fast path " + fn + ": its inputs and output do not have the shapes it was matched with");
     const int64_t iv[3] = {in[0].numel() / K, N, K};
-    const double dv[2] = {attr_float_or(n.attrs, "eps", 0), attr_float_or(n.attrs, "divisor", 1)};
+    // the folded norm's eps and divisor, as the compiler emitted them (a
+    // node without them is an internal error, as on cuda)
+    const double dv[2] = {norm ? attr_float(n.attrs, "eps", n.op) : 0.0, norm ? attr_float(n.attrs, "divisor", n.op) : 1.0};
     f(p.data(), iv, dv);
     return;
   }
