@@ -241,8 +241,7 @@ if [ "$what" = gateup ]; then
   # proofs' cases, the max-autotune goldens re-blessed with them
   # (GATEUP_BLESS=0: not) and checked; proofs and goldens packed in $OUTDIR
   ./build-gpu/tests/test_cuda_codegen --gtest_filter='FastPathCuda.*' 2>&1 | tail -1
-  for fp in gate_up_swiglu rmsnorm_gate_up_swiglu; do
-    [ "${GATEUP_AB:-0}" = 1 ] || break
+  for fp in $([ "${GATEUP_AB:-0}" = 1 ] && echo gate_up_swiglu rmsnorm_gate_up_swiglu); do
     for r in tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block mlp_swiglu_tails; do
       timeout 120 $FG ab --backend cuda --fast-path $fp --repro $r --world-size 1 >"$OUTDIR/ab-$fp-$r.txt" 2>&1
       echo "ab $fp $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-$fp-$r.txt") $(grep -oE 'launches: .*' "$OUTDIR/ab-$fp-$r.txt")"

@@ -178,10 +178,11 @@ void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double*
       const Shape& a = sn.args[0].second.sizes;
       const Shape& b = sn.args[1].second.sizes;
       if (!b.empty()) *flops += 2.0 * numel_of(a) * static_cast<double>(b.back());
-    } else if (op == Op::FastPath && ((attr_str_or(sn.op.attrs, "name", "") == "gate_up_swiglu" &&
-                                       sn.args.size() == 3) ||
-                                      (attr_str_or(sn.op.attrs, "name", "") == "rmsnorm_gate_up_swiglu" &&
-                                       sn.args.size() == 4))) {
+    } else if (op == Op::FastPath && [&] {
+                 const std::string fp = attr_str_or(sn.op.attrs, "name", "");
+                 return (fp == "gate_up_swiglu" && sn.args.size() == 3) ||
+                        (fp == "rmsnorm_gate_up_swiglu" && sn.args.size() == 4);
+               }()) {
       // two GEMMs, h (or the norm's x) [.., K] against the gate and the up
       // weight [N, K] (after gamma, for the folded norm)
       const Shape& w = sn.args[sn.args.size() - 2].second.sizes;

@@ -493,13 +493,13 @@ std::string fast_path_names() {
 std::string fast_path_source(const std::string& name, Backend backend) {
   const FastPathSpec* spec = find_fast_path(name);
   if (!spec) internal_error("no fast path named " + name);
-  const std::string file = *spec->source ? spec->source : name;
+  const std::string file = spec->file();
   std::string src = backend == Backend::Cpu ? host_kernel_prelude() + embedded_fast_path_source(file, "host")
                                             : cuda_kernel_prelude() + embedded_fast_path_source(file, "cuda");
   // an edit of NAME's file: every fast path that runs that file sees it
   const std::string edited = fault_argument("fastpath_edit");
   const FastPathSpec* e = edited.empty() ? nullptr : find_fast_path(edited);
-  if (e && (*e->source ? std::string(e->source) : e->name) == file)
+  if (e && e->file() == file)
     src += "\n// edited (FUSEGATE_FAULT=fastpath_edit:" + edited + ")\n";
   return src;
 }

@@ -77,6 +77,8 @@ struct FastPathSpec {
   // Both proofs hash the same file, so an edit invalidates both.
   const char* source = "";
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
+  // the stem of the files it runs: `source`, or its name
+  std::string file() const { return *source ? source : name; }
 };
 
 // In priority order, highest first.

@@ -556,7 +556,7 @@ TEST(FastPaths, UnknownNamesAreBadInput) {
 // template run one file, so an edit of it moves both hashes.
 TEST(FastPaths, TheSourceThatRunsIsTheFileInTheTree) {
   for (const auto& f : fast_path_catalog()) {
-    const std::string file = *f.source ? f.source : f.name;
+    const std::string file = f.file();
     std::ifstream in(std::string(FUSEGATE_SOURCE_DIR) + "/kernels/fastpaths/host/" + file + ".cpp");
     ASSERT_TRUE(in) << f.name;
     std::stringstream ss;
