@@ -699,7 +699,9 @@ def fusegate_profile_lines(label, prof):
     busy = prof.get("busy_ms", sum(k.get("ms", 0.0) for k in ks))
     idle = prof.get("idle_ms", sum(k.get("gap_ms", 0.0) for k in ks))
     span = prof.get("span_ms", busy + idle)
-    lines += ["", totals_line(1000 * span, 1000 * busy, 1000 * idle, len(ks))]
+    n_mem = sum(1 for k in ks if k.get("kind") == "memory")  # memsets and copies: rows, not kernels
+    lines += ["", totals_line(1000 * span, 1000 * busy, 1000 * idle, len(ks) - n_mem)
+              + (f" (and {n_mem} memsets or copies)" if n_mem else "")]
     if prof.get("forward_tflops"):
         lines.append(f"forward: {prof['forward_flops'] / 1e9:.1f} GFLOP (GEMMs and attention) in "
                      f"{1000 * span:.1f} µs: {prof['forward_tflops']:.0f} TFLOP/s, "

@@ -126,7 +126,8 @@ std::string merge_probed(std::vector<LaunchRecord>* launches, const std::vector<
 // The per-kernel profile (--profile): the device kernels of one step run as
 // the timed ones were, matched in order with the counted forward's launches,
 // each against the device's measured copy bandwidth or GEMM peak, and the
-// idle gaps between them.
+// idle gaps between them; the step's memsets and copies are rows too (kind
+// "memory"), in the timeline but never matched to a launch.
 nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std::vector<DeviceKernel>& ran,
                             const std::string& how) {
   double copy_gbps = 0, gemm_tflops = 0;
@@ -143,20 +144,31 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
                       {"how", how}};
   // kernels are matched to launches in order while their names agree; from
   // the first disagreement on, rows carry no launch (the note says where)
+  // (memsets and copies, kernel = false, are rows of their own: in the
+  // timeline, never matched to a launch)
+  std::vector<size_t> kidx;  // ran's kernels, by position
+  for (size_t i = 0; i < ran.size(); ++i)
+    if (ran[i].kernel) kidx.push_back(i);
   size_t matched = 0;
-  while (matched < ran.size() && matched < expected.size() && expected[matched].kernel == ran[matched].name) ++matched;
-  if (matched < ran.size() || matched < expected.size())
-    p["note"] = "the profiled step ran " + std::to_string(ran.size()) + " device kernels, the probed forward " +
+  while (matched < kidx.size() && matched < expected.size() && expected[matched].kernel == ran[kidx[matched]].name)
+    ++matched;
+  if (matched < kidx.size() || matched < expected.size())
+    p["note"] = "the profiled step ran " + std::to_string(kidx.size()) + " device kernels, the probed forward " +
                 std::to_string(expected.size()) + "; they agree on the first " + std::to_string(matched) +
-                (matched < ran.size() ? " (then " + ran[matched].name + ")" : "") +
+                (matched < kidx.size() ? " (then " + ran[kidx[matched]].name + ")" : "") +
                 ": later kernels are shown without their launch";
   // a launch's time is the sum of its device kernels' times
   std::map<const LaunchRecord*, double> launch_ms;
-  for (size_t i = 0; i < matched; ++i)
-    launch_ms[expected[i].launch] += static_cast<double>(ran[i].end_ns - ran[i].start_ns) * 1e-6;
+  std::map<size_t, const Slot*> slot_of;  // ran's position -> its launch
+  for (size_t i = 0; i < matched; ++i) {
+    const DeviceKernel& k = ran[kidx[i]];
+    launch_ms[expected[i].launch] += static_cast<double>(k.end_ns - k.start_ns) * 1e-6;
+    slot_of[kidx[i]] = &expected[i];
+  }
   nlohmann::json rows = nlohmann::json::array();
   uint64_t reach = ran.empty() ? 0 : ran.front().start_ns;
   double busy = 0;
+  int memory_ops = 0;
   for (size_t i = 0; i < ran.size(); ++i) {
     const DeviceKernel& k = ran[i];
     double ms = static_cast<double>(k.end_ns - k.start_ns) * 1e-6;
@@ -165,8 +177,12 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
     if (k.end_ns > covered_from) busy += static_cast<double>(k.end_ns - covered_from) * 1e-6;
     reach = std::max(reach, k.end_ns);
     nlohmann::json row = {{"device_kernel", k.name}, {"ms", ms}, {"gap_ms", gap}, {"stream", k.stream}};
-    if (i < matched) {
-      const Slot& s = expected[i];
+    if (!k.kernel) {
+      row["kind"] = "memory";
+      ++memory_ops;
+    }
+    if (slot_of.count(i)) {
+      const Slot& s = *slot_of[i];
       row["launch"] = s.launch->name;
       row["kind"] = s.launch->kind;
       double bytes = s.first ? s.launch->bytes : 0, flops = s.first ? s.launch->flops : 0;
@@ -187,6 +203,7 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
   }
   double span = ran.empty() ? 0 : static_cast<double>(reach - ran.front().start_ns) * 1e-6;
   p["kernels"] = rows;
+  p["memory_ops"] = memory_ops;  // rows that are memsets or copies, not kernels
   p["span_ms"] = span;
   p["busy_ms"] = busy;
   p["idle_ms"] = span - busy;
@@ -354,19 +371,58 @@ void save_gemm_algos(const std::string& table, const std::string& path, nlohmann
   }
 }
 
-// After the warm-up forward: rank 0 chooses, every rank adopts the same table.
-void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank) {
+// Each adopted choice other than the top-1, checked in the forward it
+// serves: the whole forward timed as the run times it (`fwd`, its CUDA
+// graph replayed where `graph`, else its host launches) with the choice and with the
+// top-1, in alternating order (ABBA) over kRounds rounds, each side's best
+// round's median kept. Rank 0's times decide, as for every measured choice;
+// the choice stays only where its forward is at least 1% faster (the rule
+// that measured it alone), and every rank settles the same way.
+void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>& fwd, bool graph) {
+  constexpr int kRounds = 4, kIters = 30;
+  const std::vector<std::string> shapes = gemm_tuning_unchecked();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    double best[2] = {1e30, 1e30};  // [choice, top-1], ms
+    std::string how;
+    for (int round = 0; round < kRounds; ++round)
+      for (int j = 0; j < 2; ++j) {
+        const bool choice = (round % 2 == 0) == (j == 0);
+        const std::string err = gemm_tuning_try(shapes[i], choice);
+        if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err);
+        std::string note;
+        std::vector<double> t = cuda_time(kIters, fwd, graph, &note);
+        std::sort(t.begin(), t.end());
+        best[choice ? 0 : 1] = std::min(best[choice ? 0 : 1], t[t.size() / 2]);
+        how = graph ? note : "host launches";
+      }
+    const std::string mine = nlohmann::json::array({best[0], best[1]}).dump();
+    const nlohmann::json r0 = nlohmann::json::parse(coll.exchange("gemm_forward_" + std::to_string(i), mine).at(0));
+    const double choice_ms = r0.at(0).get<double>(), top1_ms = r0.at(1).get<double>();
+    const std::string err =
+        gemm_tuning_settle(shapes[i], choice_ms < 0.99 * top1_ms, choice_ms, top1_ms,
+                           how + "; median of " + std::to_string(kIters) + ", best of " + std::to_string(kRounds) +
+                               " alternating rounds, rank 0");
+    if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err);
+  }
+}
+
+// After the warm-up forward: rank 0 chooses, every rank adopts the same
+// table and checks its choices in the forward `fwd`; rank 0 caches the
+// settled table.
+void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank, const std::function<void()>& fwd, bool graph) {
   const std::string key = cuda_device_name() + "|" + gemm_tuning_library();
-  std::string table;
+  std::string table, path;
+  nlohmann::json cache = nlohmann::json::object();
   if (rank == 0) {
-    const std::string path = gemm_cache_path();
-    const nlohmann::json cache = path.empty() ? nlohmann::json::object() : read_gemm_cache(path);
+    path = gemm_cache_path();
+    if (!path.empty()) cache = read_gemm_cache(path);
     table = gemm_tuning_choose(known_gemm_algos(spec, cache, key));
-    save_gemm_algos(table, path, cache, key);
   }
   const std::vector<std::string> all = coll.exchange("gemm_algos", table);
   const std::string err = gemm_tuning_adopt(all.at(0));
   if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune): " + err);
+  check_gemm_algos_in_forward(coll, fwd, graph);
+  if (rank == 0) save_gemm_algos(gemm_tuning_table(), path, cache, key);
 }
 
 // -- GEMM template or library call (max-autotune on cpu; kernels/cpu/gemm_choice.h)
@@ -551,10 +607,30 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // warm-up forward notes the shapes (and runs cuBLASLt's top-1)
   const bool tune_gemms = spec.backend == Backend::Cuda && policy == FusionPolicy::MaxAutotune;
   if (tune_gemms) gemm_tuning_start();
-  forward(*r, mode, ex, inputs, false);
+  // The step the timings time: a forward that is one compiled graph is
+  // replayed behind its guards, as a compiled function is called; otherwise
+  // through capture. Of a forward just run (its result and graphs); the
+  // bool: whether it is one compiled graph.
+  auto timed_step = [&](const ForwardResult& fr, const std::vector<const CompiledGraphRt*>& run) {
+    const CompiledGraphRt* one = (mode != Mode::Eager && fr.graph_count == 1 && run.size() == 1) ? run[0] : nullptr;
+    std::vector<at::Tensor> ordered;
+    if (one)
+      for (int id : one->prog.captured.input_ids()) ordered.push_back(inputs.at(one->prog.captured.node(id).name));
+    std::function<void()> step = [&ex, &r, &inputs, mode, one, ordered] {
+      if (one) {
+        ex.begin_forward();
+        ex.replay(*one, ordered);
+      } else {
+        forward(*r, mode, ex, inputs, false);
+      }
+    };
+    return std::make_pair(step, one != nullptr);
+  };
+  const ForwardResult warm = forward(*r, mode, ex, inputs, false);
   if (tune_gemms) {
     progress(out_path, "choosing GEMM algorithms");
-    choose_gemm_algos(spec, coll, rank);
+    const auto [step, one_graph] = timed_step(warm, ex.graphs_run());
+    choose_gemm_algos(spec, coll, rank, step, spec.cuda_graphs && one_graph);
   }
   // max-autotune on cpu: each GEMM template against the library call, by
   // measurement; the graphs compile again with the choice
@@ -582,21 +658,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   std::vector<const CompiledGraphRt*> graphs_run = ex.graphs_run();
   std::string collectives = coll.sequence();
 
-  // timing: a forward that is one compiled graph is replayed behind its
-  // guards, as a compiled function is called; otherwise through capture
-  const CompiledGraphRt* one =
-      (mode != Mode::Eager && res.graph_count == 1 && graphs_run.size() == 1) ? graphs_run[0] : nullptr;
-  std::vector<at::Tensor> ordered;
-  if (one)
-    for (int id : one->prog.captured.input_ids()) ordered.push_back(inputs.at(one->prog.captured.node(id).name));
-  std::function<void()> body = [&] {
-    if (one) {
-      ex.begin_forward();
-      ex.replay(*one, ordered);
-    } else {
-      forward(*r, mode, ex, inputs, false);
-    }
-  };
+  // timing (timed_step): the compiled graph replayed behind its guards, or
+  // each forward through capture
+  const auto [body, one] = timed_step(res, graphs_run);
   std::vector<double> times;
   std::string timing_note = one ? "compiled graph replayed behind its guards" : "capture each forward";
   for (int i = 0; i < std::min(10, spec.iters); ++i) body();  // warm clocks and caches before timing

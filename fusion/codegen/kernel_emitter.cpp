@@ -189,8 +189,11 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     std::map<std::string, std::set<size_t>> phases_of_load;
     std::map<std::string, DType> load_type;
     std::map<std::string, IndexP> load_index;
+    std::map<std::string, int> load_buffer;
+    size_t first_inner = ph.size();
     for (size_t pi = 0; pi < ph.size(); ++pi) {
       if (!ph_inner[pi]) continue;
+      first_inner = std::min(first_inner, pi);
       for (int n : ph[pi]) {
         std::map<std::string, std::pair<int, IndexP>> loads;
         ex_loads(body.at(n), &loads);
@@ -199,6 +202,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
             phases_of_load[k].insert(pi);
             load_type[k] = g_.buffers[static_cast<size_t>(l.first)].dtype;
             load_index[k] = l.second;
+            load_buffer[k] = l.first;
           }
       }
     }
@@ -210,10 +214,19 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       ix_vars(load_index[k], &vars);
       bool varies = false;
       for (const auto& [v, range] : vars) varies = varies || v != "x";
-      if (pset.size() > 1 && varies) {
+      // A load only later loops read is fetched by the first loop, with the
+      // row, when it stays in chunks: one wait on memory a row, not a second
+      // one after the block-wide combine (a norm's weight; measured on the
+      // H100: RMSNorm over 1024 x 2048 bf16 took 4.1 us against 3.0 for the
+      // Triton kernel torch.compile makes, which issues both loads at once)
+      IndexP pre_base;
+      const bool prefetch = pset.size() == 1 && varies && *pset.begin() != first_inner && p_.chunked(1, R) &&
+                            wide(load_type[k]) && chunk_access(load_index[k], "r", R, &pre_base);
+      if ((pset.size() > 1 && varies) || prefetch) {
         std::string name = "row" + std::to_string(row_cache.size());
         row_cache[k] = name;
-        row_cache_first[k] = *pset.begin();
+        row_cache_first[k] = prefetch ? first_inner : *pset.begin();
+        if (prefetch) row_prefetch[k] = {load_buffer[k], pre_base->key};
         // in chunks, a row read at contiguous aligned places stays in its
         // chunks (bf16: two elements a register)
         IndexP base;
@@ -392,6 +405,10 @@ void KernelEmitter::chunk_begin(const std::vector<int>& nodes, const std::map<in
       }
     }
   }
+  // the later loops' loads this loop prefetches (no node of it reads them)
+  for (const auto& [k, at] : row_prefetch)
+    if (row_cache_first[k] == current_phase && !vec_load.count(k))
+      line(p_.chunk_assign(row_cache[k] + "[c]", ptr(at.first) + " + (" + at.second + ")"));
   for (int n : nodes) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     DType t = g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype;

@@ -48,6 +48,11 @@ class KernelEmitter {
   std::map<std::string, std::string> row_cache;        // load key -> array
   std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
   std::set<std::string> row_chunked;                    // cached as chunks (in storage type), not as values
+  // Loads only a later loop reads (a norm's weight, read after the row's
+  // sum), prefetched in chunks by the first loop so that the later one waits
+  // on no memory after the block-wide combine: load key -> its buffer and
+  // the chunk's start (an index over q).
+  std::map<std::string, std::pair<int, std::string>> row_prefetch;
   size_t current_phase = 0;
   bool in_row_loop = false;  // emitting inside a loop over r (an inner phase)
   // Chunk accesses of the current chunk (see CStylePrinter::chunked).

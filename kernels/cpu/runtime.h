@@ -44,7 +44,8 @@ std::string cuda_device_name();
 // iteration's milliseconds; `graph` captures one call of body into a CUDA
 // graph first and times its replays.
 // `profile` (may be null) gets the device kernels of one more step, run as
-// the timed ones were (a replay of the captured graph, or body).
+// the timed ones were (a replay of the captured graph, or body), and its
+// memsets and copies (kernel = false), all in start order.
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
                               std::vector<DeviceKernel>* profile = nullptr);
 // The device's measured ceilings: a 1 GiB device-to-device copy (GB/s,

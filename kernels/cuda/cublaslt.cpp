@@ -409,6 +409,7 @@ std::string lt_measure(const LtGemm& g, int max_candidates, LtMeasured* out) {
   }
   if (us[pick] > 0.99 * us[0]) pick = 0;  // within the timings' spread: the top-1 stays
   std::memcpy(out->algo.data, &cands[pick].algo, sizeof(out->algo.data));
+  std::memcpy(out->top1.data, &cands[0].algo, sizeof(out->top1.data));
   out->choice = static_cast<int>(pick);
   out->candidates = timed;
   out->us = us[pick];

@@ -59,6 +59,7 @@ int lt_version();  // cublasLtGetVersion()
 
 struct LtMeasured {
   LtAlgo algo;        // the choice
+  LtAlgo top1;        // cuBLASLt's top-1 (the forward check runs it against the choice)
   int choice = 0;     // its rank in the heuristic's list (0: the top-1)
   int candidates = 0; // how many ran and were timed
   double us = 0, top1_us = 0;

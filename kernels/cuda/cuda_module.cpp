@@ -171,8 +171,14 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     if (!why.empty()) throw std::runtime_error("--profile: cannot trace device kernels: " + why);
     device_trace_collect();  // drop anything from before
     step();
-    *profile = device_trace_collect(&why);
+    // the kernels and, apart, the memsets and copies between them (a
+    // library's counter reset is a graph node that takes time too)
+    std::vector<DeviceKernel> ops;
+    *profile = device_trace_collect(&why, &ops);
     device_trace_stop();
+    profile->insert(profile->end(), ops.begin(), ops.end());
+    std::stable_sort(profile->begin(), profile->end(),
+                     [](const DeviceKernel& a, const DeviceKernel& b) { return a.start_ns < b.start_ns; });
     if (!why.empty()) throw std::runtime_error("--profile: the device-kernel trace is incomplete: " + why);
   };
   if (!graph) {

@@ -2,8 +2,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "kernels/cuda/cublaslt.h"
 
@@ -73,17 +75,25 @@ std::string gemm_tuning_choose(const std::string& known_text) {
     LtAlgo a;
     std::string why;
     if (it != known.end() && it->second["algo"].is_string() && lt_algo_from_hex(it->second["algo"], &a)) {
-      why = lt_choose(g, a);
+      const json& k = it->second;
+      // a choice other than the top-1 is taken only with its check in the
+      // forward (recorded before there was one: measured again, and checked)
+      const bool unchecked = k.contains("choice") && k["choice"].is_number() && k["choice"].get<int>() > 0 &&
+                             !(k.contains("forward") && k["forward"].is_object());
+      why = unchecked ? "recorded without its check in the forward" : lt_choose(g, a);
       if (why.empty()) {
         e["algo"] = lt_algo_hex(a);
         e["config"] = lt_algo_text(a);
         for (const char* f : {"choice", "candidates", "us", "top1_us"})
-          if (it->second.contains(f) && it->second[f].is_number()) e[f] = it->second[f];
-        e["source"] = it->second.value("source", std::string("cache"));
+          if (k.contains(f) && k[f].is_number()) e[f] = k[f];
+        if (k.contains("top1_algo") && k["top1_algo"].is_string()) e["top1_algo"] = k["top1_algo"];
+        if (k.contains("forward") && k["forward"].is_object()) e["forward"] = k["forward"];
+        e["source"] = k.value("source", std::string("cache"));
         table.push_back(e);
         continue;
       }
-      why = "the recorded choice " + it->second.value("config", std::string("?")) + " no longer runs: " + why;
+      if (!unchecked)
+        why = "the recorded choice " + k.value("config", std::string("?")) + " no longer runs: " + why;
     }
     LtMeasured m;
     std::string err = lt_measure(g, 16, &m);
@@ -94,6 +104,7 @@ std::string gemm_tuning_choose(const std::string& known_text) {
       continue;
     }
     e["algo"] = lt_algo_hex(m.algo);
+    e["top1_algo"] = lt_algo_hex(m.top1);
     e["config"] = lt_algo_text(m.algo);
     e["choice"] = m.choice;
     e["candidates"] = m.candidates;
@@ -127,6 +138,75 @@ std::string gemm_tuning_adopt(const std::string& text) {
     adopted().push_back(mine);
   }
   return "";
+}
+
+std::vector<std::string> gemm_tuning_unchecked() {
+  std::lock_guard<std::mutex> lock(mu);
+  std::vector<std::string> out;
+  for (const json& e : adopted())
+    if (e.contains("algo") && e.contains("choice") && e["choice"].is_number() && e["choice"].get<int>() > 0 &&
+        e.contains("top1_algo") && e["top1_algo"].is_string() && !e.contains("forward"))
+      out.push_back(e["shape"]);
+  return out;
+}
+
+namespace {
+
+// The adopted entry of `shape` (under mu), or null.
+json* adopted_entry(const std::string& shape) {
+  for (json& e : adopted())
+    if (e.value("shape", "") == shape) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string gemm_tuning_try(const std::string& shape, bool choice) {
+  LtGemm g;
+  LtAlgo a;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const json* e = adopted_entry(shape);
+    if (!e || !shape_of(*e, &g)) return "no adopted GEMM choice for " + shape;
+    const char* field = choice ? "algo" : "top1_algo";
+    if (!e->contains(field) || !(*e)[field].is_string() || !lt_algo_from_hex((*e)[field], &a))
+      return "the adopted entry of " + shape + " has no " + field;
+  }
+  return lt_choose(g, a);
+}
+
+std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, double choice_ms, double top1_ms,
+                               const std::string& how) {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    json* e = adopted_entry(shape);
+    if (!e) return "no adopted GEMM choice for " + shape;
+    auto ms = [](double v) { return std::round(v * 1e4) / 1e4; };
+    json f = {{"how", how},
+              {"choice", e->value("choice", 0)},
+              {"choice_config", e->value("config", std::string())},
+              {"choice_ms", ms(choice_ms)},
+              {"top1_ms", ms(top1_ms)},
+              {"kept", keep_choice ? "choice" : "top-1"}};
+    if (!keep_choice) {
+      LtAlgo t;
+      if (!e->contains("top1_algo") || !(*e)["top1_algo"].is_string() || !lt_algo_from_hex((*e)["top1_algo"], &t))
+        return "the adopted entry of " + shape + " has no top1_algo";
+      (*e)["algo"] = (*e)["top1_algo"];
+      (*e)["config"] = lt_algo_text(t);
+      (*e)["choice"] = 0;
+      if (e->contains("top1_us")) (*e)["us"] = (*e)["top1_us"];
+    }
+    (*e)["forward"] = f;
+  }
+  return gemm_tuning_try(shape, keep_choice);
+}
+
+std::string gemm_tuning_table() {
+  std::lock_guard<std::mutex> lock(mu);
+  json out = json::array();
+  for (const json& e : adopted()) out.push_back(e);
+  return out.dump();
 }
 
 std::string gemm_tuning_record() {

@@ -11,18 +11,34 @@
 //      (lt_measure); the table goes to every rank through the c10d store;
 //   3. every rank: gemm_tuning_adopt(table); from the next forward on, its
 //      GEMMs run the table's choices;
-//   4. the record keeps gemm_tuning_record(): each shape's choice, where it
-//      came from, and its timings (harness/RECORD.md, `gemm_algos`).
+//   4. every rank: a choice other than the top-1 is checked in the forward
+//      it serves (gemm_tuning_unchecked): the caller times the whole forward
+//      as it runs (its CUDA graph replayed, or its host launches) with the
+//      choice and with the top-1 (gemm_tuning_try), rank 0's times decide,
+//      and every rank settles the same way (gemm_tuning_settle). A GEMM
+//      timed alone does not see what it costs the forward: measured on the
+//      H100 and the H200, a qkv candidate 0.6-1.7 us faster alone needs a
+//      4-byte memset before its kernel, and in the replayed forward 8-23 us
+//      fell idle around that memset (the top-1 needs none);
+//   5. the record keeps gemm_tuning_record(): each shape's choice, where it
+//      came from, and its timings (harness/RECORD.md, `gemm_algos`); rank 0
+//      caches gemm_tuning_table() after the checks.
 // Tables are JSON arrays of objects:
 //   {"shape": "bf16 m1024 n6144 k2048", "type", "m", "n", "k", "batch",
 //    "bias", "gelu", "addend", "algo": 128 hex digits, "config": "algo 66
 //    tile 20 ...", "choice": rank in the heuristic's list, "candidates",
-//    "us", "top1_us", "source": "measured" | "golden" | "cache" | "top-1",
-//    "why" (top-1 only: why no choice)}
+//    "us", "top1_us", "top1_algo": the top-1's 128 hex digits, "forward":
+//    the check in the forward ({"how", "choice", "choice_config",
+//    "choice_ms", "top1_ms", "kept": "choice" | "top-1"}), "source":
+//    "measured" | "golden" | "cache" | "top-1", "why" (top-1 only: why no
+//    choice)}
+// A known choice other than the top-1 without "forward" is measured again.
+
 // Without the cuda runtime (kernels/cuda/no_cuda.cpp) start and adopt do
 // nothing and the tables are empty.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace fg {
 
@@ -31,6 +47,19 @@ void gemm_tuning_start();
 std::string gemm_tuning_choose(const std::string& known);
 // every rank; "" or what in the table could not be read
 std::string gemm_tuning_adopt(const std::string& table);
+// every rank, after adopt: the shapes whose adopted choice is not the top-1
+// and has not been checked in the forward, in table order
+std::vector<std::string> gemm_tuning_unchecked();
+// every rank: `shape`'s GEMMs run its choice (true) or the top-1 (false)
+// from the next call on; "" or why not
+std::string gemm_tuning_try(const std::string& shape, bool choice);
+// every rank, with rank 0's times: keeps the choice or the top-1 (the entry
+// then names the top-1, with "forward" saying what was measured) and runs
+// it; "" or why not
+std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, double choice_ms, double top1_ms,
+                               const std::string& how);
+// the adopted table, for rank 0's cache
+std::string gemm_tuning_table();
 // what this process runs with: the adopted entries, with "fallbacks" (plans
 // whose operands' alignment ruled the choice out), and the shapes this rank
 // ran that the table did not hold (source "top-1")

@@ -15,6 +15,7 @@ namespace {
 
 std::mutex mu;
 std::vector<DeviceKernel> delivered;  // guarded by mu
+std::vector<DeviceKernel> delivered_ops;  // guarded by mu: memsets and copies
 int users = 0;                        // guarded by mu: open traces (start/stop pairs)
 // The first thing that made the records incomplete, sticky until the last
 // user stops: a count that lost records must not read as fewer kernels.
@@ -51,9 +52,16 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 // C frames.
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   try {
-    std::vector<DeviceKernel> got;
+    std::vector<DeviceKernel> got, ops;
     CUpti_Activity* rec = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      if (rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
+        ops.push_back({"[memset " + std::to_string(m->bytes) + " B]", m->start, m->end, m->streamId, false});
+      } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
+        ops.push_back({"[memcpy " + std::to_string(m->bytes) + " B]", m->start, m->end, m->streamId, false});
+      }
       if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
       got.push_back({short_kernel_name(demangle(k->name)), k->start, k->end, k->streamId});
@@ -62,7 +70,10 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
     if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
       mark_broken("CUPTI dropped " + std::to_string(dropped) + " activity records");
     std::lock_guard<std::mutex> lock(mu);
-    if (users > 0) delivered.insert(delivered.end(), got.begin(), got.end());
+    if (users > 0) {
+      delivered.insert(delivered.end(), got.begin(), got.end());
+      delivered_ops.insert(delivered_ops.end(), ops.begin(), ops.end());
+    }
   } catch (...) {
     mark_broken("reading CUPTI's activity records failed");
   }
@@ -114,26 +125,36 @@ std::string device_trace_start() {
     return "cuptiActivityEnable(CONCURRENT_KERNEL): " + cupti_error(r) +
            " (is another CUPTI client, a profiler such as nsys or ncu, attached to this process?)";
   }
+  // memsets and copies: shown by a profile, never counted as kernels (a
+  // failure to enable them loses nothing the count needs)
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
   delivered.clear();
+  delivered_ops.clear();
   broken.clear();
   return "";
 }
 
-std::vector<DeviceKernel> device_trace_collect(std::string* why) {
+std::vector<DeviceKernel> device_trace_collect(std::string* why, std::vector<DeviceKernel>* memory_ops) {
   cudaError_t sync = cudaDeviceSynchronize();
   if (sync != cudaSuccess) mark_broken(std::string("cudaDeviceSynchronize: ") + cudaGetErrorString(sync));
   CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (r != CUPTI_SUCCESS) mark_broken("cuptiActivityFlushAll: " + cupti_error(r));
-  std::vector<DeviceKernel> out;
+  std::vector<DeviceKernel> out, ops;
   {
     std::lock_guard<std::mutex> lock(mu);
     out.swap(delivered);
+    ops.swap(delivered_ops);
     if (why && !broken.empty()) *why = broken;
   }
   for (const DeviceKernel& k : out)
     if (k.start_ns == 0 || k.end_ns < k.start_ns) mark_broken("CUPTI gave a kernel (" + k.name + ") no timestamps");
-  std::stable_sort(out.begin(), out.end(),
-                   [](const DeviceKernel& a, const DeviceKernel& b) { return a.start_ns < b.start_ns; });
+  auto by_start = [](const DeviceKernel& a, const DeviceKernel& b) { return a.start_ns < b.start_ns; };
+  std::stable_sort(out.begin(), out.end(), by_start);
+  if (memory_ops) {
+    std::stable_sort(ops.begin(), ops.end(), by_start);
+    *memory_ops = std::move(ops);
+  }
   return out;
 }
 
@@ -144,9 +165,12 @@ void device_trace_stop() {
   }
   cudaDeviceSynchronize();
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   std::lock_guard<std::mutex> lock(mu);
   delivered.clear();
+  delivered_ops.clear();
   broken.clear();
 }
 

@@ -12,6 +12,12 @@ bool cuda_backend_built() { return false; }
 void gemm_tuning_start() {}
 std::string gemm_tuning_choose(const std::string&) { return "[]"; }
 std::string gemm_tuning_adopt(const std::string&) { return ""; }
+std::vector<std::string> gemm_tuning_unchecked() { return {}; }
+std::string gemm_tuning_try(const std::string&, bool) { return "no cuda runtime in this build"; }
+std::string gemm_tuning_settle(const std::string&, bool, double, double, const std::string&) {
+  return "no cuda runtime in this build";
+}
+std::string gemm_tuning_table() { return "[]"; }
 std::string gemm_tuning_record() { return "[]"; }
 std::string gemm_tuning_library() { return ""; }
 at::Tensor cuda_linear(const at::Tensor&, const std::vector<at::Tensor>&, const at::Tensor&, const at::Tensor&, float,

@@ -137,6 +137,7 @@ TEST(GemmTuning, Rank0MeasuresEveryNotedShapeAndTheChoiceRunsRight) {
   run_gemm(g, &b);
   json known = table;
   known[0]["source"] = "golden";
+  known[0]["forward"] = {{"kept", "choice"}};  // checked in its forward
   json again = json::parse(gemm_tuning_choose(known.dump()));
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0]["source"], "golden");
@@ -151,6 +152,70 @@ TEST(GemmTuning, Rank0MeasuresEveryNotedShapeAndTheChoiceRunsRight) {
   ASSERT_EQ(fresh.size(), 1u);
   EXPECT_EQ(fresh[0]["source"], "measured");
   EXPECT_NE(fresh[0].value("why", "").find("no longer runs"), std::string::npos) << fresh[0].dump();
+  // a known choice other than the top-1 without its check in the forward is
+  // measured again
+  lt_forget_choices();
+  gemm_tuning_start();
+  run_gemm(g, &b);
+  json unchecked = table;
+  unchecked[0]["choice"] = 1;
+  unchecked[0].erase("forward");
+  json remeasured = json::parse(gemm_tuning_choose(unchecked.dump()));
+  ASSERT_EQ(remeasured.size(), 1u);
+  EXPECT_EQ(remeasured[0]["source"], "measured");
+  EXPECT_NE(remeasured[0].value("why", "").find("without its check in the forward"), std::string::npos)
+      << remeasured[0].dump();
+  lt_set_tuning(false);
+  lt_forget_choices();
+}
+
+// The check in the forward: a choice other than the top-1 is pending until
+// settled; settling for the top-1 makes the entry name the top-1 (with what
+// was measured), settling for the choice keeps it; either way the GEMM runs
+// what the entry names, and the settled entry is pending no more.
+TEST(GemmTuning, ChoicesAreSettledByTheirCheckInTheForward) {
+  if (!have_gpu()) GTEST_SKIP() << "no GPU here";
+  LtGemm g;
+  g.m = 256; g.n = 512; g.k = 384;
+  Buffers b;
+  ASSERT_EQ(cudaMalloc(&b.a, static_cast<size_t>(g.m * g.k) * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b.w, static_cast<size_t>(g.n * g.k) * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b.d, static_cast<size_t>(g.m * g.n) * 2), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&b.ws, kLtWorkspaceBytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(b.a, 0, static_cast<size_t>(g.m * g.k) * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(b.w, 0, static_cast<size_t>(g.n * g.k) * 2), cudaSuccess);
+  lt_forget_choices();
+  gemm_tuning_start();
+  run_gemm(g, &b);
+  json table = json::parse(gemm_tuning_choose("[]"));
+  ASSERT_EQ(table.size(), 1u);
+  ASSERT_TRUE(table[0].contains("top1_algo")) << table[0].dump();
+  for (bool keep : {false, true}) {
+    json t = table;
+    t[0]["choice"] = 3;  // as if a candidate other than the top-1 had won alone
+    t[0].erase("forward");
+    lt_forget_choices();
+    gemm_tuning_start();
+    ASSERT_EQ(gemm_tuning_adopt(t.dump()), "");
+    ASSERT_EQ(gemm_tuning_unchecked(), std::vector<std::string>{lt_shape_key(g)});
+    EXPECT_EQ(gemm_tuning_try(lt_shape_key(g), false), "");
+    EXPECT_EQ(gemm_tuning_try(lt_shape_key(g), true), "");
+    EXPECT_NE(gemm_tuning_try("bf16 m1 n1 k1", true), "");
+    ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), keep, 0.21, 0.2, "test"), "");
+    EXPECT_TRUE(gemm_tuning_unchecked().empty());
+    const json rec = json::parse(gemm_tuning_record());
+    ASSERT_EQ(rec.size(), 1u);
+    const json& e = rec[0];
+    ASSERT_TRUE(e.contains("forward")) << e.dump();
+    EXPECT_EQ(e["forward"]["kept"], keep ? "choice" : "top-1");
+    EXPECT_EQ(e["forward"]["choice"], 3);
+    EXPECT_DOUBLE_EQ(e["forward"]["choice_ms"].get<double>(), 0.21);
+    EXPECT_EQ(e["choice"], keep ? 3 : 0);
+    EXPECT_EQ(e["algo"], keep ? table[0]["algo"] : table[0]["top1_algo"]);
+    run_gemm(g, &b);  // runs what the entry names
+    EXPECT_TRUE(lt_untuned().empty());
+    EXPECT_EQ(json::parse(gemm_tuning_table()).size(), 1u);
+  }
   lt_set_tuning(false);
   lt_forget_choices();
 }
