@@ -28,7 +28,8 @@ def run(fg, repro, world, out, fast, graphs, iters, extra=()):
 
 def replaced_ms(profile, fast):
     """The fast path's kernels, or the all-reduce and the norm kernel after it."""
-    rows = profile["kernels"]
+    # memsets and copies are rows of the profile too (kind "memory"): not kernels
+    rows = [k for k in profile["kernels"] if k.get("kind") != "memory"]
     if fast:
         return sum(k["ms"] for k in rows if k.get("launch") == "fastpath_allreduce_residual_rmsnorm"), \
                [k["device_kernel"] for k in rows if k.get("launch") == "fastpath_allreduce_residual_rmsnorm"]
@@ -89,7 +90,7 @@ def main():
             med[(fast, graphs)] = k["times_ms"]["forward_median"] * 1000 / layers
             if graphs:
                 per = {}
-                for x in p["kernels"]:
+                for x in (y for y in p["kernels"] if y.get("kind") != "memory"):
                     per.setdefault(x["device_kernel"][:40], []).append(x["ms"] * 1000)
                 kern = ", ".join(f"{name} x{len(v)} median {sorted(v)[len(v) // 2]:.1f}" for name, v in per.items())
                 rows.append((fast, k["kernel_count"], k.get("device_kernel_count", "?"), kern, k["accuracy"]["status"]))

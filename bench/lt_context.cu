@@ -2,7 +2,7 @@
 // (issue 17): in the replayed forward of tp_block_llama_h2048 the measured
 // qkv choice had a 5.6-13.7 us gap before it that the top-1 did not. For
 // each GEMM shape, up to 16 candidates, each timed two ways:
-//   alone:   ten back-to-back calls, best of three (as lt_measure times them);
+//   alone:   ten back-to-back calls, best of five rounds (lt_measure: of three);
 //   context: a CUDA graph of twenty [producer kernel writing A -> GEMM]
 //            pairs, replayed, minus the same graph of the producers alone;
 //            the producer is a bandwidth-bound pass over A, as the RMSNorm

@@ -388,7 +388,9 @@ void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>&
       for (int j = 0; j < 2; ++j) {
         const bool choice = (round % 2 == 0) == (j == 0);
         const std::string err = gemm_tuning_try(shapes[i], choice);
-        if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err);
+        if (!err.empty())
+          cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err +
+                      " (every rank needs rank 0's GPU model and cuBLASLt; or run --fusion default)");
         std::string note;
         std::vector<double> t = cuda_time(kIters, fwd, graph, &note);
         std::sort(t.begin(), t.end());
@@ -402,7 +404,9 @@ void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>&
         gemm_tuning_settle(shapes[i], choice_ms < 0.99 * top1_ms, choice_ms, top1_ms,
                            how + "; median of " + std::to_string(kIters) + ", best of " + std::to_string(kRounds) +
                                " alternating rounds, rank 0");
-    if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err);
+    if (!err.empty())
+      cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err +
+                  " (every rank needs rank 0's GPU model and cuBLASLt; or run --fusion default)");
   }
 }
 
@@ -420,7 +424,9 @@ void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank, const s
   }
   const std::vector<std::string> all = coll.exchange("gemm_algos", table);
   const std::string err = gemm_tuning_adopt(all.at(0));
-  if (!err.empty()) cannot_test("GEMM algorithm choices (max-autotune): " + err);
+  if (!err.empty())
+    cannot_test("GEMM algorithm choices (max-autotune): " + err +
+                " (every rank needs rank 0's GPU model and cuBLASLt; or run --fusion default)");
   check_gemm_algos_in_forward(coll, fwd, graph);
   if (rank == 0) save_gemm_algos(gemm_tuning_table(), path, cache, key);
 }

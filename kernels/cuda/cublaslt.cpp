@@ -446,6 +446,49 @@ std::string lt_choose(const LtGemm& g, const LtAlgo& la) {
   return "";
 }
 
+std::string lt_fits(const LtGemm& g, const LtAlgo& la) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return "no CUDA device";
+  std::lock_guard<std::mutex> lock(state().mu);
+  std::string err;
+  cublasLtHandle_t h = handle_locked(dev, &err);
+  if (!h) return err;
+  Plan p;
+  if (!(err = make_descs(g, &p)).empty()) return err;
+  cublasLtMatmulAlgo_t a;
+  std::memcpy(&a, la.data, sizeof(a));
+  return algo_fits(h, p, a);
+}
+
+bool lt_chosen(const LtGemm& g, LtAlgo* a) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  auto it = state().choices.find(tune_key(g));
+  if (it == state().choices.end()) return false;
+  *a = it->second.algo;
+  return true;
+}
+
+std::string lt_candidates(const LtGemm& g, int n, std::vector<LtAlgo>* out) {
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return "no CUDA device";
+  std::lock_guard<std::mutex> lock(state().mu);
+  std::string err;
+  cublasLtHandle_t h = handle_locked(dev, &err);
+  if (!h) return err;
+  Plan p;
+  if (!(err = make_descs(g, &p)).empty()) return err;
+  const uint32_t align[4] = {256, 256, 256, 256};
+  std::vector<cublasLtMatmulHeuristicResult_t> r;
+  if (!(err = heuristics(h, p, align, std::max(1, n), &r)).empty()) return err;
+  out->clear();
+  for (const auto& c : r) {
+    LtAlgo a;
+    std::memcpy(a.data, &c.algo, sizeof(a.data));
+    out->push_back(a);
+  }
+  return "";
+}
+
 std::vector<LtGemm> lt_untuned() {
   std::lock_guard<std::mutex> lock(state().mu);
   std::vector<LtGemm> out;

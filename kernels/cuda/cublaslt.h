@@ -75,6 +75,14 @@ bool lt_tuning();
 // The algorithm lt_gemm runs for shapes like g's from now on (its plans are
 // remade); "" or why cuBLASLt refuses it for 256-byte aligned operands.
 std::string lt_choose(const LtGemm& g, const LtAlgo& a);
+// Whether cuBLASLt runs `a` for g (256-byte aligned operands), choosing
+// nothing: "" or why not.
+std::string lt_fits(const LtGemm& g, const LtAlgo& a);
+// The algorithm chosen for g's shape, if one is (false: none).
+bool lt_chosen(const LtGemm& g, LtAlgo* a);
+// Up to n of cuBLASLt's candidates for g, in its heuristic's order (the
+// top-1 first); "" or what failed.
+std::string lt_candidates(const LtGemm& g, int n, std::vector<LtAlgo>* out);
 // Shapes lt_gemm ran with tuning on and no choice, in the order first run.
 std::vector<LtGemm> lt_untuned();
 // Per chosen shape: how many plans had to fall back to the top-1 because

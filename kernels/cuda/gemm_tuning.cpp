@@ -135,6 +135,16 @@ std::string gemm_tuning_adopt(const std::string& text) {
         return "rank 0's choice for " + e["shape"].get<std::string>() + " does not run here: " + why;
       }
     }
+    if (e.contains("top1_algo")) {
+      // the forward check runs the top-1 on every rank: refused here, it
+      // must fail now, before any rank waits on another in that check
+      LtAlgo t;
+      if (!e["top1_algo"].is_string() || !lt_algo_from_hex(e["top1_algo"], &t))
+        return "a GEMM choice table entry has a top1_algo that is not 128 hex digits: " + e.dump();
+      std::string why = lt_fits(g, t);
+      if (!why.empty())
+        return "rank 0's top-1 for " + e["shape"].get<std::string>() + " does not run here: " + why;
+    }
     adopted().push_back(mine);
   }
   return "";
@@ -167,10 +177,12 @@ std::string gemm_tuning_try(const std::string& shape, bool choice) {
   {
     std::lock_guard<std::mutex> lock(mu);
     const json* e = adopted_entry(shape);
-    if (!e || !shape_of(*e, &g)) return "no adopted GEMM choice for " + shape;
+    // (internal errors: gemm_tuning_unchecked names only adopted entries
+    // holding both algorithms, and adopt read them)
+    if (!e || !shape_of(*e, &g)) return "internal error: no adopted GEMM choice for " + shape;
     const char* field = choice ? "algo" : "top1_algo";
     if (!e->contains(field) || !(*e)[field].is_string() || !lt_algo_from_hex((*e)[field], &a))
-      return "the adopted entry of " + shape + " has no " + field;
+      return "internal error: the adopted entry of " + shape + " has no " + field;
   }
   return lt_choose(g, a);
 }
@@ -180,7 +192,7 @@ std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, doubl
   {
     std::lock_guard<std::mutex> lock(mu);
     json* e = adopted_entry(shape);
-    if (!e) return "no adopted GEMM choice for " + shape;
+    if (!e) return "internal error: no adopted GEMM choice for " + shape;
     auto ms = [](double v) { return std::round(v * 1e4) / 1e4; };
     json f = {{"how", how},
               {"choice", e->value("choice", 0)},
@@ -191,7 +203,7 @@ std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, doubl
     if (!keep_choice) {
       LtAlgo t;
       if (!e->contains("top1_algo") || !(*e)["top1_algo"].is_string() || !lt_algo_from_hex((*e)["top1_algo"], &t))
-        return "the adopted entry of " + shape + " has no top1_algo";
+        return "internal error: the adopted entry of " + shape + " has no top1_algo";
       (*e)["algo"] = (*e)["top1_algo"];
       (*e)["config"] = lt_algo_text(t);
       (*e)["choice"] = 0;

@@ -18,8 +18,9 @@
 //      and every rank settles the same way (gemm_tuning_settle). A GEMM
 //      timed alone does not see what it costs the forward: measured on the
 //      H100 and the H200, a qkv candidate 0.6-1.7 us faster alone needs a
-//      4-byte memset before its kernel, and in the replayed forward 8-23 us
-//      fell idle around that memset (the top-1 needs none);
+//      4-byte memset before its kernel, and in traced replays of the forward
+//      8-23 us fell idle around that memset (the top-1 needs none); timed
+//      in the forward, untraced, the two were within 0.5 us;
 //   5. the record keeps gemm_tuning_record(): each shape's choice, where it
 //      came from, and its timings (harness/RECORD.md, `gemm_algos`); rank 0
 //      caches gemm_tuning_table() after the checks.

@@ -59,8 +59,11 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, 
         const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(rec);
         ops.push_back({"[memset " + std::to_string(m->bytes) + " B]", m->start, m->end, m->streamId, false});
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        // device to device only: a copy to or from the host is the harness
+        // reading a result, not the forward's work on the device
         const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(rec);
-        ops.push_back({"[memcpy " + std::to_string(m->bytes) + " B]", m->start, m->end, m->streamId, false});
+        if (m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD)
+          ops.push_back({"[memcpy " + std::to_string(m->bytes) + " B]", m->start, m->end, m->streamId, false});
       }
       if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
@@ -145,10 +148,16 @@ std::vector<DeviceKernel> device_trace_collect(std::string* why, std::vector<Dev
     std::lock_guard<std::mutex> lock(mu);
     out.swap(delivered);
     ops.swap(delivered_ops);
-    if (why && !broken.empty()) *why = broken;
   }
   for (const DeviceKernel& k : out)
     if (k.start_ns == 0 || k.end_ns < k.start_ns) mark_broken("CUPTI gave a kernel (" + k.name + ") no timestamps");
+  if (memory_ops)  // a memset without timestamps would sort first and stretch a profile's span
+    for (const DeviceKernel& k : ops)
+      if (k.start_ns == 0 || k.end_ns < k.start_ns) mark_broken("CUPTI gave a " + k.name + " no timestamps");
+  if (why) {  // after the checks above: this collect's own findings count too
+    std::lock_guard<std::mutex> lock(mu);
+    if (!broken.empty()) *why = broken;
+  }
   auto by_start = [](const DeviceKernel& a, const DeviceKernel& b) { return a.start_ns < b.start_ns; };
   std::stable_sort(out.begin(), out.end(), by_start);
   if (memory_ops) {

@@ -171,8 +171,9 @@ TEST(GemmTuning, Rank0MeasuresEveryNotedShapeAndTheChoiceRunsRight) {
 
 // The check in the forward: a choice other than the top-1 is pending until
 // settled; settling for the top-1 makes the entry name the top-1 (with what
-// was measured), settling for the choice keeps it; either way the GEMM runs
-// what the entry names, and the settled entry is pending no more.
+// was measured) and pins it, settling for the choice keeps and pins the
+// choice; trying either pins that one; the settled entry is pending no more.
+// The table holds two different candidates, cuBLASLt's first and second.
 TEST(GemmTuning, ChoicesAreSettledByTheirCheckInTheForward) {
   if (!have_gpu()) GTEST_SKIP() << "no GPU here";
   LtGemm g;
@@ -184,38 +185,61 @@ TEST(GemmTuning, ChoicesAreSettledByTheirCheckInTheForward) {
   ASSERT_EQ(cudaMalloc(&b.ws, kLtWorkspaceBytes), cudaSuccess);
   ASSERT_EQ(cudaMemset(b.a, 0, static_cast<size_t>(g.m * g.k) * 2), cudaSuccess);
   ASSERT_EQ(cudaMemset(b.w, 0, static_cast<size_t>(g.n * g.k) * 2), cudaSuccess);
+  std::vector<LtAlgo> cands;
+  ASSERT_EQ(lt_candidates(g, 4, &cands), "");
+  if (cands.size() < 2) GTEST_SKIP() << "cuBLASLt offers one candidate for this GEMM here";
+  const std::string top1 = lt_algo_hex(cands[0]), second = lt_algo_hex(cands[1]);
+  ASSERT_NE(top1, second);
   lt_forget_choices();
   gemm_tuning_start();
   run_gemm(g, &b);
   json table = json::parse(gemm_tuning_choose("[]"));
   ASSERT_EQ(table.size(), 1u);
   ASSERT_TRUE(table[0].contains("top1_algo")) << table[0].dump();
+  EXPECT_EQ(table[0]["top1_algo"], top1);  // the measured entry names cuBLASLt's top-1
+  auto pinned = [&] {
+    LtAlgo a;
+    return lt_chosen(g, &a) ? lt_algo_hex(a) : std::string("none");
+  };
   for (bool keep : {false, true}) {
     json t = table;
-    t[0]["choice"] = 3;  // as if a candidate other than the top-1 had won alone
+    t[0]["algo"] = second;  // as if the second candidate had won alone
+    t[0]["top1_algo"] = top1;
+    t[0]["choice"] = 1;
     t[0].erase("forward");
     lt_forget_choices();
     gemm_tuning_start();
     ASSERT_EQ(gemm_tuning_adopt(t.dump()), "");
+    EXPECT_EQ(pinned(), second);
     ASSERT_EQ(gemm_tuning_unchecked(), std::vector<std::string>{lt_shape_key(g)});
     EXPECT_EQ(gemm_tuning_try(lt_shape_key(g), false), "");
+    EXPECT_EQ(pinned(), top1);
     EXPECT_EQ(gemm_tuning_try(lt_shape_key(g), true), "");
+    EXPECT_EQ(pinned(), second);
     EXPECT_NE(gemm_tuning_try("bf16 m1 n1 k1", true), "");
     ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), keep, 0.21, 0.2, "test"), "");
+    EXPECT_EQ(pinned(), keep ? second : top1);
     EXPECT_TRUE(gemm_tuning_unchecked().empty());
     const json rec = json::parse(gemm_tuning_record());
     ASSERT_EQ(rec.size(), 1u);
     const json& e = rec[0];
     ASSERT_TRUE(e.contains("forward")) << e.dump();
     EXPECT_EQ(e["forward"]["kept"], keep ? "choice" : "top-1");
-    EXPECT_EQ(e["forward"]["choice"], 3);
+    EXPECT_EQ(e["forward"]["choice"], 1);
     EXPECT_DOUBLE_EQ(e["forward"]["choice_ms"].get<double>(), 0.21);
-    EXPECT_EQ(e["choice"], keep ? 3 : 0);
-    EXPECT_EQ(e["algo"], keep ? table[0]["algo"] : table[0]["top1_algo"]);
-    run_gemm(g, &b);  // runs what the entry names
+    EXPECT_DOUBLE_EQ(e["forward"]["top1_ms"].get<double>(), 0.2);
+    EXPECT_EQ(e["choice"], keep ? 1 : 0);
+    EXPECT_EQ(e["algo"], keep ? second : top1);
+    run_gemm(g, &b);  // runs the pinned one: nothing untuned
     EXPECT_TRUE(lt_untuned().empty());
     EXPECT_EQ(json::parse(gemm_tuning_table()).size(), 1u);
   }
+  // a top-1 this cuBLASLt refuses fails at adopt, before any rank times a forward
+  json bad = table;
+  bad[0]["top1_algo"] = std::string(128, '0');
+  lt_forget_choices();
+  gemm_tuning_start();
+  EXPECT_NE(gemm_tuning_adopt(bad.dump()).find("top-1"), std::string::npos);
   lt_set_tuning(false);
   lt_forget_choices();
 }
