@@ -428,36 +428,43 @@ bool lt_tuning() {
   return state().tuning;
 }
 
-std::string lt_choose(const LtGemm& g, const LtAlgo& la) {
+namespace {
+
+// Under state().mu: the current device's handle and g's descriptors.
+std::string descs_locked(const LtGemm& g, cublasLtHandle_t* h, Plan* p) {
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return "no CUDA device";
-  std::lock_guard<std::mutex> lock(state().mu);
-  State& s = state();
   std::string err;
-  cublasLtHandle_t h = handle_locked(dev, &err);
-  if (!h) return err;
+  *h = handle_locked(dev, &err);
+  if (!*h) return err;
+  return make_descs(g, p);
+}
+
+// Under state().mu: whether cuBLASLt runs `la` for g (256-byte aligned).
+std::string fits_locked(const LtGemm& g, const LtAlgo& la) {
+  cublasLtHandle_t h = nullptr;
   Plan p;
-  if (!(err = make_descs(g, &p)).empty()) return err;
+  std::string err = descs_locked(g, &h, &p);
+  if (!err.empty()) return err;
   cublasLtMatmulAlgo_t a;
   std::memcpy(&a, la.data, sizeof(a));
-  if (!(err = algo_fits(h, p, a)).empty()) return err;
-  s.choices[tune_key(g)] = Choice{la, 0};
-  s.plans.clear();  // every plan of this shape takes the choice when remade
+  return algo_fits(h, p, a);
+}
+
+}  // namespace
+
+std::string lt_choose(const LtGemm& g, const LtAlgo& la) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  const std::string err = fits_locked(g, la);
+  if (!err.empty()) return err;
+  state().choices[tune_key(g)] = Choice{la, 0};
+  state().plans.clear();  // every plan of this shape takes the choice when remade
   return "";
 }
 
 std::string lt_fits(const LtGemm& g, const LtAlgo& la) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return "no CUDA device";
   std::lock_guard<std::mutex> lock(state().mu);
-  std::string err;
-  cublasLtHandle_t h = handle_locked(dev, &err);
-  if (!h) return err;
-  Plan p;
-  if (!(err = make_descs(g, &p)).empty()) return err;
-  cublasLtMatmulAlgo_t a;
-  std::memcpy(&a, la.data, sizeof(a));
-  return algo_fits(h, p, a);
+  return fits_locked(g, la);
 }
 
 bool lt_chosen(const LtGemm& g, LtAlgo* a) {
@@ -469,14 +476,11 @@ bool lt_chosen(const LtGemm& g, LtAlgo* a) {
 }
 
 std::string lt_candidates(const LtGemm& g, int n, std::vector<LtAlgo>* out) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return "no CUDA device";
   std::lock_guard<std::mutex> lock(state().mu);
-  std::string err;
-  cublasLtHandle_t h = handle_locked(dev, &err);
-  if (!h) return err;
+  cublasLtHandle_t h = nullptr;
   Plan p;
-  if (!(err = make_descs(g, &p)).empty()) return err;
+  std::string err = descs_locked(g, &h, &p);
+  if (!err.empty()) return err;
   const uint32_t align[4] = {256, 256, 256, 256};
   std::vector<cublasLtMatmulHeuristicResult_t> r;
   if (!(err = heuristics(h, p, align, std::max(1, n), &r)).empty()) return err;

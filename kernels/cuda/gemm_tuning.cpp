@@ -216,9 +216,7 @@ std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, doubl
 
 std::string gemm_tuning_table() {
   std::lock_guard<std::mutex> lock(mu);
-  json out = json::array();
-  for (const json& e : adopted()) out.push_back(e);
-  return out.dump();
+  return json(adopted()).dump();
 }
 
 std::string gemm_tuning_record() {

@@ -73,8 +73,16 @@ float from_bf16(uint16_t h) {
   return f;
 }
 
+// A, W, D (bf16) and the workspace for g; "" or what failed.
 struct Buffers {
   void *a = nullptr, *w = nullptr, *d = nullptr, *ws = nullptr;
+  std::string make(const LtGemm& g) {
+    const bool ok = cudaMalloc(&a, static_cast<size_t>(g.m * g.k) * 2) == cudaSuccess &&
+                    cudaMalloc(&w, static_cast<size_t>(g.n * g.k) * 2) == cudaSuccess &&
+                    cudaMalloc(&d, static_cast<size_t>(g.m * g.n) * 2) == cudaSuccess &&
+                    cudaMalloc(&ws, kLtWorkspaceBytes) == cudaSuccess;
+    return ok ? "" : "cudaMalloc failed";
+  }
   ~Buffers() {
     for (void* p : {a, w, d, ws})
       if (p) cudaFree(p);
@@ -97,10 +105,7 @@ TEST(GemmTuning, Rank0MeasuresEveryNotedShapeAndTheChoiceRunsRight) {
   LtGemm g;
   g.m = 512; g.n = 1024; g.k = 768;
   Buffers b;
-  ASSERT_EQ(cudaMalloc(&b.a, static_cast<size_t>(g.m * g.k) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b.w, static_cast<size_t>(g.n * g.k) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b.d, static_cast<size_t>(g.m * g.n) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b.ws, kLtWorkspaceBytes), cudaSuccess);
+  ASSERT_EQ(b.make(g), "");
   std::vector<uint16_t> ha(static_cast<size_t>(g.m * g.k)), hw(static_cast<size_t>(g.n * g.k));
   for (size_t i = 0; i < ha.size(); ++i) ha[i] = to_bf16(std::sin(0.37f * static_cast<float>(i)));
   for (size_t i = 0; i < hw.size(); ++i) hw[i] = to_bf16(std::cos(0.11f * static_cast<float>(i)) / 28.f);
@@ -179,10 +184,7 @@ TEST(GemmTuning, ChoicesAreSettledByTheirCheckInTheForward) {
   LtGemm g;
   g.m = 256; g.n = 512; g.k = 384;
   Buffers b;
-  ASSERT_EQ(cudaMalloc(&b.a, static_cast<size_t>(g.m * g.k) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b.w, static_cast<size_t>(g.n * g.k) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b.d, static_cast<size_t>(g.m * g.n) * 2), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&b.ws, kLtWorkspaceBytes), cudaSuccess);
+  ASSERT_EQ(b.make(g), "");
   ASSERT_EQ(cudaMemset(b.a, 0, static_cast<size_t>(g.m * g.k) * 2), cudaSuccess);
   ASSERT_EQ(cudaMemset(b.w, 0, static_cast<size_t>(g.n * g.k) * 2), cudaSuccess);
   std::vector<LtAlgo> cands;
