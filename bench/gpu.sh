@@ -30,6 +30,11 @@
 # rmsnorm_gate_up_swiglu, one kernel file; GATEUP_AB=1: their A/B on every
 # cuda repro they match first), the max-autotune goldens re-blessed with
 # them (GATEUP_BLESS=0: not), packed as $OUTDIR/gateup.tgz.
+# attention: the causal_attention kernel against f64 (test_runtime on cuda)
+# and against LibTorch's cuDNN attention (bench/attention_bench.cpp).
+# attnproof: causal_attention's A/Bs, its proof, the max-autotune goldens
+# re-blessed with it (ATTN_BLESS=0: not) and every cuda golden checked,
+# packed as $OUTDIR/attn.tgz.
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
@@ -51,7 +56,7 @@ echo "gpus: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noh
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
   -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
 grep fusegate "$OUTDIR/cmake.log"
-ninja -C build-gpu fusegate test_cuda_codegen test_runtime >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
+ninja -C build-gpu fusegate test_cuda_codegen test_runtime attention_bench >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
 FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
 worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"
 bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
@@ -59,6 +64,25 @@ bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
 bench_world="${BENCH_WORLD:-$bench_world}"
 rc=0
 t0=$(date +%s); phase() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+# Re-blesses the max-autotune C cuda goldens at $worlds ($1: why), checks
+# them strictly (a table of their records) and, with $2 = all, every cuda
+# golden; each check's verdicts go to $OUTDIR/check-*.txt and its failures
+# are printed whole.
+bless_max_autotune() {
+  $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "$1" 2>"$OUTDIR/bless.err" | tail -2
+  $FG check --strict --backend cuda --fusion max-autotune --mode C $worlds --records "$OUTDIR/records" \
+    >"$OUTDIR/check-ma.txt" 2>>"$OUTDIR/bless.err"
+  r=$?; [ $r -ne 0 ] && rc=$r
+  grep -E "^[0-9]+ checks:|\((FAIL|IMPROVED)" -A4 "$OUTDIR/check-ma.txt" | head -40
+  python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt" | tail -30
+  rm -rf "$OUTDIR/records"
+  if [ "${2:-}" = all ]; then
+    $FG check --strict --backend cuda $worlds >"$OUTDIR/check-all.txt" 2>>"$OUTDIR/bless.err"
+    r=$?; [ $r -ne 0 ] && rc=$r
+    grep -E "^[0-9]+ checks:|\((FAIL|IMPROVED)" -A4 "$OUTDIR/check-all.txt" | head -40
+  fi
+  phase "blessed and checked"
+}
 phase built
 if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
   ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
@@ -66,6 +90,15 @@ if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what
   r=$?; [ $r -ne 0 ] && rc=$r
   echo "test_runtime on cuda: $(grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/test_runtime_cuda.txt" | tr '\n' ' ')"
   grep -E '^\[  FAILED  \] [A-Za-z]' "$OUTDIR/test_runtime_cuda.txt" | head -5
+fi
+# attention: the causal_attention fast path against attention in f64 on this
+# GPU (test_runtime's CausalAttention tests on cuda), then against LibTorch's
+# fused attention (cuDNN) in a CUDA graph of qkv -> attention -> o steps
+# (build-gpu/bench/attention_bench).
+if [ "$what" = attention ]; then
+  FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime --gtest_filter='CausalAttention*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure|error|Expected|Which|actual|library" | head -20
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+  ./build-gpu/bench/attention_bench 2>&1 | tail -8
 fi
 if [ "$what" = prove ]; then
   for fp in qkv_rmsnorm_local qkv_rmsnorm_tp; do
@@ -270,17 +303,29 @@ for p in sys.argv[1:]:
               o[0]["rel_l2_generic"], o[0]["rel_l2_fast"], c["verdict"]))
 PY
   if [ "${GATEUP_BLESS:-1}" = 1 ] && [ $rc -eq 0 ]; then
-    $FG bless --backend cuda --fusion max-autotune --mode C $worlds --why "${BLESS_WHY:-the MLP fast paths}" \
-      2>"$OUTDIR/bless.err" | tail -2
-    $FG check --strict --backend cuda --fusion max-autotune --mode C $worlds --records "$OUTDIR/records" \
-      2>>"$OUTDIR/bless.err" | tail -4
-    r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
-    python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt" | tail -30
-    rm -rf "$OUTDIR/records"
-    phase "blessed and checked"
+    bless_max_autotune "${BLESS_WHY:-the MLP fast paths}"
   fi
   tar czf "$OUTDIR/gateup.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-*.txt 2>/dev/null
   rm -f "$OUTDIR"/ab-*.txt
+fi
+if [ "$what" = attnproof ]; then
+  # the causal_attention fast path on this GPU: its A/B on the cuda repros
+  # with head dim 128, its proof at world size 1 (and 2 with two GPUs), the
+  # max-autotune goldens re-blessed with it (ATTN_BLESS=0: not) and checked
+  # with the default-policy ones; proofs, goldens and A/Bs packed in $OUTDIR
+  for r in tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block; do
+    timeout 150 $FG ab --backend cuda --fast-path causal_attention --repro $r --world-size 1 >"$OUTDIR/ab-attn-$r.txt" 2>&1
+    echo "ab causal_attention $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-attn-$r.txt" | head -1) $(grep -oE 'launches: .*' "$OUTDIR/ab-attn-$r.txt" | head -1)"
+    grep -E "^  out|verdict" "$OUTDIR/ab-attn-$r.txt" | head -3
+  done
+  $FG prove --backend cuda --fast-path causal_attention $worlds 2>"$OUTDIR/prove-attn.err" | grep -E "^fusegate prove|FAIL|proven"
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-attn.err"; }
+  phase proved
+  if [ "${ATTN_BLESS:-1}" = 1 ] && [ $rc -eq 0 ]; then
+    bless_max_autotune "${BLESS_WHY:-the causal_attention fast path}" all
+  fi
+  tar czf "$OUTDIR/attn.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-attn-*.txt 2>/dev/null
+  rm -f "$OUTDIR"/ab-attn-*.txt
 fi
 if [ "$what" = missing ]; then
   # two GPUs: bless the goldens no file holds yet, then check every cuda

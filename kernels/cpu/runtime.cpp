@@ -187,6 +187,11 @@ void launch_cost(const LoweredGraph& lg, const Kernel& k, double* bytes, double*
       // weight [N, K] (after gamma, for the folded norm)
       const Shape& w = sn.args[sn.args.size() - 2].second.sizes;
       if (w.size() == 2) *flops += 2.0 * 2.0 * numel_of(sn.args[0].second.sizes) * static_cast<double>(w[0]);
+    } else if (op == Op::FastPath && attr_str_or(sn.op.attrs, "name", "") == "causal_attention" &&
+               sn.args.size() == 3) {
+      // causal attention: half of the two [S, S] x D products
+      const Shape& q = sn.args[0].second.sizes;  // [B, H, S, D]
+      if (q.size() == 4) *flops += 0.5 * 4.0 * numel_of(q) * static_cast<double>(q[2]);
     } else if (op == Op::Sdpa && sn.args.size() >= 2) {
       const Shape& q = sn.args[0].second.sizes;  // [B, H, Sq, D]
       const Shape& kk = sn.args[1].second.sizes;

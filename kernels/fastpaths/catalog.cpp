@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -391,6 +392,44 @@ std::vector<FastPathSite> match_rmsnorm_gate_up_swiglu(const Graph& g) {
   return r;
 }
 
+// Causal self-attention of bf16 q, k, v [B, H, S, 128] (k, v with H or a
+// divisor of H heads): the cuda kernel's tiles are 128 query and 128 key rows
+// of head dim 128. Its result is [B, S, H, 128] memory, returned as the
+// [B, H, S, 128] view the graph reads (so merging the heads after it stays a
+// view).
+std::vector<FastPathSite> match_causal_attention(const Graph& g) {
+  std::vector<FastPathSite> r;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::Sdpa || attr_int_or(n.attrs, "causal", 1) == 0 || n.type.dtype != DType::BF16) continue;
+    // the kernel scales by 1 / sqrt(128), the default; a graph that names
+    // another scale is not its pattern
+    if (n.attrs.count("scale") && std::abs(attr_float(n.attrs, "scale", n.op) - 1.0 / std::sqrt(128.0)) > 1e-12)
+      continue;
+    const Shape &q = g.node(n.inputs[0]).type.shape, &k = g.node(n.inputs[1]).type.shape;
+    bool bf16 = true;
+    for (int in : n.inputs) bf16 = bf16 && g.node(in).type.dtype == DType::BF16;
+    if (!bf16 || q.size() != 4 || k.size() != 4 || q[3] != 128 || n.type.shape[3] != 128 || q[2] != k[2] ||
+        k[1] == 0 || q[1] % k[1] != 0 || q[2] == 0)
+      continue;
+    FastPathSite site;
+    site.name = "causal_attention";
+    site.covered = {n.id};
+    site.inputs = {n.inputs[0], n.inputs[1], n.inputs[2]};
+    site.replaced = {n.id};
+    // what the kernel's code depends on: a last q tile that is partial, and
+    // k/v heads shared by several q heads
+    site.shape_class = std::string("bf16,head_dim=128,tile=128x128,s_tail=") + (q[2] % 128 != 0 ? "yes" : "no") +
+                       ",gqa=" + (q[1] != k[1] ? "yes" : "no");
+    const Shape bshd = {q[0], q[2], q[1], q[3]};
+    site.emit = [=](Graph& out, const std::vector<int>& in) {
+      int fp = out.add(Op::FastPath, {in[0], in[1], in[2]}, fast_attrs("causal_attention", "", bshd, DType::BF16));
+      return std::vector<int>{out.add(Op::Transpose, {fp}, {{"dim0", int64_t{1}}, {"dim1", int64_t{2}}})};
+    };
+    r.push_back(std::move(site));
+  }
+  return r;
+}
+
 std::vector<FastPathSpec> make_catalog() {
   std::vector<FastPathSpec> c;
   c.push_back({"qkv_rmsnorm_tp", 20,
@@ -453,6 +492,19 @@ std::vector<FastPathSpec> make_catalog() {
                "silu(linear(h, Wg)) * linear(h, Wu): both linears without bias over one bf16 h, Wg and Wu two "
                "graph inputs [N, K] with N a multiple of 128 and K of 8",
                false, match_gate_up_swiglu,
+               // a function of its inputs alone, computed the same way on
+               // every rank of one GPU model
+               {0, 1, 2}});
+  c.back().max_autotune_only = true;
+  c.back().cuda_gain_only = true;
+  c.back().cuda_arch = "sm_90a";
+  c.push_back({"causal_attention", 5,
+               "head-parallel, no exchange: each rank holds whole heads of q, k and v (the column-parallel qkv "
+               "projection shards by head) and attention mixes no heads, so each rank computes its own heads from "
+               "its own q, k and v, as the generic path does",
+               "scaled_dot_product_attention, causal, over bf16 q [B, H, S, 128] and k, v [B, Hk, S, 128] of one "
+               "sequence length, H a multiple of Hk",
+               false, match_causal_attention,
                // a function of its inputs alone, computed the same way on
                // every rank of one GPU model
                {0, 1, 2}});

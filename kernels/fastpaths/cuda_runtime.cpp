@@ -9,6 +9,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstdio>
 #include <algorithm>
 #include <map>
@@ -38,6 +39,13 @@ constexpr int kSwigluTileW = 256;
 constexpr int kSwigluBlock = 128;
 constexpr unsigned kSwigluThreads = 384;
 constexpr int kSwigluSmem = 1024 + 4 * (16384 + 32768) + 2 * 16384 + 128 + 1024;
+// causal_attention.cu: 128-row q tiles and key tiles of head dim 128, 384
+// threads, Q 32 KiB + two stages of K and V (32 KiB each) + 64 bytes of
+// barriers + 1 KiB of alignment slack
+constexpr int kAttnRows = 128;
+constexpr int kAttnHeadDim = 128;
+constexpr unsigned kAttnThreads = 384;
+constexpr int kAttnSmem = 1024 + 5 * 32768 + 64;
 
 void check_cu(CUresult r, const std::string& what) {
   if (r == CUDA_SUCCESS) return;
@@ -102,6 +110,10 @@ class CudaFastPaths : public DeviceFastPaths {
       // interleaved buffer, h is made contiguous (a graph input may come in
       // another memory order; the matcher does not see layouts)
       gate_up_swiglu(n, in, out, stream, name == "rmsnorm_gate_up_swiglu");
+      return;
+    }
+    if (name == "causal_attention") {
+      causal_attention(in, out, stream);
       return;
     }
     for (size_t i = 0; i < in.size(); ++i)
@@ -328,11 +340,105 @@ class CudaFastPaths : public DeviceFastPaths {
     return l;
   }
 
-  void allow_smem(CUfunction f) {
+  void allow_smem(CUfunction f, int bytes = kSwigluSmem) {
     if (smem_set_.count(f)) return;
-    check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, kSwigluSmem),
-             "gate_up_swiglu: allow " + std::to_string(kSwigluSmem) + " bytes of shared memory");
+    check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+             "allow " + std::to_string(bytes) + " bytes of shared memory");
     smem_set_.insert(f);
+  }
+
+  // causal_attention (kernels/fastpaths/cuda/causal_attention.cu): q [B, H,
+  // S, 128], k and v [B, Hk, S, 128] bf16 in any strides whose last is 1 and
+  // whose others are multiples of 8 elements (the views of one qkv
+  // projection; else a contiguous copy), out [B, S, H, 128] contiguous. Three
+  // 4-D tensor maps per set of addresses and strides, a grid of (B * H, q
+  // tiles).
+  void causal_attention(const std::vector<at::Tensor>& in, at::Tensor& out, cudaStream_t stream) {
+    const std::string what = "fast path causal_attention";
+    FG_CHECK(in.size() == 3, what + ": takes q, k and v");
+    std::vector<at::Tensor> t(in.begin(), in.end());
+    for (at::Tensor& x : t) {
+      FG_CHECK(x.is_cuda() && x.scalar_type() == at::kBFloat16 && x.dim() == 4,
+               what + ": q, k and v must be bf16 [B, H, S, D] device tensors");
+      // a dim of size 1 is never stepped along: its stride does not matter
+      // (head_map gives it one TMA accepts); the others positive multiples
+      // of 16 bytes (an expanded k/v, stride 0, is copied)
+      bool tma = (x.size(3) == 1 || x.stride(3) == 1) && (reinterpret_cast<uintptr_t>(x.data_ptr()) & 15) == 0;
+      for (int d = 0; d < 3; ++d) tma = tma && (x.size(d) == 1 || (x.stride(d) > 0 && x.stride(d) % 8 == 0));
+      if (!tma) x = x.clone(at::MemoryFormat::Contiguous);
+    }
+    const at::Tensor &q = t[0], &k = t[1], &v = t[2];
+    const int64_t B = q.size(0), H = q.size(1), S = q.size(2), Hk = k.size(1);
+    FG_CHECK(q.size(3) == kAttnHeadDim && k.sizes() == v.sizes() && k.size(0) == B && k.size(2) == S &&
+                 k.size(3) == kAttnHeadDim && Hk > 0 && H % Hk == 0,
+             what + ": needs q [B, H, S, 128] and k, v [B, Hk, S, 128] with H a multiple of Hk");
+    FG_CHECK(out.is_contiguous() && out.scalar_type() == at::kBFloat16 && out.numel() == B * S * H * kAttnHeadDim,
+             what + ": its output is not bf16 [B, S, H, 128]");
+    FG_CHECK((reinterpret_cast<uintptr_t>(out.data_ptr()) & 15) == 0, what + ": its output is not 16-byte aligned");
+    if (B * H * S == 0) return;
+    // q tiles on the grid's y (at most 65535), batch x heads on its x
+    if ((S + kAttnRows - 1) / kAttnRows > 65535 || B * H > INT32_MAX)
+      throw std::runtime_error(what + ": sequence length " + std::to_string(S) + " (at most " +
+                               std::to_string(65535 * kAttnRows) + ") or batch x heads " + std::to_string(B * H) +
+                               " (below 2^31) too large for its grid");
+    if (cc_major_ != 9 || cc_minor_ != 0)
+      throw std::runtime_error(what + ": its kernel is for Hopper (sm_90a: wgmma, TMA); this GPU is sm_" +
+                               std::to_string(cc_major_) + std::to_string(cc_minor_) +
+                               " (run without it: --fast-paths none)");
+    std::vector<int64_t> key = {reinterpret_cast<int64_t>(out.data_ptr())};
+    for (const at::Tensor& x : t) {
+      key.push_back(reinterpret_cast<int64_t>(x.data_ptr()));
+      key.insert(key.end(), x.sizes().begin(), x.sizes().end());
+      key.insert(key.end(), x.strides().begin(), x.strides().end());
+    }
+    auto it = attn_launches_.find(key);
+    if (it == attn_launches_.end()) {
+      if (attn_launches_.size() >= 4096) attn_launches_.clear();
+      AttnLaunch l;
+      l.f = function("causal_attention", "fastpath_causal_attention");
+      allow_smem(l.f, kAttnSmem);
+      for (int i = 0; i < 3; ++i) l.maps[i] = head_map(t[static_cast<size_t>(i)]);
+      it = attn_launches_.emplace(key, l).first;
+    }
+    AttnLaunch& l = it->second;
+    void* o = out.data_ptr();
+    long long out_tok = H * kAttnHeadDim, out_head = kAttnHeadDim, out_batch = S * H * kAttnHeadDim;
+    int Si = static_cast<int>(S), Hi = static_cast<int>(H), group = static_cast<int>(H / Hk);
+    float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(kAttnHeadDim)));
+    void* params[] = {&l.maps[0], &l.maps[1], &l.maps[2], &o, &out_tok, &out_head, &out_batch, &Si, &Hi, &group,
+                      &scale_log2};
+    const unsigned tiles = static_cast<unsigned>((S + kAttnRows - 1) / kAttnRows);
+    check_cu(cuLaunchKernel(l.f, static_cast<unsigned>(B * H), tiles, 1, kAttnThreads, 1, 1, kAttnSmem, stream, params,
+                            nullptr),
+             "launch fastpath_causal_attention");
+  }
+
+  struct AttnLaunch {
+    CUfunction f = nullptr;
+    CUtensorMap maps[3];
+  };
+
+  // A 4-D map of a bf16 [B, H, S, D] view, dims (d, s, head, batch), boxes of
+  // 64 d x 128 s, 128-byte swizzle; rows past S read as zeros.
+  static CUtensorMap head_map(const at::Tensor& x) {
+    CUtensorMap m;
+    const cuuint64_t dims[4] = {static_cast<cuuint64_t>(x.size(3)), static_cast<cuuint64_t>(x.size(2)),
+                                static_cast<cuuint64_t>(x.size(1)), static_cast<cuuint64_t>(x.size(0))};
+    // a dim of size 1 takes the stride it would have in a contiguous tensor
+    // (its own is never stepped along and may be anything)
+    int64_t st[4] = {x.stride(0), x.stride(1), x.stride(2), 1};
+    for (int d = 2; d >= 0; --d)
+      if (x.size(d) == 1) st[d] = st[d + 1] * x.size(d + 1);
+    const cuuint64_t strides[3] = {static_cast<cuuint64_t>(st[2]) * 2, static_cast<cuuint64_t>(st[1]) * 2,
+                                   static_cast<cuuint64_t>(st[0]) * 2};
+    const cuuint32_t box[4] = {64, kAttnRows, 1, 1};
+    const cuuint32_t elem[4] = {1, 1, 1, 1};
+    check_cu(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, x.data_ptr(), dims, strides, box, elem,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+             "causal_attention: tensor map of a [" + std::to_string(x.size(0)) + ", " + std::to_string(x.size(1)) +
+                 ", " + std::to_string(x.size(2)) + ", " + std::to_string(x.size(3)) + "] view");
+    return m;
   }
 
   // A 2-D bf16 row-major [rows, cols] tensor map, boxes of box_rows x
@@ -475,6 +581,7 @@ class CudaFastPaths : public DeviceFastPaths {
   std::map<std::string, FgRegions> regions_;
   std::map<std::vector<int64_t>, Interleaved> interleaved_;
   std::map<std::vector<int64_t>, SwigluLaunch> swiglu_launches_;
+  std::map<std::vector<int64_t>, AttnLaunch> attn_launches_;
   std::set<CUfunction> smem_set_;
 };
 

@@ -128,9 +128,10 @@ FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>>
   return p;
 }
 
-TEST(FastPaths, CatalogListsTheFiveWithTheTpAwareOneFirst) {
+TEST(FastPaths, CatalogListsTheSixWithTheTpAwareOneFirst) {
   EXPECT_EQ(fast_path_names(),
-            "allreduce_residual_rmsnorm, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp, rmsnorm_gate_up_swiglu");
+            "allreduce_residual_rmsnorm, causal_attention, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp, "
+            "rmsnorm_gate_up_swiglu");
   ASSERT_NE(find_fast_path("qkv_rmsnorm_tp"), nullptr);
   EXPECT_GT(find_fast_path("qkv_rmsnorm_tp")->priority, find_fast_path("qkv_rmsnorm_local")->priority);
   EXPECT_TRUE(find_fast_path("qkv_rmsnorm_local")->generic_order(Backend::Cpu));
@@ -246,6 +247,72 @@ TEST(FastPaths, GateUpSwigluRunsInMaxAutotuneOnCudaWithAProof) {
   forced.forced = {"gate_up_swiglu"};
   Applied f = apply_to(kMlp, parse_fast_paths("gate_up_swiglu"), forced, {Backend::Cpu, 1, FusionPolicy::Default});
   EXPECT_EQ(f.status["gate_up_swiglu"].status, kFastPathUsed);
+}
+
+// causal_attention: a causal SDPA of bf16 q, k, v with head dim 128 becomes
+// the kernel's [B, S, H, 128] result and the [B, H, S, 128] view the graph
+// reads, in max-autotune on cuda with a proof; refused by the policy and on
+// cpu like the other Hopper kernels.
+const char* kAttn = R"(
+graph g(%q: bf16[2,4,256,128], %k: bf16[2,2,256,128], %v: bf16[2,2,256,128]) {
+  %3 = sdpa(%q, %k, %v) : bf16[2,4,256,128]
+  %4 = transpose(%3) {dim0 = 1, dim1 = 2} : bf16[2,256,4,128]
+  return %4
+}
+)";
+const char* const kAttnClass = "bf16,head_dim=128,tile=128x128,s_tail=no,gqa=yes";
+
+TEST(FastPaths, CausalAttentionRunsInMaxAutotuneOnCudaWithAProof) {
+  const FastPathSelection sel = parse_fast_paths("proven");
+  const FastPathProofs p = proven({{"causal_attention", kAttnClass}});
+  Applied used = apply_to(kAttn, sel, p, {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(used.status["causal_attention"].status, kFastPathUsed);
+  EXPECT_EQ(used.status["causal_attention"].shape_classes, std::vector<std::string>{kAttnClass});
+  EXPECT_EQ(count(used.out, Op::Sdpa), 0);
+  ASSERT_EQ(count(used.out, Op::FastPath), 1);
+  for (const Node& n : used.out.nodes) {
+    if (n.op == Op::FastPath) {
+      EXPECT_EQ(attr_str_or(n.attrs, "name", ""), "causal_attention");
+      EXPECT_EQ(n.type.str(), "bf16[2,256,4,128]");
+      ASSERT_EQ(n.inputs.size(), 3u);
+    }
+    // the graph's own transpose reads the view that stands for the SDPA
+    if (n.op == Op::Transpose && used.out.node(n.inputs[0]).op == Op::Transpose)
+      EXPECT_EQ(used.out.node(used.out.node(n.inputs[0]).inputs[0]).op, Op::FastPath);
+  }
+  EXPECT_EQ(count(used.out, Op::Transpose), 2);
+  const std::string out_type = used.out.node(used.out.outputs[0]).type.str();
+  EXPECT_EQ(out_type, "bf16[2,256,4,128]");
+
+  Applied dflt = apply_to(kAttn, sel, p, {Backend::Cuda, 1, FusionPolicy::Default});
+  expect_refused(dflt, "causal_attention", "not used: max-autotune only", "fast_path_policy");
+  Applied cpu = apply_to(kAttn, sel, p, {Backend::Cpu, 1, FusionPolicy::MaxAutotune});
+  expect_refused(cpu, "causal_attention", "not used: cost model (its host kernel", "fast_path_cost_model");
+  // a partial last tile is another shape class: this proof does not cover it
+  std::string tail = kAttn;
+  for (size_t at; (at = tail.find("256")) != std::string::npos;) tail.replace(at, 3, "200");
+  Applied t = apply_to(tail, sel, p, {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(t.status["causal_attention"].status, kFastPathUnproven);
+  EXPECT_EQ(t.status["causal_attention"].shape_classes,
+            std::vector<std::string>{"bf16,head_dim=128,tile=128x128,s_tail=yes,gqa=yes"});
+}
+
+// Not its pattern: attention that is not causal, of another head dim, in
+// f32, with a scale other than 1 / sqrt(128), or with keys of another length.
+TEST(FastPaths, CausalAttentionMatchesOnlyItsPattern) {
+  auto sites = [](const std::string& text) { return forced_sites("causal_attention", text); };
+  auto graph = [](const std::string& q, const std::string& kv, const std::string& attrs, const std::string& out) {
+    return "graph g(%q: " + q + ", %k: " + kv + ", %v: " + kv + ") {\n  %3 = sdpa(%q, %k, %v)" + attrs + " : " + out +
+           "\n  return %3\n}\n";
+  };
+  const std::string q = "bf16[1,2,64,128]";
+  EXPECT_EQ(sites(graph(q, q, "", q)), 1);
+  EXPECT_EQ(sites(graph(q, q, " {causal = 1, scale = 0.08838834764831845}", q)), 1);
+  EXPECT_EQ(sites(graph(q, q, " {causal = 0}", q)), 0);
+  EXPECT_EQ(sites(graph(q, q, " {scale = 0.5}", q)), 0);
+  EXPECT_EQ(sites(graph("bf16[1,2,64,64]", "bf16[1,2,64,64]", "", "bf16[1,2,64,64]")), 0);
+  EXPECT_EQ(sites(graph("f32[1,2,64,128]", "f32[1,2,64,128]", "", "f32[1,2,64,128]")), 0);
+  EXPECT_EQ(sites(graph(q, "bf16[1,2,32,128]", "", q)), 0);
 }
 
 // What the pattern does not take: the mul's operands either way round are

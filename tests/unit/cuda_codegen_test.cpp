@@ -223,7 +223,8 @@ TEST(FastPathCuda, EverySourceCompilesWithItsEntryPoints) {
       {"qkv_rmsnorm_tp", {"fastpath_qkv_rmsnorm_tp_sumsq", "fastpath_qkv_rmsnorm_tp_apply"}},
       {"allreduce_residual_rmsnorm", {"fastpath_allreduce_residual_rmsnorm"}},
       {"gate_up_swiglu", {"fastpath_gate_up_swiglu", "fastpath_gate_up_swiglu_pair"}},
-      {"rmsnorm_gate_up_swiglu", {"fastpath_rmsnorm_gate_up_swiglu", "fastpath_rmsnorm_gate_up_swiglu_pair"}}};
+      {"rmsnorm_gate_up_swiglu", {"fastpath_rmsnorm_gate_up_swiglu", "fastpath_rmsnorm_gate_up_swiglu_pair"}},
+      {"causal_attention", {"fastpath_causal_attention"}}};
   ASSERT_EQ(entries.size(), fast_path_catalog().size());
   for (const auto& f : fast_path_catalog()) {
     const std::string src = fast_path_source(f.name, Backend::Cuda);
