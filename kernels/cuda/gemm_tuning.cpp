@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <set>
 #include <vector>
 
 #include "kernels/cuda/cublaslt.h"
@@ -150,12 +151,32 @@ std::string gemm_tuning_adopt(const std::string& text) {
   return "";
 }
 
-std::vector<std::string> gemm_tuning_unchecked() {
+namespace {
+
+// The ways of running a check in the forward has kept the choice in:
+// "graph" (CUDA graph replays) and "host" (host launches). Its "checked"
+// field, or for a record from before that field, the words of its "how"
+// (a failed capture timed host launches).
+std::set<std::string> forward_checked(const json& f) {
+  std::set<std::string> modes;
+  if (f.contains("checked") && f["checked"].is_array()) {
+    for (const json& m : f["checked"])
+      if (m.is_string()) modes.insert(m.get<std::string>());
+    return modes;
+  }
+  modes.insert(f.value("how", "").find("CUDA graph replay") != std::string::npos ? "graph" : "host");
+  return modes;
+}
+
+}  // namespace
+
+std::vector<std::string> gemm_tuning_unchecked(bool graph) {
   std::lock_guard<std::mutex> lock(mu);
   std::vector<std::string> out;
   for (const json& e : adopted())
     if (e.contains("algo") && e.contains("choice") && e["choice"].is_number() && e["choice"].get<int>() > 0 &&
-        e.contains("top1_algo") && e["top1_algo"].is_string() && !e.contains("forward"))
+        e.contains("top1_algo") && e["top1_algo"].is_string() &&
+        (!e.contains("forward") || !e["forward"].is_object() || !forward_checked(e["forward"]).count(graph ? "graph" : "host")))
       out.push_back(e["shape"]);
   return out;
 }
@@ -188,13 +209,19 @@ std::string gemm_tuning_try(const std::string& shape, bool choice) {
 }
 
 std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, double choice_ms, double top1_ms,
-                               const std::string& how) {
+                               const std::string& how, bool graph) {
   {
     std::lock_guard<std::mutex> lock(mu);
     json* e = adopted_entry(shape);
     if (!e) return "internal error: no adopted GEMM choice for " + shape;
     auto ms = [](double v) { return std::round(v * 1e4) / 1e4; };
+    // the ways of running this choice was kept in, this one added
+    std::set<std::string> checked = {graph ? "graph" : "host"};
+    if (keep_choice && e->contains("forward") && (*e)["forward"].is_object())
+      for (const std::string& m : forward_checked((*e)["forward"])) checked.insert(m);
     json f = {{"how", how},
+              {"graph", graph},
+              {"checked", json(std::vector<std::string>(checked.begin(), checked.end()))},
               {"choice", e->value("choice", 0)},
               {"choice_config", e->value("config", std::string())},
               {"choice_ms", ms(choice_ms)},

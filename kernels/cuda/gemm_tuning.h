@@ -29,7 +29,7 @@
 //    "bias", "gelu", "addend", "algo": 128 hex digits, "config": "algo 66
 //    tile 20 ...", "choice": rank in the heuristic's list, "candidates",
 //    "us", "top1_us", "top1_algo": the top-1's 128 hex digits, "forward":
-//    the check in the forward ({"how", "choice", "choice_config",
+//    the check in the forward ({"how", "graph", "checked", "choice", "choice_config",
 //    "choice_ms", "top1_ms", "kept": "choice" | "top-1"}), "source":
 //    "measured" | "golden" | "cache" | "top-1", "why" (top-1 only: why no
 //    choice)}
@@ -49,8 +49,16 @@ std::string gemm_tuning_choose(const std::string& known);
 // every rank; "" or what in the table could not be read
 std::string gemm_tuning_adopt(const std::string& table);
 // every rank, after adopt: the shapes whose adopted choice is not the top-1
-// and has not been checked in the forward, in table order
-std::vector<std::string> gemm_tuning_unchecked();
+// and has not been kept by a check in a forward timed as this run times it
+// (`graph`: CUDA graph replays, else host launches), in table order. A
+// choice kept with host launches is checked again in a run that replays
+// CUDA graphs and the other way round: measured on the H100
+// (tp_block_llama_h2048), a qkv choice that needs a memset won by 1.3% with
+// host launches and was kept, while in the replayed graph the top-1 had won
+// before (bench/RESULTS.md, "Issue 17, seventh step"). The entry's
+// forward.checked lists the ways that kept it; once a check keeps the
+// top-1, the entry names it and no run checks that shape again.
+std::vector<std::string> gemm_tuning_unchecked(bool graph);
 // every rank: `shape`'s GEMMs run its choice (true) or the top-1 (false)
 // from the next call on; "" or why not
 std::string gemm_tuning_try(const std::string& shape, bool choice);
@@ -58,7 +66,7 @@ std::string gemm_tuning_try(const std::string& shape, bool choice);
 // then names the top-1, with "forward" saying what was measured) and runs
 // it; "" or why not
 std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, double choice_ms, double top1_ms,
-                               const std::string& how);
+                               const std::string& how, bool graph);
 // the adopted table, for rank 0's cache
 std::string gemm_tuning_table();
 // what this process runs with: the adopted entries, with "fallbacks" (plans

@@ -12,9 +12,9 @@ bool cuda_backend_built() { return false; }
 void gemm_tuning_start() {}
 std::string gemm_tuning_choose(const std::string&) { return "[]"; }
 std::string gemm_tuning_adopt(const std::string&) { return ""; }
-std::vector<std::string> gemm_tuning_unchecked() { return {}; }
+std::vector<std::string> gemm_tuning_unchecked(bool) { return {}; }
 std::string gemm_tuning_try(const std::string&, bool) { return "no cuda runtime in this build"; }
-std::string gemm_tuning_settle(const std::string&, bool, double, double, const std::string&) {
+std::string gemm_tuning_settle(const std::string&, bool, double, double, const std::string&, bool) {
   return "no cuda runtime in this build";
 }
 std::string gemm_tuning_table() { return "[]"; }

@@ -213,15 +213,26 @@ TEST(GemmTuning, ChoicesAreSettledByTheirCheckInTheForward) {
     gemm_tuning_start();
     ASSERT_EQ(gemm_tuning_adopt(t.dump()), "");
     EXPECT_EQ(pinned(), second);
-    ASSERT_EQ(gemm_tuning_unchecked(), std::vector<std::string>{lt_shape_key(g)});
+    ASSERT_EQ(gemm_tuning_unchecked(true), std::vector<std::string>{lt_shape_key(g)});
     EXPECT_EQ(gemm_tuning_try(lt_shape_key(g), false), "");
     EXPECT_EQ(pinned(), top1);
     EXPECT_EQ(gemm_tuning_try(lt_shape_key(g), true), "");
     EXPECT_EQ(pinned(), second);
     EXPECT_NE(gemm_tuning_try("bf16 m1 n1 k1", true), "");
-    ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), keep, 0.21, 0.2, "test"), "");
+    ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), keep, 0.21, 0.2, "test", false), "");
     EXPECT_EQ(pinned(), keep ? second : top1);
-    EXPECT_TRUE(gemm_tuning_unchecked().empty());
+    EXPECT_TRUE(gemm_tuning_unchecked(false).empty());
+    // a choice kept with host launches is checked again where CUDA graphs
+    // replay, and kept there too it is settled for both; the top-1 is never
+    // checked
+    EXPECT_EQ(gemm_tuning_unchecked(true),
+              keep ? std::vector<std::string>{lt_shape_key(g)} : std::vector<std::string>{});
+    if (keep) {
+      ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), true, 0.21, 0.2, "test", true), "");
+      EXPECT_TRUE(gemm_tuning_unchecked(true).empty());
+      EXPECT_TRUE(gemm_tuning_unchecked(false).empty());
+      EXPECT_EQ(json::parse(gemm_tuning_record())[0]["forward"]["checked"], json({"graph", "host"}));
+    }
     const json rec = json::parse(gemm_tuning_record());
     ASSERT_EQ(rec.size(), 1u);
     const json& e = rec[0];
