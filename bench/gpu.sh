@@ -31,7 +31,8 @@
 # cuda repro they match first), the max-autotune goldens re-blessed with
 # them (GATEUP_BLESS=0: not), packed as $OUTDIR/gateup.tgz.
 # attention: the causal_attention kernel against f64 (test_runtime on cuda)
-# and against LibTorch's cuDNN attention (bench/attention_bench.cpp).
+# and against LibTorch's cuDNN attention (bench/attention_bench.cpp);
+# ATTN_NCU=1 adds Nsight Compute's sections of the kernel ($OUTDIR/ncu-attention.txt).
 # attnproof: causal_attention's A/Bs, its proof, the max-autotune goldens
 # re-blessed with it (ATTN_BLESS=0: not) and every cuda golden checked,
 # packed as $OUTDIR/attn.tgz.
@@ -99,6 +100,13 @@ if [ "$what" = attention ]; then
   FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime --gtest_filter='CausalAttention*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure|error|Expected|Which|actual|library" | head -20
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
   ./build-gpu/bench/attention_bench 2>&1 | tail -8
+  # ATTN_NCU=1: Nsight Compute's view of the kernel (the tensor pipe's use,
+  # where the warps stall) on its first launches
+  if [ "${ATTN_NCU:-0}" = 1 ]; then
+    /usr/local/cuda/bin/ncu -k fastpath_causal_attention -c 3 --section SpeedOfLight --section WarpStateStats \
+      --section ComputeWorkloadAnalysis ./build-gpu/bench/attention_bench >"$OUTDIR/ncu-attention.txt" 2>&1
+    grep -E "Duration|Throughput|Pipe|Stall|Issued|Eligible|warp cycles" "$OUTDIR/ncu-attention.txt" | head -40
+  fi
 fi
 if [ "$what" = prove ]; then
   for fp in qkv_rmsnorm_local qkv_rmsnorm_tp; do
