@@ -272,6 +272,12 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     inter=$(grep -m1 -oE '^- CUDA graphs, interleaved: .*' "$o/bench.md" 2>/dev/null | cut -c29-)
     echo "| $blk | ${head:-no result} | ${inter:--} |"
   done
+  # what the timed max-autotune graph ran: its fast paths (a blocked one
+  # means this GPU lacks its proof) and its GEMMs off cuBLASLt's top-1
+  for blk in ${BENCH_BLOCKS:-h2048}; do
+    o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
+    grep -E '^ran: fusegate C max-autotune \+ CUDA graphs: ' "$o/bench.md" 2>/dev/null | sed "s/^ran: fusegate C max-autotune + CUDA graphs/$blk/"
+  done
 fi
 if [ "$what" = gateup ]; then
   # the MLP's two fast paths on this GPU (gate_up_swiglu, and

@@ -22,6 +22,10 @@ time:
   max-autotune-no-cudagraphs. Median of ITERS CUDA-event timings after
   warm-up; kernels per forward from torch.profiler; relative error against
   an fp64 run of the block.
+- what each fusegate configuration ran (`ran:` lines): the fast paths used
+  and blocked (a blocked one means this GPU has no proof covering the run:
+  the bench then times the generic path) and each GEMM whose cuBLASLt
+  algorithm is not the top-1, with its check in the forward.
 - per-kernel profiles side by side: fusegate's best CUDA-graph configuration
   (`--profile`, its rank 0's JSON) and PyTorch's best CUDA-graph
   configuration (a torch.profiler trace of one forward): duration of every
@@ -562,6 +566,30 @@ def kernel_lines(bw, kernels, notes):
     return lines
 
 
+def what_ran(rank):
+    """What a rank's record says ran besides the generated kernels: the fast
+    paths used and blocked (a bench whose GPU lacks a proof runs the generic
+    path, and must say so), and each GEMM whose cuBLASLt algorithm is not the
+    top-1, with its check in the forward."""
+    fps = rank.get("fast_paths") or []
+    used = sorted(f.get("name", "?") for f in fps if f.get("status") == "used")
+    blocked = sorted(f"{f.get('name', '?')} ({f['status'][len('blocked: '):]})" for f in fps
+                     if str(f.get("status", "")).startswith("blocked"))
+    parts = ["fast paths used: " + (", ".join(used) if used else "none")]
+    if blocked:
+        parts.append("BLOCKED: " + ", ".join(blocked))
+    gemms = []
+    for g in rank.get("gemm_algos") or []:
+        if not isinstance(g, dict) or not g.get("choice"):
+            continue
+        fw = g.get("forward") or {}
+        check = (f", forward {fw.get('choice_ms')} against top-1 {fw.get('top1_ms')} ms, "
+                 f"{'CUDA graphs' if fw.get('graph') else 'host launches'}" if fw else ", no forward check")
+        gemms.append(f"{g.get('shape', '?')}: candidate {g['choice']}{check}")
+    parts.append("GEMMs off the top-1: " + ("; ".join(gemms) if gemms else "none"))
+    return parts
+
+
 def fusegate_rows(fg, world, records):
     rows = []
     for label, cls, mode, extra in FUSEGATE_CONFIGS:
@@ -578,6 +606,7 @@ def fusegate_rows(fg, world, records):
                 # the class is what ran: --cuda-graphs falls back to host
                 # launches when the forward is not one graph or capture fails
                 row["class"] = GRAPHS if "CUDA graph replay" in row["how"] else HOST
+                row["ran"] = what_ran(k)
                 if row["class"] != cls:
                     row["note"] = f"asked for {cls}, ran as {row['class']} ({row['how']})"
             except (KeyError, IndexError, TypeError, ValueError) as e:
@@ -875,6 +904,7 @@ def main():
         mlines += [""] + rlines
     mlines += [""] + [f"note: {n}" for n in notes + knotes]
     mlines += [f"timing: {r['name']}: {r['how']}" for r in fg_rows if r.get("how")]
+    mlines += [f"ran: {r['name']}: {x}" for r in fg_rows for x in r.get("ran", [])]
     if torch_rows:
         mlines.append(f"timing: torch rows: rank 0, median of {ITERS} CUDA-event timings after {WARMUP} warm-up "
                       "calls; kernels from torch.profiler; reduce-overhead and max-autotune with static input "
