@@ -5,26 +5,13 @@
 // accumulate, the row-major D = A W^T as the cuda backend runs it).
 //   nvcc -O2 -std=c++17 -o lt_algos bench/lt_algos.cu -lcublasLt
 //   ./lt_algos                  # the shapes of tp_block_llama_h2048 and its larger sizes
-#include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <vector>
 
-#define CK(x) do { auto e = (x); if (e != 0) { std::printf("%s failed: %d (line %d)\n", #x, int(e), __LINE__); std::exit(1); } } while (0)
+#include "lt_bench.cuh"
 
 struct Shape { const char* what; long m, n, k; };
-
-// pseudo-random bf16 in [-1, 1): GEMM times depend on the data (power)
-__global__ void fill(__nv_bfloat16* p, long n, unsigned seed) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-    unsigned x = (unsigned)i * 2654435761u ^ seed;
-    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
-    p[i] = __float2bfloat16((x & 0xffff) / 32768.0f - 1.0f);
-  }
-}
 
 int main() {
   std::vector<Shape> shapes = {
@@ -50,32 +37,19 @@ int main() {
     CK(cudaMalloc(&d, s.m * s.n * 2));
     fill<<<1024, 256>>>(static_cast<__nv_bfloat16*>(a), s.m * s.k, 1);
     fill<<<1024, 256>>>(static_cast<__nv_bfloat16*>(w), s.n * s.k, 2);
-    cublasLtMatmulDesc_t op;
-    CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t tw = CUBLAS_OP_T, ta = CUBLAS_OP_N;
-    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tw, sizeof(tw)));
-    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &ta, sizeof(ta)));
-    cublasLtMatrixLayout_t lw, la, ld;
-    CK(cublasLtMatrixLayoutCreate(&lw, CUDA_R_16BF, s.k, s.n, s.k));
-    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.k, s.m, s.k));
-    CK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, s.n, s.m, s.n));
-    cublasLtMatmulPreference_t pref;
-    CK(cublasLtMatmulPreferenceCreate(&pref));
-    CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof(ws_bytes)));
-    std::vector<cublasLtMatmulHeuristicResult_t> r(32);
-    int found = 0;
-    CK(cublasLtMatmulAlgoGetHeuristic(h, op, lw, la, ld, ld, pref, 32, r.data(), &found));
+    LtGemmPlan plan(h, s.m, s.n, s.k, ws_bytes, 32);
+    const int found = plan.found;
     const float alpha = 1, beta = 0;
     std::vector<double> med(found, 1e30);
     for (int i = 0; i < found; ++i) {
       bool ok = true;
       for (int it = 0; it < 10 && ok; ++it)
-        ok = cublasLtMatmul(h, op, &alpha, w, lw, a, la, &beta, d, ld, d, ld, &r[i].algo, ws, ws_bytes, 0) == 0;
+        ok = cublasLtMatmul(h, plan.op, &alpha, w, plan.lw, a, plan.la, &beta, d, plan.ld, d, plan.ld, &plan.r[i].algo, ws, ws_bytes, 0) == 0;
       if (!ok) continue;
       std::vector<float> t;
       for (int it = 0; it < 50; ++it) {
         cudaEventRecord(e0);
-        cublasLtMatmul(h, op, &alpha, w, lw, a, la, &beta, d, ld, d, ld, &r[i].algo, ws, ws_bytes, 0);
+        cublasLtMatmul(h, plan.op, &alpha, w, plan.lw, a, plan.la, &beta, d, plan.ld, d, plan.ld, &plan.r[i].algo, ws, ws_bytes, 0);
         cudaEventRecord(e1);
         cudaEventSynchronize(e1);
         float ms;
@@ -89,11 +63,6 @@ int main() {
     const double flop = 2.0 * s.m * s.n * s.k;
     std::printf("| %s | %ld x %ld x %ld | %d | %.1f | %.1f (%d) | %.3f | %.0f | %.0f |\n", s.what, s.m, s.n, s.k, found,
                 med[0], med[best], best, med[best] / med[0], flop / med[0] / 1e6, flop / med[best] / 1e6);
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(lw);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatmulDescDestroy(op);
     cudaFree(a);
     cudaFree(w);
     cudaFree(d);

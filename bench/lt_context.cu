@@ -19,9 +19,6 @@
 // a candidate's memset costs under 1 us, while traced replays of the whole
 // forward showed 8-23 us idle around it; what it costs the forward is
 // measured there (max-autotune's check of each choice in its forward).
-#include <cublasLt.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 #include <cupti.h>
 
 #include <algorithm>
@@ -31,17 +28,9 @@
 #include <string>
 #include <vector>
 
-#define CK(x) do { auto e = (x); if (e != 0) { std::printf("%s failed: %d (line %d)\n", #x, int(e), __LINE__); std::exit(1); } } while (0)
+#include "lt_bench.cuh"
 
 struct Shape { const char* what; long m, n, k; bool addend; };
-
-__global__ void fill(__nv_bfloat16* p, long n, unsigned seed) {
-  for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-    unsigned x = (unsigned)i * 2654435761u ^ seed;
-    x ^= x >> 13; x *= 0x5bd1e995u; x ^= x >> 15;
-    p[i] = __float2bfloat16((x & 0xffff) / 32768.0f - 1.0f);
-  }
-}
 
 // the producer: out = in * s, 16 bytes a thread a step
 __global__ void produce(const uint4* in, uint4* out, long n16, float s) {
@@ -146,26 +135,14 @@ int main() {
     fill<<<1024, 256, 0, st>>>(static_cast<__nv_bfloat16*>(x), s.m * s.k, 1);
     fill<<<1024, 256, 0, st>>>(static_cast<__nv_bfloat16*>(w), s.n * s.k, 2);
     fill<<<1024, 256, 0, st>>>(static_cast<__nv_bfloat16*>(c), s.m * s.n, 3);
-    cublasLtMatmulDesc_t op;
-    CK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t tw = CUBLAS_OP_T, ta = CUBLAS_OP_N;
-    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tw, sizeof(tw)));
-    CK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &ta, sizeof(ta)));
-    cublasLtMatrixLayout_t lw, la, ld;
-    CK(cublasLtMatrixLayoutCreate(&lw, CUDA_R_16BF, s.k, s.n, s.k));
-    CK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, s.k, s.m, s.k));
-    CK(cublasLtMatrixLayoutCreate(&ld, CUDA_R_16BF, s.n, s.m, s.n));
-    cublasLtMatmulPreference_t pref;
-    CK(cublasLtMatmulPreferenceCreate(&pref));
-    CK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof(ws_bytes)));
-    std::vector<cublasLtMatmulHeuristicResult_t> r(16);
-    int found = 0;
-    CK(cublasLtMatmulAlgoGetHeuristic(h, op, lw, la, ld, ld, pref, 16, r.data(), &found));
+    LtGemmPlan plan(h, s.m, s.n, s.k, ws_bytes, 16);
+    const int found = plan.found;
+    auto& r = plan.r;
     const float alpha = 1, beta = s.addend ? 1.0f : 0.0f;
     const long n16 = s.m * s.k * 2 / 16;
     auto producer = [&] { produce<<<528, 256, 0, st>>>((const uint4*)x, (uint4*)a, n16, 1.0f); };
     auto gemm = [&](int i) {
-      return cublasLtMatmul(h, op, &alpha, w, lw, a, la, &beta, s.addend ? c : d, ld, d, ld, &r[i].algo, ws, ws_bytes, st);
+      return cublasLtMatmul(h, plan.op, &alpha, w, plan.lw, a, plan.la, &beta, s.addend ? c : d, plan.ld, d, plan.ld, &r[i].algo, ws, ws_bytes, st);
     };
     auto graph_of = [&](int i) {  // i < 0: the producers alone
       cudaGraph_t g;
@@ -235,11 +212,6 @@ int main() {
       }
     }
     cudaGraphExecDestroy(base);
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(lw);
-    cublasLtMatrixLayoutDestroy(la);
-    cublasLtMatrixLayoutDestroy(ld);
-    cublasLtMatmulDescDestroy(op);
     for (void* p : {x, a, w, d, c}) cudaFree(p);
   }
   return 0;

@@ -102,32 +102,32 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
     cuda_->run(n, in, out);
     return;
   }
+  // causal_attention gets q, k and v as views of the qkv projection: its
+  // reference reads contiguous copies
+  std::vector<at::Tensor> copies;
   if (name == "causal_attention") {
-    // q, k, v come as views of the qkv projection: the reference reads
-    // contiguous copies
     FG_CHECK(in.size() == 3 && in[0].dim() == 4 && in[1].dim() == 4 && in[1].sizes() == in[2].sizes() &&
                  in[1].size(1) > 0 && in[0].size(1) % in[1].size(1) == 0 && in[0].size(2) == in[1].size(2) &&
                  out.numel() == in[0].numel(),
              "fast path " + fn + ": needs q [B, H, S, D] and k, v [B, Hk, S, D] with H a multiple of Hk");
-    FG_CHECK(out.is_contiguous(), "fast path " + fn + ": its output is not contiguous");
     for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&in[0], &in[1], &in[2], &out})
       FG_CHECK(t->scalar_type() == at::kBFloat16, "fast path " + fn + ": q, k, v and its output must be bf16");
-    std::vector<at::Tensor> c;
-    for (const auto& t : in) c.push_back(t.contiguous());
-    auto f = reinterpret_cast<void (*)(void**, const int64_t*, const double*)>(host_function(name, fn));
-    void* p[4] = {c[0].data_ptr(), c[1].data_ptr(), c[2].data_ptr(), out.data_ptr()};
-    const int64_t iv[5] = {in[0].size(0), in[0].size(1), in[1].size(1), in[0].size(2), in[0].size(3)};
-    f(p, iv, nullptr);
-    return;
+    for (const auto& t : in) copies.push_back(t.contiguous());
   }
-  for (size_t i = 0; i < in.size(); ++i)
-    FG_CHECK(in[i].is_contiguous(), "fast path " + fn + ": input " + std::to_string(i) + " is not contiguous");
+  const std::vector<at::Tensor>& args = copies.empty() ? in : copies;
+  for (size_t i = 0; i < args.size(); ++i)
+    FG_CHECK(args[i].is_contiguous(), "fast path " + fn + ": input " + std::to_string(i) + " is not contiguous");
   FG_CHECK(out.is_contiguous(), "fast path " + fn + ": its output is not contiguous");
   using Fn = void (*)(void**, const int64_t*, const double*);
   auto f = reinterpret_cast<Fn>(host_function(name, fn));
   std::vector<void*> p;
-  for (const auto& t : in) p.push_back(const_cast<void*>(t.data_ptr()));
+  for (const auto& t : args) p.push_back(const_cast<void*>(t.data_ptr()));
   p.push_back(out.data_ptr());
+  if (name == "causal_attention") {
+    const int64_t iv[5] = {in[0].size(0), in[0].size(1), in[1].size(1), in[0].size(2), in[0].size(3)};
+    f(p.data(), iv, nullptr);
+    return;
+  }
   if (name == "allreduce_residual_rmsnorm") {
     const int64_t H = attr_int(n.attrs, "hidden", n.op);
     const int64_t rows = in[0].numel() / H;
