@@ -40,12 +40,12 @@ constexpr int kSwigluBlock = 128;
 constexpr unsigned kSwigluThreads = 384;
 constexpr int kSwigluSmem = 1024 + 4 * (16384 + 32768) + 2 * 16384 + 128 + 1024;
 // causal_attention.cu: 128-row q tiles and key tiles of head dim 128, 384
-// threads, Q 32 KiB + two stages of K and V (32 KiB each) + 64 bytes of
-// barriers + 1 KiB of alignment slack
+// threads, Q 32 KiB + two stages of K and V (32 KiB each) + 72 bytes of
+// barriers (nine) + 1 KiB of alignment slack
 constexpr int kAttnRows = 128;
 constexpr int kAttnHeadDim = 128;
 constexpr unsigned kAttnThreads = 384;
-constexpr int kAttnSmem = 1024 + 5 * 32768 + 64;
+constexpr int kAttnSmem = 1024 + 5 * 32768 + 72;
 
 void check_cu(CUresult r, const std::string& what) {
   if (r == CUDA_SUCCESS) return;

@@ -28,13 +28,17 @@
 //   O += P V_j    8 wgmma m64n128k16, P from registers (the S accumulator's
 //                 fragment is the A fragment of a k16 step, packed to bf16),
 //                 V_j MN-major in shared memory (transposed B).
-// The two consumer warpgroups run their steps independently, so one's
-// softmax overlaps the other's wgmmas.
+// The two consumer warpgroups take turns to issue their wgmmas (named
+// barriers), so one's softmax overlaps the other's products.
 // Shared memory: Q 32 KiB, two stages of K and V (32 KiB each), barriers:
-// 160 KiB + 64 bytes, plus 1 KiB of alignment slack.
+// 160 KiB + 72 bytes, plus 1 KiB of alignment slack.
 // Barriers: q_full (count 1 + Q's 32 KiB of transactions), k_full[2] and
-// v_full[2] (count 1 + 32 KiB each), empty[2] (count 8: lane 0 of each
-// consumer warp once the stage's P V wgmmas are done).
+// v_full[2] (count 1 + 32 KiB each), k_empty[2] (count 8: lane 0 of each
+// consumer warp once the stage's Q K^T wgmmas are done) and v_empty[2]
+// (count 8, once its P V wgmmas are done). K and V are released apart: the
+// K of tile j + 2 loads while tile j + 1's products run, a whole step ahead
+// of its use, instead of waiting for P V of tile j as one stage barrier
+// would make it.
 struct __align__(64) FaTensorMap { unsigned long long opaque[16]; };  // CUtensorMap
 
 #define FA_ROWS 128               // q rows a CTA, key rows a step
@@ -120,6 +124,12 @@ __device__ __forceinline__ void fa_wgmma_wait() {
 __device__ __forceinline__ void fa_acc_fence(float (&d)[64]) {
 #pragma unroll
   for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// The same for P's packed A fragments, which the P V wgmmas read.
+__device__ __forceinline__ void fa_pa_fence(unsigned (&pa)[32]) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) asm volatile("" : "+r"(pa[i])::"memory");
 }
 
 #define FA_F8(i) \
@@ -233,8 +243,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   const unsigned sQ = base;                  // 32 KiB
   const unsigned sK = sQ + FA_TILE;          // 2 x 32 KiB
   const unsigned sV = sK + 2 * FA_TILE;      // 2 x 32 KiB
-  const unsigned bars = sV + 2 * FA_TILE;    // q_full, k_full[2], v_full[2], empty[2]
-  const unsigned q_full = bars, k_full = bars + 8, v_full = bars + 24, empty = bars + 40;
+  const unsigned bars = sV + 2 * FA_TILE;    // q_full, k_full[2], v_full[2], k_empty[2], v_empty[2]
+  const unsigned q_full = bars, k_full = bars + 8, v_full = bars + 24, k_empty = bars + 40, v_empty = bars + 56;
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
   const int b = blockIdx.x / H, h = blockIdx.x % H;
   const int qt = gridDim.y - 1 - blockIdx.y;  // the longest rows first
@@ -246,7 +256,8 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     for (int s = 0; s < 2; ++s) {
       fa_mbar_init(k_full + 8u * s, 1);
       fa_mbar_init(v_full + 8u * s, 1);
-      fa_mbar_init(empty + 8u * s, FA_EMPTY_ARRIVALS);
+      fa_mbar_init(k_empty + 8u * s, FA_EMPTY_ARRIVALS);
+      fa_mbar_init(v_empty + 8u * s, FA_EMPTY_ARRIVALS);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -267,10 +278,11 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       for (int it = 0; it < n_kv; ++it) {
         const int j = n_kv - 1 - it;
         const unsigned st = static_cast<unsigned>(it & 1), ph = static_cast<unsigned>(it >> 1) & 1u;
-        fa_mbar_wait(empty + 8u * st, ph ^ 1u);  // a fresh barrier passes parity 1
+        fa_mbar_wait(k_empty + 8u * st, ph ^ 1u);  // a fresh barrier passes parity 1
         fa_mbar_arrive_expect_tx(k_full + 8u * st, FA_TILE);
         fa_tma_load(sK + st * FA_TILE, &tm_k, k_full + 8u * st, 0, j * FA_ROWS, hk, b);
         fa_tma_load(sK + st * FA_TILE + FA_BOX, &tm_k, k_full + 8u * st, 64, j * FA_ROWS, hk, b);
+        fa_mbar_wait(v_empty + 8u * st, ph ^ 1u);
         fa_mbar_arrive_expect_tx(v_full + 8u * st, FA_TILE);
         fa_tma_load(sV + st * FA_TILE, &tm_v, v_full + 8u * st, 0, j * FA_ROWS, hk, b);
         fa_tma_load(sV + st * FA_TILE + FA_BOX, &tm_v, v_full + 8u * st, 64, j * FA_ROWS, hk, b);
@@ -306,13 +318,15 @@ extern "C" __global__ void __launch_bounds__(384, 1)
   fa_mbar_wait(q_full, 0);
   fa_mbar_wait(k_full, 0);
   fa_named_bar_sync(my_turn, 256);
-  fa_wgmma_fence();
   fa_acc_fence(s);
+  fa_wgmma_fence();
   fa_qk(s, qa, sK);
   fa_wgmma_commit();
   fa_named_bar_arrive(other_turn, 256);
   fa_wgmma_wait<0>();
   fa_acc_fence(s);
+  __syncwarp();
+  if (lane == 0) fa_mbar_arrive(k_empty);  // the first (diagonal) key tile's K, stage 0
 #pragma unroll
   for (int g = 0; g < 16; ++g)
 #pragma unroll
@@ -333,21 +347,24 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     fa_mbar_wait(k_full + 8u * st1, ph1);
     fa_mbar_wait(v_full + 8u * st, ph);
     fa_named_bar_sync(my_turn, 256);
-    fa_wgmma_fence();
     fa_acc_fence(s);
+    fa_acc_fence(o);
+    fa_pa_fence(pa);
+    fa_wgmma_fence();
     fa_qk(s, qa, sK + st1 * FA_TILE);
     fa_wgmma_commit();
-    fa_acc_fence(o);
     fa_pv(o, pa, sV + st * FA_TILE);
     fa_wgmma_commit();
     fa_named_bar_arrive(other_turn, 256);
     fa_wgmma_wait<1>();  // S of the next tile is done, P V may not be
     fa_acc_fence(s);
+    __syncwarp();
+    if (lane == 0) fa_mbar_arrive(k_empty + 8u * st1);
     fa_softmax(s, m, l, corr, scale_log2);
     fa_wgmma_wait<0>();
     fa_acc_fence(o);
     __syncwarp();
-    if (lane == 0) fa_mbar_arrive(empty + 8u * st);
+    if (lane == 0) fa_mbar_arrive(v_empty + 8u * st);
 #pragma unroll
     for (int g = 0; g < 16; ++g) {
       o[4 * g + 0] *= corr[0];
@@ -363,15 +380,16 @@ extern "C" __global__ void __launch_bounds__(384, 1)
     fa_pack_p(pa, s);
     fa_mbar_wait(v_full + 8u * st, ph);
     fa_named_bar_sync(my_turn, 256);
-    fa_wgmma_fence();
     fa_acc_fence(o);
+    fa_pa_fence(pa);
+    fa_wgmma_fence();
     fa_pv(o, pa, sV + st * FA_TILE);
     fa_wgmma_commit();
     if (cw == 0) fa_named_bar_arrive(other_turn, 256);
     fa_wgmma_wait<0>();
     fa_acc_fence(o);
     __syncwarp();
-    if (lane == 0) fa_mbar_arrive(empty + 8u * st);
+    if (lane == 0) fa_mbar_arrive(v_empty + 8u * st);
   }
 
   // ---- epilogue: divide by the row sums (summed over the quad), round,
