@@ -146,19 +146,23 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
         continue;
       }
       if (gpu.empty()) {
-        // no device (explain): any model's proof whose source still holds
-        std::string stale;
+        // no device (explain): any model's proof whose source still holds.
+        // Stale only when none holds: a current proof on one model that
+        // lacks this world size leaves the fast path unproven here, and
+        // another model's stale file must not say otherwise.
+        bool stale = false, current = false;
         for (const auto& path : all) {
           std::optional<json> p = load_proof(path, backend, name);
           st.present = true;
           if ((*p)["source_hash"] != hash_of(name)) {
-            stale = "source changed";
+            stale = true;
             continue;
           }
+          current = true;
           for (const auto& c : (*p)["cases"])
             if (c["world_size"].get<int>() == world) st.shape_classes.insert(c["shape_class"].get<std::string>());
         }
-        if (st.shape_classes.empty()) st.invalid = stale;
+        if (stale && !current) st.invalid = "source changed";
         continue;
       }
     }

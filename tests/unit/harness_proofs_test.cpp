@@ -183,6 +183,24 @@ TEST_F(ProofDir, ProofsOfTwoGpuModelsLiveSideBySide) {
     EXPECT_EQ(st.invalid, "") << gpu;
     EXPECT_FALSE(st.shape_classes.empty()) << gpu;
   }
+  // no device (explain): one model's proof current but proved at world
+  // size 1 only, the other's stale. At world size 2 the fast path is
+  // unproven, not invalidated; with both stale it is invalidated.
+  auto edited = [](const std::string&) { return std::string("00000000000000bb"); };
+  {
+    json h200 = json::parse(std::ifstream(proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp", "NVIDIA H200")));
+    h200["source_hash"] = "00000000000000cc";
+    std::ofstream(proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp", "NVIDIA H200")) << h200.dump();
+    auto at2 = read_proofs(root_.string(), "cuda", 2, {"qkv_rmsnorm_tp"}, same, "")["qkv_rmsnorm_tp"];
+    EXPECT_TRUE(at2.present);
+    EXPECT_EQ(at2.invalid, "");
+    EXPECT_TRUE(at2.shape_classes.empty());
+    auto at1 = read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, same, "")["qkv_rmsnorm_tp"];
+    EXPECT_EQ(at1.invalid, "");
+    EXPECT_FALSE(at1.shape_classes.empty());
+    EXPECT_EQ(read_proofs(root_.string(), "cuda", 1, {"qkv_rmsnorm_tp"}, edited, "")["qkv_rmsnorm_tp"].invalid,
+              "source changed");
+  }
   // a proof in another model's folder is malformed, named as such
   json j = valid_proof();
   j["backend"] = "cuda";
