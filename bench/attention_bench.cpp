@@ -3,7 +3,10 @@
 // blocks' attention shapes, each timed as it runs in the forward: a CUDA
 // graph of twenty [qkv projection -> attention -> output projection] steps,
 // replayed, minus the same graph without the attention (as
-// bench/attn_backends.py times PyTorch's backends); and each one's distance
+// bench/attn_backends.py times PyTorch's backends), in interleaved rounds
+// (the three graphs in a rotating order, kRounds times; the medians and the
+// ratio's range over the rounds: one best-of timing of each, a call apart,
+// read 0.89 to 1.13 at h4096 on the same kernels); and each one's distance
 // to attention in f64. Run by hand on a Hopper GPU:
 //   build-gpu/bench/attention_bench            # prints a Markdown table
 #include <ATen/ATen.h>
@@ -19,7 +22,9 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "fusion/ir/graph.h"
 #include "kernels/cuda/kernel_trace.h"
@@ -28,6 +33,7 @@
 namespace {
 
 constexpr int kSteps = 20;
+constexpr int kRounds = 9;
 
 // What one replay ran besides the GEMMs: each kernel's (and memset's) mean
 // time and the mean idle time before it, "name mean us (idle us before)".
@@ -51,36 +57,33 @@ std::string traced(const std::vector<fg::DeviceKernel>& ks) {
   return r;
 }
 
-// best of 5 timings of 20 replays, ms a replay; *trace: one more replay's
-// kernels other than the GEMMs
-double graph_ms(const std::function<void()>& fn, std::string* trace = nullptr) {
-  at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+// One captured graph of fn, warmed up.
+struct Replayed {
   at::cuda::CUDAGraph g;
-  {
+  explicit Replayed(const std::function<void()>& fn) {
+    at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
     c10::cuda::CUDAStreamGuard guard(side);
     fn();
     cudaDeviceSynchronize();
     g.capture_begin();
     fn();
     g.capture_end();
+    for (int i = 0; i < 3; ++i) g.replay();
   }
-  for (int i = 0; i < 3; ++i) g.replay();
-  double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
+  // ms a replay, over 20 replays
+  double ms() {
     at::cuda::CUDAEvent a(cudaEventDefault), b(cudaEventDefault);
     a.record();
     for (int i = 0; i < 20; ++i) g.replay();
     b.record();
     b.synchronize();
-    best = std::min(best, static_cast<double>(a.elapsed_time(b)) / 20);
+    return static_cast<double>(a.elapsed_time(b)) / 20;
   }
-  if (trace) {
+  // one more replay's kernels other than the GEMMs
+  std::string trace() {
     cudaDeviceSynchronize();
     std::string why = fg::device_trace_start();
-    if (!why.empty()) {
-      *trace = "no trace: " + why;
-      return best;
-    }
+    if (!why.empty()) return "no trace: " + why;
     fg::device_trace_collect();
     g.replay();
     cudaDeviceSynchronize();
@@ -89,9 +92,14 @@ double graph_ms(const std::function<void()>& fn, std::string* trace = nullptr) {
     fg::device_trace_stop();
     ks.insert(ks.end(), mem.begin(), mem.end());
     std::sort(ks.begin(), ks.end(), [](const fg::DeviceKernel& x, const fg::DeviceKernel& y) { return x.start_ns < y.start_ns; });
-    *trace = traced(ks);
+    return traced(ks);
   }
-  return best;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 double rel_l2_vs_f64(const at::Tensor& got, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -109,7 +117,8 @@ int main() {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("%s\n\n", prop.name);
-  std::printf("| block | B x S, heads | cuDNN (at::sdpa) us a step | causal_attention us a step | ratio | rel L2 vs f64: cuDNN / causal_attention |\n");
+  std::printf("%d interleaved rounds: medians, and the ratio's range over the rounds\n\n", kRounds);
+  std::printf("| block | B x S, heads | cuDNN (at::sdpa) us a step | causal_attention us a step | ratio (min-max) | rel L2 vs f64: cuDNN / causal_attention |\n");
   std::printf("|---|---|---|---|---|---|\n");
   struct Shape {
     const char* name;
@@ -151,15 +160,24 @@ int main() {
     runner.run(n, {part(0), part(1), part(2)}, out);
     const double e_lib = rel_l2_vs_f64(lib, part(0), part(1), part(2));
     const double e_fp = rel_l2_vs_f64(out.transpose(1, 2), part(0), part(1), part(2));
-    const double base = graph_ms([&] { for (int i = 0; i < kSteps; ++i) step(0); });
-    std::string t_lib, t_fp;
-    const double cudnn = graph_ms([&] { for (int i = 0; i < kSteps; ++i) step(1); }, &t_lib);
-    const double fast = graph_ms([&] { for (int i = 0; i < kSteps; ++i) step(2); }, &t_fp);
-    traces.push_back(std::string(sh.name) + ": " + t_lib + " | " + t_fp);
-    const double us_lib = 1000 * (cudnn - base) / kSteps, us_fp = 1000 * (fast - base) / kSteps;
-    std::printf("| %s | %lld x %lld, %lld | %.1f | %.1f | %.2f | %.2e / %.2e |\n", sh.name,
-                static_cast<long long>(sh.B), static_cast<long long>(sh.S), static_cast<long long>(sh.H), us_lib, us_fp,
-                us_fp / us_lib, e_lib, e_fp);
+    // graphs[0] none, [1] cuDNN, [2] the fast path; round r times them
+    // starting from graph r % 3
+    std::vector<std::unique_ptr<Replayed>> graphs;
+    for (int which = 0; which < 3; ++which)
+      graphs.push_back(std::make_unique<Replayed>([&] { for (int i = 0; i < kSteps; ++i) step(which); }));
+    std::vector<double> lib_us, fp_us, ratio;
+    for (int r = 0; r < kRounds; ++r) {
+      double ms[3];
+      for (int i = 0; i < 3; ++i) ms[(r + i) % 3] = graphs[(r + i) % 3]->ms();
+      lib_us.push_back(1000 * (ms[1] - ms[0]) / kSteps);
+      fp_us.push_back(1000 * (ms[2] - ms[0]) / kSteps);
+      ratio.push_back(fp_us.back() / lib_us.back());
+    }
+    traces.push_back(std::string(sh.name) + ": " + graphs[1]->trace() + " | " + graphs[2]->trace());
+    std::printf("| %s | %lld x %lld, %lld | %.1f | %.1f | %.2f (%.2f-%.2f) | %.2e / %.2e |\n", sh.name,
+                static_cast<long long>(sh.B), static_cast<long long>(sh.S), static_cast<long long>(sh.H),
+                median(lib_us), median(fp_us), median(ratio), *std::min_element(ratio.begin(), ratio.end()),
+                *std::max_element(ratio.begin(), ratio.end()), e_lib, e_fp);
   }
   std::printf("\nOne traced replay, kernels other than the GEMMs: mean us (mean idle us before), cuDNN | causal_attention\n");
   for (const auto& t : traces) std::printf("- %s\n", t.c_str());

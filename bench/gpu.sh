@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|none|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|none|all]     (default: all)
 # none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
@@ -46,6 +46,14 @@
 # its header): bench/prepare_device.sh copies it from this machine.
 set -uo pipefail
 what="${1:-all}"
+# bad input is refused before anything is built (exit 2): an unknown mode,
+# or a block the bench does not know (a typo used to cost a device call)
+modes="all attention attnproof bench bisect bless check fastpaths fuzz gateup kernels missing multinode none prove seeds swiglu"
+case " $modes " in *" $what "*) ;; *) echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2 ;; esac
+for blk in ${BENCH_BLOCKS:-h2048}; do
+  case "$blk" in h2048 | h2048_s2048 | h4096) ;;
+  *) echo "gpu.sh: BENCH_BLOCKS names '$blk'; the blocks: h2048 h2048_s2048 h4096" >&2; exit 2 ;; esac
+done
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export FUSEGATE_VERIFY=1  # the verifiers between passes, as in every test
 export FUSEGATE_CACHE_DIR="$PWD/build-gpu/kernel-cache"
