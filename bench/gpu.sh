@@ -32,7 +32,9 @@
 # them (GATEUP_BLESS=0: not), packed as $OUTDIR/gateup.tgz.
 # attention: the causal_attention kernel against f64 (test_runtime on cuda)
 # and against LibTorch's cuDNN attention (bench/attention_bench.cpp);
-# ATTN_NCU=1 adds Nsight Compute's sections of the kernel ($OUTDIR/ncu-attention.txt).
+# ATTN_NCU=1 adds Nsight Compute's sections of the kernel ($OUTDIR/ncu-attention-*.txt);
+# ATTN_VARIANT=<file.cu> [ATTN_VARIANT_SMEM=<bytes>] then runs the same with
+# that kernel file in place, same GPU, same call (the tree is put back).
 # attnproof: causal_attention's A/Bs, its proof, the max-autotune goldens
 # re-blessed with it (ATTN_BLESS=0: not) and every cuda golden checked,
 # packed as $OUTDIR/attn.tgz.
@@ -54,6 +56,11 @@ for blk in ${BENCH_BLOCKS:-h2048}; do
   case "$blk" in h2048 | h2048_s2048 | h4096) ;;
   *) echo "gpu.sh: BENCH_BLOCKS names '$blk'; the blocks: h2048 h2048_s2048 h4096" >&2; exit 2 ;; esac
 done
+if [ -n "${ATTN_VARIANT:-}" ] && [ ! -f "$ATTN_VARIANT" ]; then
+  echo "gpu.sh: ATTN_VARIANT names '$ATTN_VARIANT', which is not a file (an untracked file travels to the device only when git does not ignore it)" >&2
+  exit 2
+fi
+case "${ATTN_VARIANT_SMEM:-0}" in *[!0-9]*) echo "gpu.sh: ATTN_VARIANT_SMEM must be a byte count, not '$ATTN_VARIANT_SMEM'" >&2; exit 2 ;; esac
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export FUSEGATE_VERIFY=1  # the verifiers between passes, as in every test
 export FUSEGATE_CACHE_DIR="$PWD/build-gpu/kernel-cache"
@@ -105,15 +112,37 @@ fi
 # fused attention (cuDNN) in a CUDA graph of qkv -> attention -> o steps
 # (build-gpu/bench/attention_bench).
 if [ "$what" = attention ]; then
-  FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime --gtest_filter='CausalAttention*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure|error|Expected|Which|actual|library" | head -20
-  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
-  ./build-gpu/bench/attention_bench 2>&1 | tail -8
-  # ATTN_NCU=1: Nsight Compute's view of the kernel (the tensor pipe's use,
-  # where the warps stall) on its first launches
-  if [ "${ATTN_NCU:-0}" = 1 ]; then
-    /usr/local/cuda/bin/ncu -k fastpath_causal_attention -c 3 --section SpeedOfLight --section WarpStateStats \
-      --section ComputeWorkloadAnalysis ./build-gpu/bench/attention_bench >"$OUTDIR/ncu-attention.txt" 2>&1
-    grep -E "Duration|Throughput|Pipe|Stall|Issued|Eligible|warp cycles" "$OUTDIR/ncu-attention.txt" | head -40
+  # one pass: the CausalAttention tests on cuda, the bench, and with
+  # ATTN_NCU=1 Nsight Compute's view of the kernel (the tensor pipe's use,
+  # where the warps stall) on its first launches; $1 labels the output
+  attention_pass() {
+    echo "== causal_attention: $1"
+    FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime --gtest_filter='CausalAttention*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure|error|Expected|Which|actual|library" | head -20
+    r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+    ./build-gpu/bench/attention_bench 2>&1 | tail -9
+    if [ "${ATTN_NCU:-0}" = 1 ]; then
+      /usr/local/cuda/bin/ncu -k fastpath_causal_attention -c 3 --section SpeedOfLight --section WarpStateStats \
+        --section ComputeWorkloadAnalysis ./build-gpu/bench/attention_bench >"$OUTDIR/ncu-attention-$2.txt" 2>&1
+      grep -E "Duration|Throughput|Pipe|Stall|Issued|Eligible|warp cycles" "$OUTDIR/ncu-attention-$2.txt" | head -40
+    fi
+  }
+  attention_pass "this tree's kernel" tree
+  # ATTN_VARIANT=<a .cu file>: then the same with that file in the kernel's
+  # place, on the same GPU in the same call (ATTN_VARIANT_SMEM=<bytes>: its
+  # dynamic shared memory, when it differs from kAttnSmem); the tree's two
+  # files are put back afterwards. The variant is not proven: only the
+  # tests and the bench run it.
+  if [ -n "${ATTN_VARIANT:-}" ]; then
+    kf=kernels/fastpaths/cuda/causal_attention.cu rf=kernels/fastpaths/cuda_runtime.cpp
+    cp "$kf" "$OUTDIR/kernel.orig" && cp "$rf" "$OUTDIR/runtime.orig"
+    trap 'cp "$OUTDIR/kernel.orig" "$kf"; cp "$OUTDIR/runtime.orig" "$rf"' EXIT
+    cp "$ATTN_VARIANT" "$kf"
+    if [ -n "${ATTN_VARIANT_SMEM:-}" ]; then
+      sed -i "s/^constexpr int kAttnSmem = .*;/constexpr int kAttnSmem = ${ATTN_VARIANT_SMEM};/" "$rf"
+      grep -q "^constexpr int kAttnSmem = ${ATTN_VARIANT_SMEM};" "$rf" || { echo "gpu.sh: kAttnSmem not found in $rf" >&2; exit 1; }
+    fi
+    ninja -C build-gpu test_runtime attention_bench >"$OUTDIR/build-variant.log" 2>&1 || { grep -E "error" "$OUTDIR/build-variant.log" | head -30; exit 1; }
+    attention_pass "variant $ATTN_VARIANT" variant
   fi
 fi
 if [ "$what" = prove ]; then
