@@ -887,32 +887,42 @@ def main():
     else:
         plines.append("### PyTorch: no CUDA-graph configuration ran")
 
-    # the interleaved rounds
+    klines = ["## fusegate kernels at 8192 x 4096 bf16 (world size 1, CUDA-graph replays)", ""] + klines
+
+    def report(rlines):
+        """bench.md (written aside and renamed) with the main table last;
+        returns its text"""
+        mlines = ["## fusegate vs PyTorch", "", header, ""] + main_table(rows, torch_rows)
+        mlines += [""] + headline(fg_rows, torch_rows, a.skip_torch)
+        if rlines:
+            mlines += [""] + rlines
+        mlines += [""] + [f"note: {n}" for n in notes + knotes]
+        mlines += [f"timing: {r['name']}: {r['how']}" for r in fg_rows if r.get("how")]
+        mlines += [f"ran: {r['name']}: {x}" for r in fg_rows for x in r.get("ran", [])]
+        if torch_rows:
+            mlines.append(f"timing: torch rows: rank 0, median of {ITERS} CUDA-event timings after {WARMUP} warm-up "
+                          "calls; kernels from torch.profiler; reduce-overhead and max-autotune with static input "
+                          "addresses")
+        text = "\n".join(klines + [""] + plines + [""] + mlines)
+        tmp = pathlib.Path(a.out, "bench.md.tmp")
+        tmp.write_text(text + "\n")
+        os.replace(tmp, pathlib.Path(a.out, "bench.md"))
+        return text
+
+    # the interleaved rounds, after the sweep's report is on disk: a call
+    # that runs out of time during them keeps the sweep (its interleaved
+    # line says the rounds did not finish)
     rlines = []
     if a.rounds > 0 and not a.skip_torch:
         if fg_best_graph and t_best_graph and fg_best_graph.get("ms") and t_best_graph.get("ms"):
+            report([f"- CUDA graphs, interleaved: not finished ({a.rounds} rounds started; "
+                    "this file is rewritten when they end)"])
             rounds = interleaved_rounds(a.fusegate, world, a.out, fg_best_graph, t_best_graph, a.rounds)
             pathlib.Path(a.out, "rounds.json").write_text(json.dumps(rounds, indent=1) + "\n")
             rlines = rounds_lines(fg_best_graph, t_best_graph, rounds)
         else:
             rlines = ["- CUDA graphs, interleaved: not run (a side has no CUDA-graph configuration that ran)"]
-
-    # the main table, last
-    mlines = ["## fusegate vs PyTorch", "", header, ""] + main_table(rows, torch_rows)
-    mlines += [""] + headline(fg_rows, torch_rows, a.skip_torch)
-    if rlines:
-        mlines += [""] + rlines
-    mlines += [""] + [f"note: {n}" for n in notes + knotes]
-    mlines += [f"timing: {r['name']}: {r['how']}" for r in fg_rows if r.get("how")]
-    mlines += [f"ran: {r['name']}: {x}" for r in fg_rows for x in r.get("ran", [])]
-    if torch_rows:
-        mlines.append(f"timing: torch rows: rank 0, median of {ITERS} CUDA-event timings after {WARMUP} warm-up "
-                      "calls; kernels from torch.profiler; reduce-overhead and max-autotune with static input "
-                      "addresses")
-
-    klines = ["## fusegate kernels at 8192 x 4096 bf16 (world size 1, CUDA-graph replays)", ""] + klines
-    text = "\n".join(klines + [""] + plines + [""] + mlines)
-    pathlib.Path(a.out, "bench.md").write_text(text + "\n")
+    text = report(rlines)
     print(text)
     return 0
 
