@@ -69,6 +69,8 @@ struct Replayed {
     fn();
     g.capture_end();
     for (int i = 0; i < 3; ++i) g.replay();
+    // the warm-up ran on the side stream, which nothing else waits for
+    cudaDeviceSynchronize();
   }
   // ms a replay, over 20 replays
   double ms() {

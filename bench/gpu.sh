@@ -51,7 +51,8 @@ what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode,
 # or a block the bench does not know (a typo used to cost a device call)
 modes="all attention attnproof bench bisect bless check fastpaths fuzz gateup kernels missing multinode none prove seeds swiglu"
-case " $modes " in *" $what "*) ;; *) echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2 ;; esac
+case " $modes " in *" $what "*) [ "${what#* }" = "$what" ] ;; *) false ;; esac || {
+  echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 for blk in ${BENCH_BLOCKS:-h2048}; do
   case "$blk" in h2048 | h2048_s2048 | h4096) ;;
   *) echo "gpu.sh: BENCH_BLOCKS names '$blk'; the blocks: h2048 h2048_s2048 h4096" >&2; exit 2 ;; esac
@@ -60,7 +61,19 @@ if [ -n "${ATTN_VARIANT:-}" ] && [ ! -f "$ATTN_VARIANT" ]; then
   echo "gpu.sh: ATTN_VARIANT names '$ATTN_VARIANT', which is not a file (an untracked file travels to the device only when git does not ignore it)" >&2
   exit 2
 fi
-case "${ATTN_VARIANT_SMEM:-0}" in *[!0-9]*) echo "gpu.sh: ATTN_VARIANT_SMEM must be a byte count, not '$ATTN_VARIANT_SMEM'" >&2; exit 2 ;; esac
+if [ -n "${ATTN_VARIANT:-}" ] && [ "$what" != attention ]; then
+  echo "gpu.sh: ATTN_VARIANT is read by the attention mode only, not by '$what' (an unproven kernel is never proven or blessed this way)" >&2
+  exit 2
+fi
+if [ -n "${ATTN_VARIANT_SMEM:-}" ]; then
+  case "$ATTN_VARIANT_SMEM" in
+  [1-9]*) case "$ATTN_VARIANT_SMEM" in *[!0-9]*) smem_ok=no ;; *) smem_ok=yes ;; esac ;;
+  *) smem_ok=no ;; esac
+  if [ "$smem_ok" = no ] || [ "${#ATTN_VARIANT_SMEM}" -gt 6 ] || [ "$ATTN_VARIANT_SMEM" -gt 232448 ]; then
+    echo "gpu.sh: ATTN_VARIANT_SMEM must be a byte count from 1 to 232448 (227 KiB, Hopper's opt-in limit), not '$ATTN_VARIANT_SMEM'" >&2
+    exit 2
+  fi
+fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export FUSEGATE_VERIFY=1  # the verifiers between passes, as in every test
 export FUSEGATE_CACHE_DIR="$PWD/build-gpu/kernel-cache"
@@ -120,6 +133,7 @@ if [ "$what" = attention ]; then
     FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime --gtest_filter='CausalAttention*' 2>&1 | grep -E "^\[  (PASSED|FAILED)|Failure|error|Expected|Which|actual|library" | head -20
     r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
     ./build-gpu/bench/attention_bench 2>&1 | tail -9
+    r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; echo "attention_bench: exit $r"; }
     if [ "${ATTN_NCU:-0}" = 1 ]; then
       /usr/local/cuda/bin/ncu -k fastpath_causal_attention -c 3 --section SpeedOfLight --section WarpStateStats \
         --section ComputeWorkloadAnalysis ./build-gpu/bench/attention_bench >"$OUTDIR/ncu-attention-$2.txt" 2>&1
@@ -134,8 +148,13 @@ if [ "$what" = attention ]; then
   # tests and the bench run it.
   if [ -n "${ATTN_VARIANT:-}" ]; then
     kf=kernels/fastpaths/cuda/causal_attention.cu rf=kernels/fastpaths/cuda_runtime.cpp
-    cp "$kf" "$OUTDIR/kernel.orig" && cp "$rf" "$OUTDIR/runtime.orig"
-    trap 'cp "$OUTDIR/kernel.orig" "$kf"; cp "$OUTDIR/runtime.orig" "$rf"' EXIT
+    cp "$kf" "$OUTDIR/kernel.orig" && cp "$rf" "$OUTDIR/runtime.orig" || { echo "gpu.sh: cannot keep a copy of $kf" >&2; exit 1; }
+    # on exit: the tree's files back, and build-gpu rebuilt from them, so no
+    # later call (whose copy of the tree may carry older times than these
+    # build outputs) links the variant
+    trap 'cp "$OUTDIR/kernel.orig" "$kf"; cp "$OUTDIR/runtime.orig" "$rf"; touch "$kf" "$rf";
+      ninja -C build-gpu fusegate test_cuda_codegen test_runtime attention_bench >"$OUTDIR/build-restore.log" 2>&1 ||
+      echo "gpu.sh: build-gpu not rebuilt from the tree after the variant (see build-restore.log): delete it" >&2' EXIT
     cp "$ATTN_VARIANT" "$kf"
     if [ -n "${ATTN_VARIANT_SMEM:-}" ]; then
       sed -i "s/^constexpr int kAttnSmem = .*;/constexpr int kAttnSmem = ${ATTN_VARIANT_SMEM};/" "$rf"

@@ -184,12 +184,23 @@ TEST_F(ProofDir, ProofsOfTwoGpuModelsLiveSideBySide) {
     EXPECT_FALSE(st.shape_classes.empty()) << gpu;
   }
   // no device (explain): one model's proof current but proved at world
-  // size 1 only, the other's stale. At world size 2 the fast path is
-  // unproven, not invalidated; with both stale it is invalidated.
+  // size 1 only, the other's stale and proved at world size 2. At world
+  // size 2 the fast path is unproven (the stale file lends no shape class),
+  // not invalidated; with both stale it is invalidated.
   auto edited = [](const std::string&) { return std::string("00000000000000bb"); };
   {
+    write_for("NVIDIA H200", 2);
     json h200 = json::parse(std::ifstream(proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp", "NVIDIA H200")));
     h200["source_hash"] = "00000000000000cc";
+    for (auto& c : h200["cases"]) {  // world size 2: each output on both ranks
+      json both = json::array();
+      for (auto o : c["outputs"]) {
+        both.push_back(o);
+        o["rank"] = 1;
+        both.push_back(o);
+      }
+      c["outputs"] = both;
+    }
     std::ofstream(proof_path(root_.string(), "cuda", "qkv_rmsnorm_tp", "NVIDIA H200")) << h200.dump();
     auto at2 = read_proofs(root_.string(), "cuda", 2, {"qkv_rmsnorm_tp"}, same, "")["qkv_rmsnorm_tp"];
     EXPECT_TRUE(at2.present);
