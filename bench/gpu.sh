@@ -51,7 +51,7 @@ what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode,
 # or a block the bench does not know (a typo used to cost a device call)
 modes="all attention attnproof bench bisect bless check fastpaths fuzz gateup kernels missing multinode none prove seeds swiglu"
-case " $modes " in *" $what "*) [ "${what#* }" = "$what" ] ;; *) false ;; esac || {
+[[ " $modes " == *" $what "* && "$what" != *" "* ]] || {
   echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 for blk in ${BENCH_BLOCKS:-h2048}; do
   case "$blk" in h2048 | h2048_s2048 | h4096) ;;
@@ -65,14 +65,9 @@ if [ -n "${ATTN_VARIANT:-}" ] && [ "$what" != attention ]; then
   echo "gpu.sh: ATTN_VARIANT is read by the attention mode only, not by '$what' (an unproven kernel is never proven or blessed this way)" >&2
   exit 2
 fi
-if [ -n "${ATTN_VARIANT_SMEM:-}" ]; then
-  case "$ATTN_VARIANT_SMEM" in
-  [1-9]*) case "$ATTN_VARIANT_SMEM" in *[!0-9]*) smem_ok=no ;; *) smem_ok=yes ;; esac ;;
-  *) smem_ok=no ;; esac
-  if [ "$smem_ok" = no ] || [ "${#ATTN_VARIANT_SMEM}" -gt 6 ] || [ "$ATTN_VARIANT_SMEM" -gt 232448 ]; then
-    echo "gpu.sh: ATTN_VARIANT_SMEM must be a byte count from 1 to 232448 (227 KiB, Hopper's opt-in limit), not '$ATTN_VARIANT_SMEM'" >&2
-    exit 2
-  fi
+if [ -n "${ATTN_VARIANT_SMEM:-}" ] && ! { [[ "$ATTN_VARIANT_SMEM" =~ ^[1-9][0-9]{0,5}$ ]] && [ "$ATTN_VARIANT_SMEM" -le 232448 ]; }; then
+  echo "gpu.sh: ATTN_VARIANT_SMEM must be a byte count from 1 to 232448 (227 KiB, Hopper's opt-in limit), not '$ATTN_VARIANT_SMEM'" >&2
+  exit 2
 fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export FUSEGATE_VERIFY=1  # the verifiers between passes, as in every test
@@ -112,6 +107,25 @@ bless_max_autotune() {
   fi
   phase "blessed and checked"
 }
+# `fusegate ab` of fast path $1 at world size 1 on each repro after it, one
+# file each ($OUTDIR/ab-<fast path>-<repro>.txt), its verdict lines printed
+ab_on_repros() {
+  local fp=$1 r f
+  shift
+  for r in "$@"; do
+    f="$OUTDIR/ab-$fp-$r.txt"
+    timeout 150 $FG ab --backend cuda --fast-path "$fp" --repro "$r" --world-size 1 >"$f" 2>&1
+    echo "ab $fp $r: exit $? $(grep -m1 -oE 'shape class: .*' "$f") $(grep -m1 -oE 'launches: .*' "$f")"
+    grep -E "^  out|verdict" "$f" | head -3
+  done
+}
+# `fusegate prove` of fast path $1 at $worlds; a failure's log printed
+prove_fast_path() {
+  $FG prove --backend cuda --fast-path "$1" $worlds 2>"$OUTDIR/prove-$1.err" | grep -E "^fusegate prove|FAIL|proven"
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-$1.err"; }
+}
+# the output folder of block $1's bench
+bench_dir() { if [ "$1" = h2048 ]; then echo "$OUTDIR"; else echo "$OUTDIR/bench-$1"; fi; }
 phase built
 if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
   ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
@@ -313,7 +327,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   # BENCH_QUICK=1: only the rows the headline compares; BENCH_ROUNDS=N: N
   # interleaved rounds of each side's best CUDA-graph configuration
   for blk in ${BENCH_BLOCKS:-h2048}; do
-    o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
+    o=$(bench_dir "$blk")
     PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$o" --world-size "$bench_world" \
       --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) --rounds "${BENCH_ROUNDS:-0}" \
       2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
@@ -323,7 +337,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "| block | CUDA graphs: fusegate / torch best | interleaved rounds |"
   echo "|---|---|---|"
   for blk in ${BENCH_BLOCKS:-h2048}; do
-    o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
+    o=$(bench_dir "$blk")
     head=$(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16-)
     inter=$(grep -m1 -oE '^- CUDA graphs, interleaved: .*' "$o/bench.md" 2>/dev/null | cut -c29-)
     echo "| $blk | ${head:-no result} | ${inter:--} |"
@@ -331,7 +345,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   # what the timed max-autotune graph ran: its fast paths (a blocked one
   # means this GPU lacks its proof) and its GEMMs off cuBLASLt's top-1
   for blk in ${BENCH_BLOCKS:-h2048}; do
-    o="$OUTDIR"; [ "$blk" != h2048 ] && o="$OUTDIR/bench-$blk"
+    o=$(bench_dir "$blk")
     grep -E '^ran: fusegate C max-autotune \+ CUDA graphs: ' "$o/bench.md" 2>/dev/null | sed "s/^ran: fusegate C max-autotune + CUDA graphs/$blk/"
   done
 fi
@@ -345,16 +359,10 @@ if [ "$what" = gateup ]; then
   # (GATEUP_BLESS=0: not) and checked; proofs and goldens packed in $OUTDIR
   ./build-gpu/tests/test_cuda_codegen --gtest_filter='FastPathCuda.*' 2>&1 | tail -1
   for fp in $([ "${GATEUP_AB:-0}" = 1 ] && echo gate_up_swiglu rmsnorm_gate_up_swiglu); do
-    for r in tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block mlp_swiglu_tails; do
-      timeout 120 $FG ab --backend cuda --fast-path $fp --repro $r --world-size 1 >"$OUTDIR/ab-$fp-$r.txt" 2>&1
-      echo "ab $fp $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-$fp-$r.txt") $(grep -oE 'launches: .*' "$OUTDIR/ab-$fp-$r.txt")"
-      grep -E "^  out|verdict" "$OUTDIR/ab-$fp-$r.txt" | head -3
-    done
+    ab_on_repros $fp tp_block_llama tp_block_llama_seq tp_block_llama_h2048 tp_block_llama_h2048_s2048 \
+      tp_block_llama_h4096 qwen3_block mlp_swiglu_tails
   done
-  for fp in gate_up_swiglu rmsnorm_gate_up_swiglu; do
-    $FG prove --backend cuda --fast-path $fp $worlds 2>"$OUTDIR/prove-$fp.err" | grep -E "^fusegate prove|FAIL|proven"
-    r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-$fp.err"; }
-  done
+  for fp in gate_up_swiglu rmsnorm_gate_up_swiglu; do prove_fast_path $fp; done
   phase proved
   tar czf "$OUTDIR/proofs-mlp.tgz" golden/proofs/cuda
   python3 - golden/proofs/cuda/*/gate_up_swiglu.json golden/proofs/cuda/*/rmsnorm_gate_up_swiglu.json <<'PY'
@@ -383,19 +391,14 @@ if [ "$what" = attnproof ]; then
   # with head dim 128, its proof at world size 1 (and 2 with two GPUs), the
   # max-autotune goldens re-blessed with it (ATTN_BLESS=0: not) and checked
   # with the default-policy ones; proofs, goldens and A/Bs packed in $OUTDIR
-  for r in tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block; do
-    timeout 150 $FG ab --backend cuda --fast-path causal_attention --repro $r --world-size 1 >"$OUTDIR/ab-attn-$r.txt" 2>&1
-    echo "ab causal_attention $r: exit $? $(grep -oE 'shape class: .*' "$OUTDIR/ab-attn-$r.txt" | head -1) $(grep -oE 'launches: .*' "$OUTDIR/ab-attn-$r.txt" | head -1)"
-    grep -E "^  out|verdict" "$OUTDIR/ab-attn-$r.txt" | head -3
-  done
-  $FG prove --backend cuda --fast-path causal_attention $worlds 2>"$OUTDIR/prove-attn.err" | grep -E "^fusegate prove|FAIL|proven"
-  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-attn.err"; }
+  ab_on_repros causal_attention tp_block_llama_h2048 tp_block_llama_h2048_s2048 tp_block_llama_h4096 qwen3_block
+  prove_fast_path causal_attention
   phase proved
   if [ "${ATTN_BLESS:-1}" = 1 ] && [ $rc -eq 0 ]; then
     bless_max_autotune "${BLESS_WHY:-the causal_attention fast path}" all
   fi
-  tar czf "$OUTDIR/attn.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-attn-*.txt 2>/dev/null
-  rm -f "$OUTDIR"/ab-attn-*.txt
+  tar czf "$OUTDIR/attn.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-causal_attention-*.txt 2>/dev/null
+  rm -f "$OUTDIR"/ab-causal_attention-*.txt
 fi
 if [ "$what" = missing ]; then
   # two GPUs: bless the goldens no file holds yet, then check every cuda

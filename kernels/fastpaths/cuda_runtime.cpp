@@ -244,10 +244,7 @@ class CudaFastPaths : public DeviceFastPaths {
     if (M == 0) return;
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
       throw std::runtime_error(what + ": a dimension past 2^31");
-    if (cc_major_ != 9 || cc_minor_ != 0)
-      throw std::runtime_error(what + ": its kernel is for Hopper (sm_90a: wgmma, TMA multicast); this GPU is sm_" +
-                               std::to_string(cc_major_) + std::to_string(cc_minor_) +
-                               " (run without it: --fast-paths none)");
+    require_hopper(what, "wgmma, TMA multicast");
     for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &out})
       FG_CHECK((reinterpret_cast<uintptr_t>(t->data_ptr()) & 15) == 0, what + ": a tensor not 16-byte aligned (TMA)");
     const at::Tensor& w2 = interleaved(wg, wu, gamma, stream);
@@ -301,7 +298,7 @@ class CudaFastPaths : public DeviceFastPaths {
     const std::string fn = "fastpath_" + name;
     if (pair) {
       CUfunction fp = function(name, fn + "_pair");
-      allow_smem(fp);
+      allow_smem(fp, kSwigluSmem);
       CUlaunchAttribute attr{};
       attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
       attr.value.clusterDim.x = 2;
@@ -315,7 +312,7 @@ class CudaFastPaths : public DeviceFastPaths {
     SwigluLaunch l;
     l.cm = pair ? 2 : 1;
     l.f = function(name, pair ? fn + "_pair" : fn);
-    allow_smem(l.f);
+    allow_smem(l.f, kSwigluSmem);
     l.maps[0] = tensor_map(h.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(K), kSwigluTileM, 64);
     l.maps[1] = tensor_map(w2.data_ptr(), static_cast<uint64_t>(2 * N), static_cast<uint64_t>(K),
                            pair ? kSwigluTileW / 2 : kSwigluTileW, 64);
@@ -340,7 +337,15 @@ class CudaFastPaths : public DeviceFastPaths {
     return l;
   }
 
-  void allow_smem(CUfunction f, int bytes = kSwigluSmem) {
+  // The sm_90a kernels run on sm_90 only (`uses`: what they need of it).
+  void require_hopper(const std::string& what, const char* uses) const {
+    if (cc_major_ != 9 || cc_minor_ != 0)
+      throw std::runtime_error(what + ": its kernel is for Hopper (sm_90a: " + uses + "); this GPU is sm_" +
+                               std::to_string(cc_major_) + std::to_string(cc_minor_) +
+                               " (run without it: --fast-paths none)");
+  }
+
+  void allow_smem(CUfunction f, int bytes) {
     if (smem_set_.count(f)) return;
     check_cu(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
              "allow " + std::to_string(bytes) + " bytes of shared memory");
@@ -381,10 +386,7 @@ class CudaFastPaths : public DeviceFastPaths {
       throw std::runtime_error(what + ": sequence length " + std::to_string(S) + " (at most " +
                                std::to_string(65535 * kAttnRows) + ") or batch x heads " + std::to_string(B * H) +
                                " (below 2^31) too large for its grid");
-    if (cc_major_ != 9 || cc_minor_ != 0)
-      throw std::runtime_error(what + ": its kernel is for Hopper (sm_90a: wgmma, TMA); this GPU is sm_" +
-                               std::to_string(cc_major_) + std::to_string(cc_minor_) +
-                               " (run without it: --fast-paths none)");
+    require_hopper(what, "wgmma, TMA");
     std::vector<int64_t> key = {reinterpret_cast<int64_t>(out.data_ptr())};
     for (const at::Tensor& x : t) {
       key.push_back(reinterpret_cast<int64_t>(x.data_ptr()));
