@@ -36,7 +36,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   if (opts.backend == Backend::Cuda && opts.fusion == FusionPolicy::MaxAutotune) {
     c.decomposed = fuse_gemm_epilogues(c.decomposed, &rewrites);
     verify(c.decomposed);
-    c.decomposed = hoist_replicated_residuals(c.decomposed, opts.replicated_inputs, &rewrites);
+    c.decomposed = hoist_replicated_residuals(c.decomposed, opts.replicated_inputs, &rewrites, opts.residuals_apart);
     verify(c.decomposed);
   }
 

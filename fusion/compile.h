@@ -32,6 +32,10 @@ struct CompileOptions {
   // run as generated templates; the rest run the library call
   // (kernels/cpu/gemm_choice.h). Unset: every linear is a template.
   std::optional<std::set<std::string>> template_gemms;
+  // cuda max-autotune: the TP residual hoists (passes/tp_rewrite.h) left
+  // undone, by site ("%30(linear) + %32(add)", residual_site), as the run's
+  // measurement or the golden chose (the record's residual_placement).
+  std::set<std::string> residuals_apart;
 };
 
 struct CompiledProgram {

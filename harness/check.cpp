@@ -107,14 +107,19 @@ void require_fast_paths(const Selection& sel, const nlohmann::json& rec, Verdict
 }
 
 // What a golden keeps: the record without timings, which vary run to run;
-// of the GEMM template choices, each shape's choice only (their timings and
-// where a run took them from would change the file at every bless).
+// of the GEMM template choices, each shape's choice only, and of the
+// residual placement each site's (their timings and where a run took them
+// from would change the file at every bless).
 nlohmann::json golden_of(nlohmann::json rec) {
   for (auto& r : rec["ranks"]) {
     r.erase("times_ms");
     if (r.contains("gemm_choices") && r["gemm_choices"].is_array())
       for (auto& e : r["gemm_choices"])
         if (e.is_object()) e = nlohmann::json{{"shape", e.value("shape", "")}, {"choice", e.value("choice", "")}};
+    if (r.contains("residual_placement") && r["residual_placement"].is_array())
+      for (auto& e : r["residual_placement"])
+        if (e.is_object())
+          e = nlohmann::json{{"site", e.value("site", "")}, {"placement", e.value("placement", "")}};
   }
   return rec;
 }

@@ -315,6 +315,40 @@ void compare_gemm_choices(Ctx& c, const json& run, const json& gold) {
     c.add(VerdictKind::Pass, "GEMM template choices differ from the golden's: " + join_capped(changed, 4));
 }
 
+// Each TP residual hoist site's placement (cuda max-autotune) against the
+// golden's: informative, as compare_gemm_choices is. A site that moved
+// changes the ledger (tp_residual_hoisted / tp_residual_apart), the kernels
+// and the digests, and those fail the check; this says why beside them. A
+// run takes the golden's table first, so they differ only for a site the
+// golden lacks or a forced placement.
+void compare_residual_placement(Ctx& c, const json& run, const json& gold) {
+  const json& g = array_of(gold, "residual_placement");
+  const json& r = array_of(run, "residual_placement");
+  std::map<std::string, const json*> ran;
+  for (const json& e : r) ran[text_of(e, "site")] = &e;
+  std::vector<std::string> changed;
+  std::set<std::string> golden_sites;
+  for (const json& e : g) {
+    const std::string site = text_of(e, "site");
+    golden_sites.insert(site);
+    auto it = ran.find(site);
+    if (it == ran.end())
+      changed.push_back(site + ": not in this run (the golden placed it " + text_of(e, "placement") + ")");
+    else if (text_of(*it->second, "placement") != text_of(e, "placement"))
+      changed.push_back(site + ": " + text_of(e, "placement") + " -> " + text_of(*it->second, "placement") + " (" +
+                        text_of(*it->second, "source") + ")");
+  }
+  // a golden without the table predates the choice: its program hoisted
+  // every site, so a site the run keeps hoisted is no change
+  const bool predates = field(gold, "residual_placement") == nullptr;
+  for (const json& e : r)
+    if (!golden_sites.count(text_of(e, "site")) && (!predates || text_of(e, "placement") != "gemm"))
+      changed.push_back(text_of(e, "site") + ": not in the golden, " + text_of(e, "placement") + " (" +
+                        text_of(e, "source") + ")");
+  if (!changed.empty())
+    c.add(VerdictKind::Pass, "residual placement differs from the golden's: " + join_capped(changed, 4));
+}
+
 // -- fusion ledger -----------------------------------------------------------
 
 std::string nodes_key(const json& entry) {
@@ -647,6 +681,7 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
       if (g != gold_ranks.end() && id == run_ranks.begin()->first) {
         compare_gemm_algos(c, *r, *g->second);
         compare_gemm_choices(c, *r, *g->second);
+        compare_residual_placement(c, *r, *g->second);
       }
       if (g == gold_ranks.end()) {
         c.add(VerdictKind::Fail, "not in the golden file");

@@ -114,6 +114,12 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
       std::cout << "note: every linear is shown as a generated GEMM template; a run times each template shape "
                    "against the library call and keeps the faster (the record's gemm_choices; a check takes the "
                    "golden's)\n\n";
+    bool hoists = false;
+    for (const auto& e : c.schedule.ledger) hoists = hoists || e.reason == Reject::TpResidualHoisted;
+    if (hoists)
+      std::cout << "note: each residual add moved onto a GEMM is shown moved; a run times the forward with it "
+                   "there and with the add left after the all-reduce, and keeps the faster (the record's "
+                   "residual_placement; a check takes the golden's)\n\n";
     std::cout << "--- captured\n" << print_graph(c.captured) << "\n";
     std::cout << "--- fast paths\n";
     for (const auto& [name, st] : c.fast_paths) {

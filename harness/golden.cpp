@@ -334,11 +334,20 @@ void check_schema(const std::string& path, const std::string& text, const json& 
                   {"aten_op_count", T::Int, false}, {"fast_paths", T::Arr, false, T::Obj},
                   {"hashes", T::Obj, false, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
                   {"codegen_variants", T::Arr, false, T::Obj}, {"gemm_algos", T::Arr, false, T::Obj},
-                  {"gemm_choices", T::Arr, false, T::Obj}});
+                  {"gemm_choices", T::Arr, false, T::Obj}, {"residual_placement", T::Arr, false, T::Obj}});
     if (rk.contains("gemm_choices") && rk["gemm_choices"].is_array())
       for (size_t i = 0; i < rk["gemm_choices"].size(); ++i)
         check_fields(sc, rk["gemm_choices"][i], rp + ".gemm_choices[" + std::to_string(i) + "]",
                      {{"shape", T::Str, true}, {"choice", T::Str, true}});
+    if (rk.contains("residual_placement") && rk["residual_placement"].is_array())
+      for (size_t i = 0; i < rk["residual_placement"].size(); ++i) {
+        const json& e = rk["residual_placement"][i];
+        const std::string ep = rp + ".residual_placement[" + std::to_string(i) + "]";
+        check_fields(sc, e, ep, {{"site", T::Str, true}, {"placement", T::Str, true}});
+        if (e.is_object() && e.contains("placement") && e["placement"].is_string() && e["placement"] != "gemm" &&
+            e["placement"] != "apart")
+          sc.fail(ep + ".placement", "has " + ep + ".placement " + e["placement"].dump() + ", expected \"gemm\" or \"apart\"");
+      }
     for (size_t i = 0; i < rk.at("breaks").size(); ++i)
       check_fields(sc, rk["breaks"][i], rp + ".breaks[" + std::to_string(i) + "]",
                    {{"reason", T::Str, true}, {"location", T::Str, true}});

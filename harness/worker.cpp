@@ -24,11 +24,13 @@
 
 #include "fusion/errors.h"
 #include "fusion/fault.h"
+#include "fusion/passes/tp_rewrite.h"
 #include "harness/digest.h"
 #include "harness/forward.h"
 #include "harness/ab_stats.h"
 #include "harness/golden.h"
 #include "harness/json_read.h"
+#include "harness/placement.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/collectives/collectives.h"
@@ -434,6 +436,80 @@ void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank, const s
   if (rank == 0) save_gemm_algos(gemm_tuning_table(), path, cache, key);
 }
 
+// -- residual placement (max-autotune on cuda; harness/placement.h)
+
+// The hoist sites of the graphs the last forward ran, in order, each once.
+std::vector<std::string> residual_sites(const std::vector<const CompiledGraphRt*>& graphs) {
+  std::vector<std::string> sites;
+  std::set<std::string> seen;
+  for (const CompiledGraphRt* g : graphs)
+    for (const LedgerEntry& e : g->prog.schedule.ledger)
+      if ((e.reason == Reject::TpResidualHoisted || e.reason == Reject::TpResidualApart) &&
+          seen.insert(residual_site(e)).second)
+        sites.push_back(residual_site(e));
+  return sites;
+}
+
+// After the warm-up forward: rank 0 decides each hoist site from what it
+// knows (forced, the golden), every rank times the undecided ones in the
+// forward (`time_forward(apart)`: the forward compiled with those sites left
+// apart, timed as the run times it; rank 0's medians decide), and every rank
+// adopts the table: the next forward compiles with it. Returns the table ([]
+// when the graphs hoist nothing).
+nlohmann::json choose_residual_placement(
+    const RunSpec& spec, Collectives& coll, int rank, AtenExecutor& ex,
+    const std::function<double(const std::set<std::string>&, std::string*)>& time_forward) {
+  constexpr int kRounds = 4;
+  const std::vector<std::string> sites = residual_sites(ex.graphs_run());
+  if (sites.empty()) return nlohmann::json::array();
+  nlohmann::json known = nlohmann::json::array();
+  if (rank == 0) {
+    std::optional<nlohmann::json> golden;
+    std::string name = "the golden";
+    try {
+      golden = run_golden(spec);
+      name = golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro, mode_letter(spec.mode), spec.world,
+                         policy_name(spec.fusion), spec.fast_paths.text(), spec.nnodes);
+    } catch (const UserError&) {
+      // a golden that cannot be read decides nothing here: check reports it
+      // before it runs, and bless replaces it
+    }
+    for (const auto& [site, c] : known_placements(sites, fault_argument("residual_placement"), golden, name))
+      known.push_back(placement_json(c));
+  }
+  known = nlohmann::json::parse(coll.exchange("residual_placement/known", rank == 0 ? known.dump() : "").at(0));
+  std::map<std::string, nlohmann::json> table;
+  for (const nlohmann::json& e : known) table[text_of(e, "site")] = e;
+  std::set<std::string> apart = apart_sites(known);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const std::string& s = sites[i];
+    if (table.count(s)) continue;
+    // hoisted and apart in alternating order (ABBA), each side's fastest
+    // forward of all its rounds; the other undecided sites as settled so far
+    std::set<std::string> with = apart;
+    with.insert(s);
+    double best[2] = {1e30, 1e30};  // [hoisted, apart], ms
+    std::string how;
+    for (int round = 0; round < kRounds; ++round)
+      for (int j = 0; j < 2; ++j) {
+        const bool hoisted = (round % 2 == 0) == (j == 0);
+        const double ms = time_forward(hoisted ? apart : with, &how);
+        best[hoisted ? 0 : 1] = std::min(best[hoisted ? 0 : 1], ms);
+      }
+    const nlohmann::json r0 = nlohmann::json::parse(
+        coll.exchange("residual_placement/" + std::to_string(i), nlohmann::json::array({best[0], best[1]}).dump()).at(0));
+    PlacementChoice c{s, false, "measured", r0.at(0).get<double>(), r0.at(1).get<double>(),
+                      how + "; fastest of " + std::to_string(kRounds) + " alternating rounds of 30, rank 0"};
+    c.apart = apart_wins(c.gemm_ms, c.apart_ms);
+    if (c.apart) apart.insert(s);
+    table[s] = placement_json(c);
+  }
+  ex.set_residuals_apart(apart);
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& s : sites) out.push_back(table.at(s));
+  return out;
+}
+
 // -- GEMM template or library call (max-autotune on cpu; kernels/cpu/gemm_choice.h)
 
 nlohmann::json choice_json(const GemmChoice& c) {
@@ -612,10 +688,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
         proofs.blocked[f.name] = "needs every rank on one host, and the ranks span " + std::to_string(spec.nnodes) +
                                  " nodes";
   ex.set_fast_paths(spec.fast_paths, proofs);
-  // max-autotune on cuda chooses GEMM algorithms by measurement: the
-  // warm-up forward notes the shapes (and runs cuBLASLt's top-1)
+  // max-autotune on cuda chooses GEMM algorithms by measurement: a forward
+  // after the residual placement notes the shapes (and runs cuBLASLt's top-1)
   const bool tune_gemms = spec.backend == Backend::Cuda && policy == FusionPolicy::MaxAutotune;
-  if (tune_gemms) gemm_tuning_start();
   // The step the timings time: a forward that is one compiled graph is
   // replayed behind its guards, as a compiled function is called; otherwise
   // through capture. Of a forward just run (its result and graphs); the
@@ -635,8 +710,32 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     };
     return std::make_pair(step, one != nullptr);
   };
-  const ForwardResult warm = forward(*r, mode, ex, inputs, false);
+  ForwardResult warm = forward(*r, mode, ex, inputs, false);
+  // max-autotune on cuda: each TP residual hoist kept or left apart, by
+  // what the forward measures (harness/placement.h); before the GEMM
+  // algorithms, which are chosen for the shapes of the program that runs
+  std::optional<nlohmann::json> placement;
+  if (cuda && policy == FusionPolicy::MaxAutotune && mode != Mode::Eager) {
+    progress(out_path, "choosing residual placement");
+    auto time_forward = [&](const std::set<std::string>& apart, std::string* how) {
+      constexpr int kIters = 30;
+      ex.set_residuals_apart(apart);
+      const ForwardResult fr = forward(*r, mode, ex, inputs, false);  // compiles a placement the first time
+      const auto [step, one] = timed_step(fr, ex.graphs_run());
+      const bool graph = spec.cuda_graphs && one;
+      for (int i = 0; i < 3; ++i) step();
+      std::string note;
+      const std::vector<double> t = cuda_time(kIters, step, graph, &note);
+      *how = graph ? note : "host launches";
+      return *std::min_element(t.begin(), t.end());  // the fastest: see harness/placement.h
+    };
+    placement = choose_residual_placement(spec, coll, rank, ex, time_forward);
+    if (placement->empty()) placement.reset();
+  }
   if (tune_gemms) {
+    // the GEMMs of the program that runs: a forward that notes their shapes
+    gemm_tuning_start();
+    warm = forward(*r, mode, ex, inputs, false);
     progress(out_path, "choosing GEMM algorithms");
     const auto [step, one_graph] = timed_step(warm, ex.graphs_run());
     choose_gemm_algos(spec, coll, rank, step, spec.cuda_graphs && one_graph);
@@ -811,6 +910,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // shape, after the compile, so kept beside the ledger rather than in it
   if (tune_gemms) j["gemm_algos"] = nlohmann::json::parse(gemm_tuning_record());
   if (gemm_choices) j["gemm_choices"] = *gemm_choices;
+  if (placement) j["residual_placement"] = *placement;
   std::string graphs;
   for (const auto& h : res.graph_hashes) graphs += h + ";";
   j["hashes"] = {{"graphs", hash_text(graphs)}, {"decisions", hash_text(decisions)}, {"collectives", hash_text(collectives)}};

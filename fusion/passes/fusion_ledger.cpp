@@ -48,6 +48,7 @@ const char* reject_code(Reject r) {
     case Reject::GemmEpilogue: return "gemm_epilogue";
     case Reject::TpAddendNotReplicated: return "tp_addend_not_replicated";
     case Reject::TpAddendAfterGemm: return "tp_addend_after_gemm";
+    case Reject::TpResidualApart: return "tp_residual_apart";
     case Reject::FastPathUsed: return "fast_path_used";
     case Reject::FastPathUnproven: return "fast_path_unproven";
     case Reject::FastPathInvalidated: return "fast_path_proof_invalidated";
@@ -100,6 +101,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
       return "residual add stays after the all-reduce: its addend is not provably the same on every rank";
     case Reject::TpAddendAfterGemm:
       return "residual add stays after the all-reduce: its addend is computed after the GEMM";
+    case Reject::TpResidualApart:
+      return "residual add stays after the all-reduce, in the next kernel: the forward timed faster that way "
+             "(the run's residual_placement)";
     case Reject::FastPathUsed: return "fast path put in place of these nodes (its proof covers this run)";
     case Reject::FastPathUnproven:
       return "fast path blocked: no proof covers this world size, backend and shape class (fusegate prove)";

@@ -23,6 +23,8 @@ enum class Reject {
   BatchedSiblings, TpResidualHoisted, GemmEpilogue,
   // rejections of TP rewrites (passes/tp_rewrite)
   TpAddendNotReplicated, TpAddendAfterGemm,
+  // a hoist the run measured slower than the add left after the all-reduce
+  TpResidualApart,
   // fast paths (passes/fast_paths): taken, or why not
   FastPathUsed, FastPathUnproven, FastPathInvalidated, FastPathOutranked, FastPathOneHost, FastPathCostModel,
   FastPathPolicy,

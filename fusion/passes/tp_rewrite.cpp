@@ -53,8 +53,10 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
   return rep;
 }
 
+std::string residual_site(const LedgerEntry& e) { return e.first + " + " + e.second; }
+
 Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& replicated_inputs,
-                                 std::vector<LedgerEntry>* ledger) {
+                                 std::vector<LedgerEntry>* ledger, const std::set<std::string>& apart) {
   const std::vector<bool> rep = replicated_nodes(g, replicated_inputs);
   const auto users = g.users();
   std::vector<int> uses(g.nodes.size(), 0);
@@ -84,6 +86,8 @@ Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& re
         e.reason = Reject::TpAddendNotReplicated;
       } else if (r.id > gm.id) {
         e.reason = Reject::TpAddendAfterGemm;
+      } else if (apart.count(residual_site(e))) {
+        e.reason = Reject::TpResidualApart;
       } else if (bisect_limits().tp_rewrite >= 0 &&
                  static_cast<int64_t>(addend_of.size()) >= bisect_limits().tp_rewrite) {
         e.reason = Reject::BisectLimit;

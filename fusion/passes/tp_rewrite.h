@@ -43,7 +43,18 @@ namespace fg {
 // graph inputs that do.
 std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& replicated_inputs);
 
+// `apart`: sites (residual_site) to leave as they are, each a ledger entry
+// rejected with tp_residual_apart. Whether a hoist pays depends on the
+// sizes: the GEMM reads its C operand in its epilogue, after the main loop,
+// while the add after the all-reduce joins the next kernel's pass over the
+// same rows (measured on the H100, tp_block_llama at hidden 2048: the
+// output projection with C 16.9 us against 13.7-15.2 alone, its next norm
+// 3.5-3.7 against 4.0-4.1 with the add; at seq 2048 the hoist won by 2.4
+// us). The worker times both where it can (harness/placement.h).
 Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& replicated_inputs,
-                                 std::vector<LedgerEntry>* ledger);
+                                 std::vector<LedgerEntry>* ledger, const std::set<std::string>& apart = {});
+
+// A hoist site's name, as the ledger shows it: "%30(linear) + %32(add)".
+std::string residual_site(const LedgerEntry& e);
 
 }  // namespace fg

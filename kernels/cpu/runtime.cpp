@@ -233,10 +233,13 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
   std::string guard = guard_key(ins, &layouts);
   const std::string hash = graph_hash(g);
   const std::string key = hash + "|" + guard;  // the hash is hex: the guard follows the first '|'
+  // the program also depends on the residual placement: one cache entry each
+  std::string entry = key;
+  for (const std::string& s : residuals_apart_) entry += "\n" + s;
 
   // guards: a site that compiled before with other guards compiles again
   auto site = site_guard_.find(index);
-  if (site != site_guard_.end() && site->second != key && !cache_.count(key)) {
+  if (site != site_guard_.end() && site->second != key && !cache_.count(entry)) {
     ++recompiles_;
     last_failed_guard_ = failed_guard(g, site->second.substr(site->second.find('|') + 1), guard);
     if (log_enabled("recompiles"))
@@ -244,7 +247,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
   }
   site_guard_[index] = key;
 
-  auto it = cache_.find(key);
+  auto it = cache_.find(entry);
   if (it == cache_.end()) {
     auto t0 = std::chrono::steady_clock::now();
     auto rt = std::make_unique<CompiledGraphRt>();
@@ -257,6 +260,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.proofs = fast_proofs_;
     o.world_size = world_;
     o.template_gemms = template_gemms_;
+    o.residuals_apart = residuals_apart_;
     rt->prog = compile(g, o);
     rt->guard = guard;
     // each kernel's GEMM template shapes, named once here rather than at every launch
@@ -275,7 +279,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     for (const auto& k : rt->prog.program.kernels) any = any || k.generated();
     if (any) rt->module = backend_ == Backend::Cuda ? load_cuda_module(rt->prog.program) : load_host_module(rt->prog.program);
     compile_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    it = cache_.emplace(key, std::move(rt)).first;
+    it = cache_.emplace(entry, std::move(rt)).first;
   }
   graphs_run_.push_back(it->second.get());
   return wrap_all(execute(*it->second, ins, index));

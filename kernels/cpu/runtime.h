@@ -134,6 +134,13 @@ class AtenExecutor : public Executor {
     graphs_run_.clear();
   }
 
+  // cuda max-autotune: the TP residual hoists to leave undone, by site
+  // (CompileOptions::residuals_apart). The programs of each placement stay
+  // compiled side by side: a worker times them in turn
+  // (harness/placement.h), and a change of placement is no recompile (the
+  // guards are the same).
+  void set_residuals_apart(std::set<std::string> sites) { residuals_apart_ = std::move(sites); }
+
   // Per forward: clear before a forward, read after it.
   void begin_forward();
   // Observes every launch from now on (null: none). Not owned.
@@ -179,6 +186,7 @@ class AtenExecutor : public Executor {
   FastPathSelection fast_sel_;
   FastPathProofs fast_proofs_;
   std::optional<std::set<std::string>> template_gemms_;
+  std::set<std::string> residuals_apart_;
   std::unique_ptr<FastPathRunner> fast_;
   std::vector<LaunchRecord> launches_, outside_;
   LaunchProbe* probe_ = nullptr;

@@ -118,5 +118,49 @@ TEST(TpRewrite, RunsOnlyForCudaMaxAutotune) {
     }
 }
 
+// A site the run's residual placement leaves apart stays as it is, with a
+// ledger entry saying so; the compile keeps the add after the all-reduce
+// in a kernel of its own program, and the other sites still hoist.
+TEST(TpRewrite, ASiteLeftApartKeepsItsAddAfterTheAllReduce) {
+  Graph g = parse_graph(kBlock, "t.fg");
+  std::vector<LedgerEntry> first;
+  hoist_replicated_residuals(g, {"x"}, &first);
+  ASSERT_EQ(first.size(), 1u);
+  const std::string site = residual_site(first[0]);
+  EXPECT_EQ(site, "%5(linear) + %7(add)");
+
+  std::vector<LedgerEntry> ledger;
+  Graph h = hoist_replicated_residuals(g, {"x"}, &ledger, {site});
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_FALSE(ledger[0].fused);
+  EXPECT_EQ(ledger[0].reason, Reject::TpResidualApart);
+  EXPECT_STREQ(reject_code(ledger[0].reason), "tp_residual_apart");
+  EXPECT_EQ(residual_site(ledger[0]), site);  // the same name either way: a table can find it again
+  EXPECT_EQ(print_graph(h), print_graph(g));
+
+  // another site's name leaves this one hoisted
+  ledger.clear();
+  Graph k = hoist_replicated_residuals(g, {"x"}, &ledger, {"%3(linear) + %7(add)"});
+  EXPECT_EQ(ledger[0].reason, Reject::TpResidualHoisted);
+  EXPECT_NE(print_graph(k), print_graph(g));
+
+  // through compile: cuda max-autotune with the site apart runs the plain
+  // GEMM and an add kernel after the all-reduce
+  CompileOptions o;
+  o.backend = Backend::Cuda;
+  o.fusion = FusionPolicy::MaxAutotune;
+  o.replicated_inputs = {"x"};
+  o.residuals_apart = {site};
+  CompiledProgram c = compile(g, o);
+  bool hoisted = false, add_kernel = false;
+  for (const Node& n : c.decomposed.nodes) hoisted = hoisted || n.op == Op::LinearAddRank0;
+  for (const Kernel& kn : c.program.kernels) add_kernel = add_kernel || kn.name.find("add") != std::string::npos;
+  EXPECT_FALSE(hoisted);
+  EXPECT_TRUE(add_kernel) << print_ledger(c.schedule);
+  bool said = false;
+  for (const LedgerEntry& e : c.schedule.ledger) said = said || e.reason == Reject::TpResidualApart;
+  EXPECT_TRUE(said) << print_ledger(c.schedule);
+}
+
 }  // namespace
 }  // namespace fg

@@ -349,6 +349,49 @@ TEST(CompareWithGolden, ChangedGemmTemplateChoiceIsSaidOnce) {
             std::string::npos);
 }
 
+// A site placed otherwise than the golden placed it is said once, beside
+// the ledger, count and digest findings that judge it; a golden without a
+// table predates the choice (its program hoisted every site), so a run that
+// hoists them all says nothing.
+TEST(CompareWithGolden, ChangedResidualPlacementIsSaidOnce) {
+  json gold = make_record();
+  const json o = {{"site", "%30(linear) + %32(add)"}, {"placement", "apart"}};
+  const json d = {{"site", "%50(linear) + %52(add)"}, {"placement", "gemm"}};
+  for (auto& r : gold["ranks"]) r["residual_placement"] = json::array({o, d});
+  json run = gold;
+  for (auto& r : run["ranks"])
+    for (auto& e : r["residual_placement"]) e["source"] = "golden";
+  Verdict same = check(run, gold);
+  EXPECT_EQ(same.kind, VerdictKind::Pass) << all(same);
+  EXPECT_EQ(all(same).find("residual placement"), std::string::npos) << all(same);
+
+  for (auto& r : run["ranks"]) {
+    r["residual_placement"][0]["placement"] = "gemm";
+    r["residual_placement"][0]["source"] = "forced";
+  }
+  const std::string f = all(check(run, gold));
+  EXPECT_NE(f.find("rank 0: residual placement differs from the golden's: %30(linear) + %32(add): apart -> gemm "
+                   "(forced)"),
+            std::string::npos)
+      << f;
+  EXPECT_EQ(f.find("rank 1: residual placement"), std::string::npos) << f;  // said once
+  EXPECT_EQ(f.find("%50"), std::string::npos) << f;                         // unchanged sites are not listed
+
+  json old = make_record();  // no table: blessed before the choice
+  json hoisting = old;
+  for (auto& r : hoisting["ranks"])
+    r["residual_placement"] = json::array({{{"site", "%50(linear) + %52(add)"}, {"placement", "gemm"},
+                                            {"source", "golden"}}});
+  EXPECT_EQ(all(check(hoisting, old)).find("residual placement"), std::string::npos) << all(check(hoisting, old));
+  for (auto& r : hoisting["ranks"]) {
+    r["residual_placement"][0]["placement"] = "apart";
+    r["residual_placement"][0]["source"] = "forced";
+  }
+  EXPECT_NE(all(check(hoisting, old)).find("%50(linear) + %52(add): not in the golden, apart (forced)"),
+            std::string::npos)
+      << all(check(hoisting, old));
+}
+
 TEST(CompareWithGolden, LedgerAbsentOnOneSideIsNotCompared) {
   json run = make_record();
   run["ranks"][0].erase("ledger");

@@ -225,6 +225,21 @@ TEST(LoadGolden, MistypedElementsAreNamedByPath) {
   EXPECT_NE(error_with([](json& j) { j["ranks"][0]["outputs"][0].erase("name"); })
                 .find("lacks ranks[0].outputs[0].name"),
             std::string::npos);
+  // the residual placement: each entry a site and "gemm" or "apart"
+  EXPECT_NE(error_with([](json& j) {
+              j["ranks"][0]["residual_placement"] = json::array({{{"site", "%30(linear) + %32(add)"}}});
+            }).find("lacks ranks[0].residual_placement[0].placement"),
+            std::string::npos);
+  EXPECT_NE(error_with([](json& j) {
+              j["ranks"][0]["residual_placement"] =
+                  json::array({{{"site", "%30(linear) + %32(add)"}, {"placement", "later"}}});
+            }).find("has ranks[0].residual_placement[0].placement \"later\", expected \"gemm\" or \"apart\""),
+            std::string::npos);
+  EXPECT_EQ(error_with([](json& j) {
+              j["ranks"][0]["residual_placement"] =
+                  json::array({{{"site", "%30(linear) + %32(add)"}, {"placement", "apart"}}});
+            }),
+            "(no error)");
 }
 
 // A golden of another format is refused, naming its line and what to do;

@@ -1,0 +1,104 @@
+// The residual placement's decisions before and after measuring
+// (harness/placement.h): what a forced placement and a golden decide, the
+// rule that keeps the hoist unless the add apart is clearly faster, and the
+// table's form.
+#include <gtest/gtest.h>
+
+#include "fusion/errors.h"
+#include "harness/placement.h"
+
+namespace fg {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kSites = {"%30(linear) + %32(add)", "%50(linear) + %52(add)"};
+
+json golden_with(const json* table) {
+  json g = {{"ranks", json::array({{{"rank", 1}}, {{"rank", 0}}})}};
+  if (table) {
+    g["ranks"][1]["residual_placement"] = *table;
+    g["ranks"][0]["residual_placement"] = json::array();  // rank 0's table counts, wherever it is in the list
+  }
+  return g;
+}
+
+TEST(ResidualPlacement, ForcedDecidesEverySite) {
+  for (const char* forced : {"gemm", "apart"}) {
+    const json table = json::array({{{"site", kSites[0]}, {"placement", "gemm"}}});
+    auto known = known_placements(kSites, forced, golden_with(&table), "g.json");
+    ASSERT_EQ(known.size(), 2u);
+    for (const auto& [site, c] : known) {
+      EXPECT_EQ(c.apart, std::string(forced) == "apart") << site;
+      EXPECT_EQ(c.source, "forced");
+    }
+  }
+}
+
+TEST(ResidualPlacement, NoGoldenLeavesEverySiteToMeasure) {
+  EXPECT_TRUE(known_placements(kSites, "", std::nullopt, "g.json").empty());
+}
+
+// A golden blessed before the choice existed decides nothing: the run
+// measures, as it would after any compiler change, and the check judges the
+// program it chose against the golden's.
+TEST(ResidualPlacement, AGoldenWithoutATableDecidesNothing) {
+  EXPECT_TRUE(known_placements(kSites, "", golden_with(nullptr), "g.json").empty());
+}
+
+TEST(ResidualPlacement, TheGoldensTableDecidesItsSitesOnly) {
+  const json table = json::array({{{"site", kSites[0]}, {"placement", "apart"}},
+                                  {{"site", "%9(linear) + %11(add)"}, {"placement", "gemm"}}});
+  auto known = known_placements(kSites, "", golden_with(&table), "g.json");
+  ASSERT_EQ(known.size(), 1u);  // kSites[1]: not in the table, measured
+  EXPECT_TRUE(known.at(kSites[0]).apart);
+  EXPECT_EQ(known.at(kSites[0]).source, "golden");
+}
+
+TEST(ResidualPlacement, AMalformedGoldenTableNamesTheGolden) {
+  auto message = [](const json& table) {
+    try {
+      known_placements(kSites, "", golden_with(&table), "golden/cuda/x/C_w1.max-autotune.json");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string not_list = message(json::object());
+  EXPECT_NE(not_list.find("golden/cuda/x/C_w1.max-autotune.json: residual_placement is not a list"),
+            std::string::npos)
+      << not_list;
+  const std::string bad = message(json::array({{{"site", kSites[0]}, {"placement", "later"}}}));
+  EXPECT_NE(bad.find("golden/cuda/x/C_w1.max-autotune.json: the residual_placement entry"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("bless the golden again"), std::string::npos) << bad;
+}
+
+// The hoist is the compiler's default: the add stays apart only when its
+// forward was faster by more than 0.5%.
+TEST(ResidualPlacement, ApartWinsOnlyBeyondTheSpread) {
+  EXPECT_TRUE(apart_wins(0.2150, 0.2120));   // 1.4% faster
+  EXPECT_FALSE(apart_wins(0.2150, 0.2145));  // 0.2%: within the spread
+  EXPECT_FALSE(apart_wins(0.2150, 0.2150));
+  EXPECT_FALSE(apart_wins(0.2150, 0.2300));
+  EXPECT_FALSE(apart_wins(0.2150, 0.0));     // no timing is no win
+  EXPECT_FALSE(apart_wins(std::nan(""), 0.1));
+}
+
+TEST(ResidualPlacement, TableEntriesAndTheSitesTheyLeaveApart) {
+  PlacementChoice m{kSites[0], true, "measured", 0.21504, 0.21203, "CUDA graph replay"};
+  const json e = placement_json(m);
+  EXPECT_EQ(e["site"], kSites[0]);
+  EXPECT_EQ(e["placement"], "apart");
+  EXPECT_EQ(e["source"], "measured");
+  EXPECT_DOUBLE_EQ(e["gemm_ms"].get<double>(), 0.215);
+  EXPECT_DOUBLE_EQ(e["apart_ms"].get<double>(), 0.212);
+  EXPECT_EQ(e["how"], "CUDA graph replay");
+  const json g = placement_json(PlacementChoice{kSites[1], false, "golden"});
+  EXPECT_EQ(g["placement"], "gemm");
+  EXPECT_FALSE(g.contains("gemm_ms"));  // not measured: no timings
+  EXPECT_EQ(apart_sites(json::array({e, g})), std::set<std::string>{kSites[0]});
+  EXPECT_TRUE(apart_sites(json::object()).empty());
+}
+
+}  // namespace
+}  // namespace fg
