@@ -275,13 +275,22 @@ extern "C" __global__ void __launch_bounds__(384, 1)
       fa_mbar_arrive_expect_tx(q_full, FA_TILE);
       fa_tma_load(sQ, &tm_q, q_full, 0, q0, h, b);
       fa_tma_load(sQ + FA_BOX, &tm_q, q_full, 64, q0, h, b);
-      for (int it = 0; it < n_kv; ++it) {
+      // K runs a tile ahead of V: K of tile 0, then per tile it the K of
+      // tile it + 1 and the V of tile it. In order of issue, a K no longer
+      // waits behind the V before it, whose stage frees only after P V.
+      auto load_k = [&](int it) {
         const int j = n_kv - 1 - it;
         const unsigned st = static_cast<unsigned>(it & 1), ph = static_cast<unsigned>(it >> 1) & 1u;
         fa_mbar_wait(k_empty + 8u * st, ph ^ 1u);  // a fresh barrier passes parity 1
         fa_mbar_arrive_expect_tx(k_full + 8u * st, FA_TILE);
         fa_tma_load(sK + st * FA_TILE, &tm_k, k_full + 8u * st, 0, j * FA_ROWS, hk, b);
         fa_tma_load(sK + st * FA_TILE + FA_BOX, &tm_k, k_full + 8u * st, 64, j * FA_ROWS, hk, b);
+      };
+      load_k(0);
+      for (int it = 0; it < n_kv; ++it) {
+        if (it + 1 < n_kv) load_k(it + 1);
+        const int j = n_kv - 1 - it;
+        const unsigned st = static_cast<unsigned>(it & 1), ph = static_cast<unsigned>(it >> 1) & 1u;
         fa_mbar_wait(v_empty + 8u * st, ph ^ 1u);
         fa_mbar_arrive_expect_tx(v_full + 8u * st, FA_TILE);
         fa_tma_load(sV + st * FA_TILE, &tm_v, v_full + 8u * st, 0, j * FA_ROWS, hk, b);
