@@ -23,13 +23,14 @@
 //   3. every site still undecided is timed in the whole forward, as the run
 //      times it (its CUDA graph replayed, or its host launches), hoisted and
 //      apart, in alternating order over 4 rounds of 30 forwards, each side's
-//      fastest forward kept; rank 0's times decide (apart_wins), every rank
-//      adopts. The fastest, not the median: what disturbs a forward only
-//      ever adds time, and on the H100 it came and went between processes
-//      (tp_block_llama_h2048_s2048 hoisted, three processes: medians 0.811,
-//      0.881 and 0.850 ms, fastest 0.807, 0.807 and 0.806; medians first
-//      chose the add apart at the down projection, 0.825 against 0.863,
-//      where the fastest said 0.825-0.831 against 0.806);
+//      median over its 120 kept; rank 0's times decide (apart_wins), every
+//      rank adopts. The median, not the fastest: the spread belongs to the
+//      program. On the H100, tp_block_llama_h2048_s2048 at world size 1
+//      with the down projection's residual hoisted ran its fastest forward
+//      at 0.800-0.801 ms but its median at 0.868-0.915 (three processes),
+//      with the add apart 0.811-0.812 and 0.821-0.849: the hoisted GEMM is
+//      fast at best and slower as a rule, and the median (what the bench
+//      compares) sees that;
 //   4. the graphs compile with the table (AtenExecutor::set_residuals_apart:
 //      a site left apart is a ledger entry rejected with tp_residual_apart)
 //      and the record keeps it (`residual_placement`, harness/RECORD.md).

@@ -458,7 +458,7 @@ std::vector<std::string> residual_sites(const std::vector<const CompiledGraphRt*
 // when the graphs hoist nothing).
 nlohmann::json choose_residual_placement(
     const RunSpec& spec, Collectives& coll, int rank, AtenExecutor& ex,
-    const std::function<double(const std::set<std::string>&, std::string*)>& time_forward) {
+    const std::function<std::vector<double>(const std::set<std::string>&, std::string*)>& time_forward) {
   constexpr int kRounds = 4;
   const std::vector<std::string> sites = residual_sites(ex.graphs_run());
   if (sites.empty()) return nlohmann::json::array();
@@ -484,22 +484,29 @@ nlohmann::json choose_residual_placement(
   for (size_t i = 0; i < sites.size(); ++i) {
     const std::string& s = sites[i];
     if (table.count(s)) continue;
-    // hoisted and apart in alternating order (ABBA), each side's fastest
-    // forward of all its rounds; the other undecided sites as settled so far
+    // hoisted and apart in alternating order (ABBA), each side's median
+    // over all its rounds' forwards; the other undecided sites as settled
+    // so far
     std::set<std::string> with = apart;
     with.insert(s);
-    double best[2] = {1e30, 1e30};  // [hoisted, apart], ms
+    std::vector<double> ms[2];  // [hoisted, apart]
     std::string how;
     for (int round = 0; round < kRounds; ++round)
       for (int j = 0; j < 2; ++j) {
         const bool hoisted = (round % 2 == 0) == (j == 0);
-        const double ms = time_forward(hoisted ? apart : with, &how);
-        best[hoisted ? 0 : 1] = std::min(best[hoisted ? 0 : 1], ms);
+        const std::vector<double> t = time_forward(hoisted ? apart : with, &how);
+        ms[hoisted ? 0 : 1].insert(ms[hoisted ? 0 : 1].end(), t.begin(), t.end());
       }
+    double median[2];
+    for (int k = 0; k < 2; ++k) {
+      std::sort(ms[k].begin(), ms[k].end());
+      median[k] = ms[k].empty() ? 0.0 : ms[k][ms[k].size() / 2];
+    }
     const nlohmann::json r0 = nlohmann::json::parse(
-        coll.exchange("residual_placement/" + std::to_string(i), nlohmann::json::array({best[0], best[1]}).dump()).at(0));
+        coll.exchange("residual_placement/" + std::to_string(i), nlohmann::json::array({median[0], median[1]}).dump())
+            .at(0));
     PlacementChoice c{s, false, "measured", r0.at(0).get<double>(), r0.at(1).get<double>(),
-                      how + "; fastest of " + std::to_string(kRounds) + " alternating rounds of 30, rank 0"};
+                      how + "; median of " + std::to_string(kRounds) + " alternating rounds of 30 forwards, rank 0"};
     c.apart = apart_wins(c.gemm_ms, c.apart_ms);
     if (c.apart) apart.insert(s);
     table[s] = placement_json(c);
@@ -718,16 +725,16 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   if (cuda && policy == FusionPolicy::MaxAutotune && mode != Mode::Eager) {
     progress(out_path, "choosing residual placement");
     auto time_forward = [&](const std::set<std::string>& apart, std::string* how) {
-      constexpr int kIters = 30;
+      constexpr int kIters = 30;  // forwards a round
       ex.set_residuals_apart(apart);
       const ForwardResult fr = forward(*r, mode, ex, inputs, false);  // compiles a placement the first time
       const auto [step, one] = timed_step(fr, ex.graphs_run());
       const bool graph = spec.cuda_graphs && one;
       for (int i = 0; i < 3; ++i) step();
       std::string note;
-      const std::vector<double> t = cuda_time(kIters, step, graph, &note);
+      std::vector<double> t = cuda_time(kIters, step, graph, &note);
       *how = graph ? note : "host launches";
-      return *std::min_element(t.begin(), t.end());  // the fastest: see harness/placement.h
+      return t;
     };
     placement = choose_residual_placement(spec, coll, rank, ex, time_forward);
     if (placement->empty()) placement.reset();
