@@ -230,6 +230,23 @@ if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
     echo "forced attention fallback: check exit $r, device-kernel count '${moved:-unchanged}': NOT caught by the count"
     tail -5 "$OUTDIR/fault.txt"; rc=1
   fi
+  # and a residual placement other than the golden's: forced the other way
+  # at one site the golden records, the check must fail on the ledger
+  pf=golden/cuda/tp_block_llama_h2048_s2048/C_w1.max-autotune.json
+  other=$(python3 -c "import json,sys;t=[e for r in json.load(open('$pf'))['ranks'] if r['rank']==0 for e in r.get('residual_placement',[])];print('' if not t else ('gemm' if any(e['placement']=='apart' for e in t) else 'apart'))" 2>/dev/null)
+  if [ -z "$other" ]; then
+    echo "forced residual placement: $pf holds no residual_placement table: NOT tested"; rc=1
+  else
+    FUSEGATE_FAULT=residual_placement:$other $FG check tp_block_llama_h2048_s2048 --backend cuda --fusion max-autotune \
+      --mode C --world-size 1 >"$OUTDIR/fault-placement.txt" 2>&1
+    r=$?
+    if [ $r -eq 1 ] && grep -q 'residual placement differs from the golden' "$OUTDIR/fault-placement.txt" &&
+       grep -qE 'tp_residual_(hoisted|apart)' "$OUTDIR/fault-placement.txt"; then
+      echo "forced residual placement ($other): check exit 1, the ledger's decision moved"
+    else
+      echo "forced residual placement ($other): check exit $r: NOT caught"; tail -5 "$OUTDIR/fault-placement.txt"; rc=1
+    fi
+  fi
   phase checked
   python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt"
   rm -rf "$OUTDIR/records"
