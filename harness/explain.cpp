@@ -12,6 +12,8 @@
 #include "fusion/ir/text.h"
 #include "harness/commands.h"
 #include "harness/golden.h"
+#include "harness/json_read.h"
+#include "harness/placement.h"
 #include "harness/proofs.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/fastpaths/catalog.h"
@@ -63,9 +65,9 @@ struct TypeOnly : Concrete {
 class DryExecutor : public Executor {
  public:
   DryExecutor(int rank, int world, FusionPolicy p, Backend backend, std::set<std::string> replicated,
-              FastPathSelection fast = {}, FastPathProofs proofs = {})
+              FastPathSelection fast = {}, FastPathProofs proofs = {}, std::set<std::string> apart = {})
       : rank_(rank), world_(world), policy_(p), backend_(backend), replicated_(std::move(replicated)),
-        fast_(std::move(fast)), proofs_(std::move(proofs)) {}
+        fast_(std::move(fast)), proofs_(std::move(proofs)), apart_(std::move(apart)) {}
   ConcreteP eager(const Node& n, const std::vector<ConcreteP>&) override {
     TensorType t = n.type;
     for (auto& d : t.shape) d = d < 0 ? 0 : d;
@@ -83,6 +85,7 @@ class DryExecutor : public Executor {
     o.fast_paths = fast_;
     o.proofs = proofs_;
     o.world_size = world_;
+    o.residuals_apart = apart_;
     compiled.push_back(compile(g, o));
     std::vector<ConcreteP> outs;
     for (int id : g.outputs) outs.push_back(std::make_shared<TypeOnly>(g.node(id).type));
@@ -102,6 +105,7 @@ class DryExecutor : public Executor {
   std::set<std::string> replicated_;
   FastPathSelection fast_;
   FastPathProofs proofs_;
+  std::set<std::string> apart_;
 };
 
 void explain_one(const CompiledProgram& c, const std::string& fusion, const std::string& dot_dir, bool svg) {
@@ -224,9 +228,37 @@ int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const s
                       Backend backend, const FastPathSelection& fast, const std::string& golden_dir) {
   if (world < 1 || world > r.max_world)
     user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
+  // the residual placement a check runs: the golden's table, where it has one
+  std::set<std::string> apart;
+  std::string placement_note;
+  if (backend == Backend::Cuda && p == FusionPolicy::MaxAutotune && m != Mode::Eager && !golden_dir.empty()) {
+    const std::string path = golden_path(golden_dir, backend_name(backend), r.name, mode_letter(m), world,
+                                         policy_name(p), fast.text());
+    try {
+      std::optional<nlohmann::json> g = load_golden(path);
+      const nlohmann::json* table = nullptr;
+      if (g)
+        for (const auto& [id, rank] : ranks_by_id(*g))
+          if (id == 0) table = field(*rank, "residual_placement");
+      if (table && table->is_array()) {
+        apart = apart_sites(*table);
+        std::vector<std::string> sites;
+        for (const nlohmann::json& e : *table) sites.push_back(text_of(e, "site") + " " + text_of(e, "placement"));
+        // the file under the golden folder: the same text wherever the checkout is
+        const std::string rel = path.substr(std::min(path.size(), golden_dir.size() + (golden_dir.back() == '/' ? 0 : 1)));
+        placement_note = "note: residual placement as the golden " + rel + " records it: " + join(sites, ", ") + "\n\n";
+      }
+    } catch (const UserError& e) {
+      placement_note = std::string("note: residual placement not read from the golden (") + e.what() +
+                       "): every hoist is shown\n\n";
+    }
+  }
   DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)), fast,
-                 fast_path_proofs(golden_dir, backend, world, false));
-  for (const auto& c : dry_capture(r, m, world, ex, true)) explain_one(c, policy_name(p), dot_dir, svg);
+                 fast_path_proofs(golden_dir, backend, world, false), apart);
+  for (const auto& c : dry_capture(r, m, world, ex, true)) {
+    std::cout << placement_note;
+    explain_one(c, policy_name(p), dot_dir, svg);
+  }
   return 0;
 }
 

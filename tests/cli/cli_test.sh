@@ -1043,6 +1043,37 @@ PY
     tp check --world-size 1 --world-size 2; expect_rc $? 1
     expect_out "output out0 is replicated but rank 1"
     expect_out "world 2 rank 0 drifts from world 1" ;;
+  explain_residual_placement)
+    # explain compiles what a check runs: each TP residual hoist as the
+    # golden's residual_placement places it; without a table, every hoist
+    mkdir -p "$T/g"
+    "$FG" explain tp_block_llama_h2048 --backend cuda --fusion max-autotune --golden-dir "$T/g" >"$T/out" 2>&1
+    expect_rc $? 0
+    [ "$(grep -c 'fused: residual add moved in front of the all-reduce' "$T/out")" = 2 ] || fail "not two hoists"
+    grep -q "residual placement as the golden" "$T/out" && fail "a placement note without a golden"
+    golden="$T/g/cuda/tp_block_llama_h2048/C_w1.max-autotune.json"
+    mkdir -p "$(dirname "$golden")"
+    python3 - "$T/out" "$SRC/golden/cuda/tp_block_llama_h2048/C_w1.max-autotune.json" "$golden" <<'PY'
+import json, re, sys
+sites = re.findall(r"round \d+ (%\d+\(linear\) \+ %\d+\(add\)) score=\S+ \S+ \S+ \S+ fused: residual add moved", open(sys.argv[1]).read())
+assert len(sites) == 2, sites
+r = json.load(open(sys.argv[2]))
+for k in r["ranks"]:
+    k["residual_placement"] = [{"site": sites[0], "placement": "gemm"}, {"site": sites[1], "placement": "apart"}]
+open(sys.argv[3], "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    "$FG" explain tp_block_llama_h2048 --backend cuda --fusion max-autotune --golden-dir "$T/g" >"$T/out" 2>&1
+    expect_rc $? 0
+    expect_out "note: residual placement as the golden cuda/tp_block_llama_h2048/C_w1.max-autotune.json records it: %[0-9]+\(linear\) \+ %[0-9]+\(add\) gemm, %[0-9]+\(linear\) \+ %[0-9]+\(add\) apart"
+    [ "$(grep -c 'fused: residual add moved in front of the all-reduce' "$T/out")" = 1 ] || fail "not one hoist left"
+    expect_out "rejected: residual add stays after the all-reduce, in the next kernel"
+    expect_out "cuda_poi_fused_add"
+    # a table of another form: said, and every hoist shown
+    sed -i 's/"apart"/"later"/' "$golden"
+    "$FG" explain tp_block_llama_h2048 --backend cuda --fusion max-autotune --golden-dir "$T/g" >"$T/out" 2>&1
+    expect_rc $? 0
+    expect_out "note: residual placement not read from the golden \(.*expected \"gemm\" or \"apart\""
+    [ "$(grep -c 'fused: residual add moved in front of the all-reduce' "$T/out")" = 2 ] || fail "not two hoists" ;;
   fg_breaks_as_dynamo)
     # a branch on a value and a disabled region in a .fg: Dynamo's graph and
     # break counts in modes B and C, either arm taken as the value says, and
