@@ -3,8 +3,9 @@
 // Inductor's max-autotune benchmarks its GEMM choices. One choice per GEMM
 // shape (type, m, n, k, batch, epilogue), the same on every rank and every
 // run:
-//   1. every rank: gemm_tuning_start(); the warm-up forward runs each GEMM
-//      with the top-1 and notes its shape;
+//   1. every rank: gemm_tuning_start(); the next forward (in the worker,
+//      the one after the residual placement: harness/placement.h) runs
+//      each GEMM with the top-1 and notes its shape;
 //   2. rank 0: gemm_tuning_choose(known) takes, per noted shape, the choice
 //      `known` holds (the golden's, else the on-disk cache's, for this GPU
 //      model) where cuBLASLt still accepts it, else measures the candidates
