@@ -344,6 +344,8 @@ void check_schema(const std::string& path, const std::string& text, const json& 
         const json& e = rk["residual_placement"][i];
         const std::string ep = rp + ".residual_placement[" + std::to_string(i) + "]";
         check_fields(sc, e, ep, {{"site", T::Str, true}, {"placement", T::Str, true}});
+        if (e.is_object() && e.contains("site") && e["site"] == "")
+          sc.fail(ep + ".site", "has " + ep + ".site empty, expected a site as the ledger names it");
         if (e.is_object() && e.contains("placement") && e["placement"].is_string() && e["placement"] != "gemm" &&
             e["placement"] != "apart")
           sc.fail(ep + ".placement", "has " + ep + ".placement " + e["placement"].dump() + ", expected \"gemm\" or \"apart\"");

@@ -431,7 +431,7 @@ RunOutcome launch(const RunSpec& spec) {
       }
       int worst = culprit.empty() ? 1 << 30 : -(1 << 30);
       const std::vector<std::string> steps = {"joining the process group", "joined", "warm-up forward",
-                                              "choosing GEMM algorithms", "choosing GEMM templates or library calls",
+                                              "choosing residual placement", "choosing GEMM algorithms", "choosing GEMM templates or library calls",
                                               "measured forward", "reference runs", "A/B: generic path",
                                               "A/B: fast path", "A/B: fp64 reference", "done"};
       for (int rank = 0; rank < spec.world; ++rank) {

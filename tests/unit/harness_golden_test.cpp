@@ -235,6 +235,10 @@ TEST(LoadGolden, MistypedElementsAreNamedByPath) {
                   json::array({{{"site", "%30(linear) + %32(add)"}, {"placement", "later"}}});
             }).find("has ranks[0].residual_placement[0].placement \"later\", expected \"gemm\" or \"apart\""),
             std::string::npos);
+  EXPECT_NE(error_with([](json& j) {
+              j["ranks"][0]["residual_placement"] = json::array({{{"site", ""}, {"placement", "apart"}}});
+            }).find("has ranks[0].residual_placement[0].site empty"),
+            std::string::npos);
   EXPECT_EQ(error_with([](json& j) {
               j["ranks"][0]["residual_placement"] =
                   json::array({{{"site", "%30(linear) + %32(add)"}, {"placement", "apart"}}});
