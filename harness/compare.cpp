@@ -1,6 +1,7 @@
 #include "harness/compare.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -282,6 +283,35 @@ void compare_gemm_algos(Ctx& c, const json& run, const json& gold) {
     c.add(VerdictKind::Pass, "GEMM algorithms differ from the golden's: " + join_capped(changed, 4));
 }
 
+// A run's table of choices against the golden's (`key` names an entry,
+// `value` its choice): each entry whose choice differs, the golden's
+// entries the run lacks (`missing(entry)` says what the golden had), and
+// the run's entries the golden lacks, except those `unchanged(entry)`
+// accepts.
+std::vector<std::string> choice_changes(const json& g, const json& r, const char* key, const char* value,
+                                        const std::function<std::string(const json&)>& missing,
+                                        const std::function<bool(const json&)>& unchanged) {
+  std::map<std::string, const json*> ran;
+  for (const json& e : r) ran[text_of(e, key)] = &e;
+  std::vector<std::string> changed;
+  std::set<std::string> golden_keys;
+  for (const json& e : g) {
+    const std::string k = text_of(e, key);
+    golden_keys.insert(k);
+    auto it = ran.find(k);
+    if (it == ran.end())
+      changed.push_back(k + ": " + missing(e));
+    else if (text_of(*it->second, value) != text_of(e, value))
+      changed.push_back(k + ": " + text_of(e, value) + " -> " + text_of(*it->second, value) + " (" +
+                        text_of(*it->second, "source") + ")");
+  }
+  for (const json& e : r)
+    if (!golden_keys.count(text_of(e, key)) && !unchanged(e))
+      changed.push_back(text_of(e, key) + ": not in the golden, " + text_of(e, value) + " (" + text_of(e, "source") +
+                        ")");
+  return changed;
+}
+
 // Each shape's template-or-library choice (cpu max-autotune) against the
 // golden's: informative, as the counts and digests judge what the choice
 // does (a template that became a library call moves the kernel count, and
@@ -289,28 +319,10 @@ void compare_gemm_algos(Ctx& c, const json& run, const json& gold) {
 // its cause beside it. A run takes the golden's choices first, so they
 // differ only for a shape the golden lacks or a forced choice.
 void compare_gemm_choices(Ctx& c, const json& run, const json& gold) {
-  const json& g = array_of(gold, "gemm_choices");
-  const json& r = array_of(run, "gemm_choices");
-  std::map<std::string, const json*> ran;
-  for (const json& e : r) ran[text_of(e, "shape")] = &e;
-  std::vector<std::string> changed;
-  for (const json& e : g) {
-    const std::string shape = text_of(e, "shape");
-    auto it = ran.find(shape);
-    if (it == ran.end()) {
-      changed.push_back(shape + ": not run (the golden chose the " + text_of(e, "choice") + ")");
-      continue;
-    }
-    if (text_of(*it->second, "choice") != text_of(e, "choice"))
-      changed.push_back(shape + ": " + text_of(e, "choice") + " -> " + text_of(*it->second, "choice") + " (" +
-                        text_of(*it->second, "source") + ")");
-  }
-  std::set<std::string> golden_shapes;
-  for (const json& e : g) golden_shapes.insert(text_of(e, "shape"));
-  for (const json& e : r)
-    if (!golden_shapes.count(text_of(e, "shape")))
-      changed.push_back(text_of(e, "shape") + ": not in the golden, " + text_of(e, "choice") + " (" +
-                        text_of(e, "source") + ")");
+  const std::vector<std::string> changed = choice_changes(
+      array_of(gold, "gemm_choices"), array_of(run, "gemm_choices"), "shape", "choice",
+      [](const json& e) { return "not run (the golden chose the " + text_of(e, "choice") + ")"; },
+      [](const json&) { return false; });
   if (!changed.empty())
     c.add(VerdictKind::Pass, "GEMM template choices differ from the golden's: " + join_capped(changed, 4));
 }
@@ -322,29 +334,13 @@ void compare_gemm_choices(Ctx& c, const json& run, const json& gold) {
 // run takes the golden's table first, so they differ only for a site the
 // golden lacks or a forced placement.
 void compare_residual_placement(Ctx& c, const json& run, const json& gold) {
-  const json& g = array_of(gold, "residual_placement");
-  const json& r = array_of(run, "residual_placement");
-  std::map<std::string, const json*> ran;
-  for (const json& e : r) ran[text_of(e, "site")] = &e;
-  std::vector<std::string> changed;
-  std::set<std::string> golden_sites;
-  for (const json& e : g) {
-    const std::string site = text_of(e, "site");
-    golden_sites.insert(site);
-    auto it = ran.find(site);
-    if (it == ran.end())
-      changed.push_back(site + ": not in this run (the golden placed it " + text_of(e, "placement") + ")");
-    else if (text_of(*it->second, "placement") != text_of(e, "placement"))
-      changed.push_back(site + ": " + text_of(e, "placement") + " -> " + text_of(*it->second, "placement") + " (" +
-                        text_of(*it->second, "source") + ")");
-  }
   // a golden without the table predates the choice: its program hoisted
   // every site, so a site the run keeps hoisted is no change
   const bool predates = field(gold, "residual_placement") == nullptr;
-  for (const json& e : r)
-    if (!golden_sites.count(text_of(e, "site")) && (!predates || text_of(e, "placement") != "gemm"))
-      changed.push_back(text_of(e, "site") + ": not in the golden, " + text_of(e, "placement") + " (" +
-                        text_of(e, "source") + ")");
+  const std::vector<std::string> changed = choice_changes(
+      array_of(gold, "residual_placement"), array_of(run, "residual_placement"), "site", "placement",
+      [](const json& e) { return "not in this run (the golden placed it " + text_of(e, "placement") + ")"; },
+      [predates](const json& e) { return predates && text_of(e, "placement") == "gemm"; });
   if (!changed.empty())
     c.add(VerdictKind::Pass, "residual placement differs from the golden's: " + join_capped(changed, 4));
 }

@@ -236,10 +236,7 @@ int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const s
                                          policy_name(p), fast.text());
     try {
       std::optional<nlohmann::json> g = load_golden(path);
-      const nlohmann::json* table = nullptr;
-      if (g)
-        for (const auto& [id, rank] : ranks_by_id(*g))
-          if (id == 0) table = field(*rank, "residual_placement");
+      const nlohmann::json* table = g ? placement_table(*g) : nullptr;
       if (table && table->is_array()) {
         apart = apart_sites(*table);
         std::vector<std::string> sites;

@@ -17,9 +17,7 @@ std::map<std::string, PlacementChoice> known_placements(const std::vector<std::s
     return out;
   }
   if (!golden) return out;
-  const nlohmann::json* table = nullptr;
-  for (const auto& [id, rank] : ranks_by_id(*golden))
-    if (id == 0) table = field(*rank, "residual_placement");
+  const nlohmann::json* table = placement_table(*golden);
   if (!table) return out;  // blessed before the choice: measured, as a compiler change is
   if (!table->is_array())
     user_error(golden_name + ": residual_placement is not a list (bless the golden again, or restore it from git)");
@@ -51,6 +49,12 @@ nlohmann::json placement_json(const PlacementChoice& c) {
   if (c.apart_ms > 0) e["apart_ms"] = ms(c.apart_ms);
   if (!c.how.empty()) e["how"] = c.how;
   return e;
+}
+
+const nlohmann::json* placement_table(const nlohmann::json& record) {
+  for (const auto& [id, rank] : ranks_by_id(record))
+    if (id == 0) return field(*rank, "residual_placement");
+  return nullptr;
 }
 
 std::set<std::string> apart_sites(const nlohmann::json& table) {

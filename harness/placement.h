@@ -75,6 +75,9 @@ bool apart_wins(double gemm_ms, double apart_ms);
 // {"site", "placement": "gemm" | "apart", "source"} and, where measured,
 // "gemm_ms", "apart_ms", "how".
 nlohmann::json placement_json(const PlacementChoice& c);
+// A record's table: rank 0's residual_placement (every rank holds rank 0's),
+// or null where it has none.
+const nlohmann::json* placement_table(const nlohmann::json& record);
 // The sites a table (the record's residual_placement) leaves apart.
 std::set<std::string> apart_sites(const nlohmann::json& table);
 
