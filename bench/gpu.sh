@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|none|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|placement|none|all]     (default: all)
 # none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
@@ -39,6 +39,11 @@
 # re-blessed with it (ATTN_BLESS=0: not) and every cuda golden checked,
 # packed as $OUTDIR/attn.tgz.
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
+# BENCH_WARMUP_MS (default 2000, at most 60000): each side runs its forward
+# back to back this long before it is timed (the GPU at its power cap).
+# placement: the max-autotune C goldens' residual placement tables dropped,
+# measured again by `bless`, checked, the forced opposite placement caught;
+# the goldens packed as $OUTDIR/golden-ma.tgz.
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
 # check also proves that the gate sees what really runs: with
@@ -50,13 +55,16 @@ set -uo pipefail
 what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode,
 # or a block the bench does not know (a typo used to cost a device call)
-modes="all attention attnproof bench bisect bless check fastpaths fuzz gateup kernels missing multinode none prove seeds swiglu"
+modes="all attention attnproof bench bisect bless check fastpaths fuzz gateup kernels missing multinode none placement prove seeds swiglu"
 [[ " $modes " == *" $what "* && "$what" != *" "* ]] || {
   echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 for blk in ${BENCH_BLOCKS:-h2048}; do
   case "$blk" in h2048 | h2048_s2048 | h4096) ;;
   *) echo "gpu.sh: BENCH_BLOCKS names '$blk'; the blocks: h2048 h2048_s2048 h4096" >&2; exit 2 ;; esac
 done
+if ! { [[ "${BENCH_WARMUP_MS:-2000}" =~ ^[0-9]{1,5}$ ]] && [ "${BENCH_WARMUP_MS:-2000}" -le 60000 ]; }; then
+  echo "gpu.sh: BENCH_WARMUP_MS must be milliseconds (0 to 60000), not '$BENCH_WARMUP_MS'" >&2; exit 2
+fi
 if [ -n "${ATTN_VARIANT:-}" ] && [ ! -f "$ATTN_VARIANT" ]; then
   echo "gpu.sh: ATTN_VARIANT names '$ATTN_VARIANT', which is not a file (an untracked file travels to the device only when git does not ignore it)" >&2
   exit 2
@@ -124,9 +132,50 @@ prove_fast_path() {
   $FG prove --backend cuda --fast-path "$1" $worlds 2>"$OUTDIR/prove-$1.err" | grep -E "^fusegate prove|FAIL|proven"
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-$1.err"; }
 }
+# a residual placement other than the golden's: forced the other way at one
+# site the seq 2048 golden records, the check must fail on the ledger
+placement_fault_check() {
+  pf=golden/cuda/tp_block_llama_h2048_s2048/C_w1.max-autotune.json
+  other=$(python3 -c "import json,sys;t=[e for r in json.load(open('$pf'))['ranks'] if r['rank']==0 for e in r.get('residual_placement',[])];print('' if not t else ('gemm' if any(e['placement']=='apart' for e in t) else 'apart'))" 2>/dev/null)
+  if [ -z "$other" ]; then
+    echo "forced residual placement: $pf holds no residual_placement table: NOT tested"; rc=1
+  else
+    FUSEGATE_FAULT=residual_placement:$other $FG check tp_block_llama_h2048_s2048 --backend cuda --fusion max-autotune \
+      --mode C --world-size 1 >"$OUTDIR/fault-placement.txt" 2>&1
+    r=$?
+    if [ $r -eq 1 ] && grep -q 'residual placement differs from the golden' "$OUTDIR/fault-placement.txt" &&
+       grep -qE 'tp_residual_(hoisted|apart)' "$OUTDIR/fault-placement.txt"; then
+      echo "forced residual placement ($other): check exit 1, the ledger's decision moved"
+    else
+      echo "forced residual placement ($other): check exit $r: NOT caught"; tail -5 "$OUTDIR/fault-placement.txt"; rc=1
+    fi
+  fi
+}
 # the output folder of block $1's bench
 bench_dir() { if [ "$1" = h2048 ]; then echo "$OUTDIR"; else echo "$OUTDIR/bench-$1"; fi; }
 phase built
+# placement: the residual placement measured again in every max-autotune C
+# cuda golden (their tables dropped in this copy, then blessed at $worlds),
+# the check of them, and the forced placement that the check must catch;
+# the goldens packed as $OUTDIR/golden-ma.tgz
+if [ "$what" = placement ]; then
+  python3 - <<'PY' || { echo "gpu.sh: could not drop the residual placement tables" >&2; exit 1; }
+import glob, json
+n = 0
+for f in sorted(glob.glob("golden/cuda/*/C_w*.max-autotune.json")):
+    g = json.load(open(f))
+    had = False
+    for r in g.get("ranks", []):
+        had = r.pop("residual_placement", None) is not None or had
+    if had:
+        json.dump(g, open(f, "w"), indent=2)
+        n += 1
+print(f"residual placement tables dropped from {n} max-autotune goldens")
+PY
+  bless_max_autotune "${BLESS_WHY:-residual placement measured again}"
+  placement_fault_check
+  tar czf "$OUTDIR/golden-ma.tgz" golden/cuda
+fi
 if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
   ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
   FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime >"$OUTDIR/test_runtime_cuda.txt" 2>&1
@@ -230,23 +279,7 @@ if [ "$what" = all ] || [ "$what" = check ] || [ "$what" = bless ]; then
     echo "forced attention fallback: check exit $r, device-kernel count '${moved:-unchanged}': NOT caught by the count"
     tail -5 "$OUTDIR/fault.txt"; rc=1
   fi
-  # and a residual placement other than the golden's: forced the other way
-  # at one site the golden records, the check must fail on the ledger
-  pf=golden/cuda/tp_block_llama_h2048_s2048/C_w1.max-autotune.json
-  other=$(python3 -c "import json,sys;t=[e for r in json.load(open('$pf'))['ranks'] if r['rank']==0 for e in r.get('residual_placement',[])];print('' if not t else ('gemm' if any(e['placement']=='apart' for e in t) else 'apart'))" 2>/dev/null)
-  if [ -z "$other" ]; then
-    echo "forced residual placement: $pf holds no residual_placement table: NOT tested"; rc=1
-  else
-    FUSEGATE_FAULT=residual_placement:$other $FG check tp_block_llama_h2048_s2048 --backend cuda --fusion max-autotune \
-      --mode C --world-size 1 >"$OUTDIR/fault-placement.txt" 2>&1
-    r=$?
-    if [ $r -eq 1 ] && grep -q 'residual placement differs from the golden' "$OUTDIR/fault-placement.txt" &&
-       grep -qE 'tp_residual_(hoisted|apart)' "$OUTDIR/fault-placement.txt"; then
-      echo "forced residual placement ($other): check exit 1, the ledger's decision moved"
-    else
-      echo "forced residual placement ($other): check exit $r: NOT caught"; tail -5 "$OUTDIR/fault-placement.txt"; rc=1
-    fi
-  fi
+  placement_fault_check
   phase checked
   python3 bench/record_table.py "$OUTDIR/records" | tee "$OUTDIR/table.txt"
   rm -rf "$OUTDIR/records"
@@ -342,11 +375,14 @@ fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   # BENCH_BLOCKS: the block sizes (gpu_bench.py --block), h2048 by default;
   # BENCH_QUICK=1: only the rows the headline compares; BENCH_ROUNDS=N: N
-  # interleaved rounds of each side's best CUDA-graph configuration
+  # interleaved rounds of each side's best CUDA-graph configuration;
+  # BENCH_WARMUP_MS (default 2000): back-to-back untimed forwards before
+  # each side's timings, so that both are timed at the GPU's sustained state
   for blk in ${BENCH_BLOCKS:-h2048}; do
     o=$(bench_dir "$blk")
     PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$o" --world-size "$bench_world" \
       --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) --rounds "${BENCH_ROUNDS:-0}" \
+      --warmup-ms "${BENCH_WARMUP_MS:-2000}" \
       2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
     phase "bench $blk done"
   done

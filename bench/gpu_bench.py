@@ -75,6 +75,13 @@ B, S, HIDDEN, HEADS, HEAD_DIM, MLP = BLOCKS.get(BLOCK, BLOCKS["h2048"])
 REPRO = "tp_block_llama_" + BLOCK
 QUICK = os.environ.get("GPU_BENCH_QUICK") == "1"
 WARMUP, ITERS = 20, 200
+# Then more untimed calls for this long, as many as fill it at the pace of
+# the first WARMUP, queued back to back (both sides alike: fusegate's
+# `run --warmup-ms`). Under sustained load an H100 settles at its 700 W cap
+# with the SM clock near 1.4-1.6 GHz instead of 1.98; a run that times from
+# a cool start straddles the change, and its median moved 5-10% from process
+# to process (bench/RESULTS.md, tenth step). 0: the old way.
+WARMUP_MS = int(os.environ.get("GPU_BENCH_WARMUP_MS", "2000"))
 PROFILE_ITERS = 20          # iterations of the extra fusegate --profile run
 FUSEGATE_TIMEOUT_S = 500    # one `fusegate run`
 TORCH_TIMEOUT_S = 1800      # all PyTorch configurations together
@@ -263,10 +270,17 @@ def log(msg):
 
 # ---- timing and kernel traces on the GPU -----------------------------------
 def time_ms(fn):
-    """Median of ITERS CUDA-event timings of fn() after WARMUP calls."""
+    """Median of ITERS CUDA-event timings of fn() after WARMUP calls and
+    WARMUP_MS of them."""
+    t0 = time.perf_counter()
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
+    if WARMUP_MS > 0:
+        pace_ms = (time.perf_counter() - t0) * 1e3 / WARMUP
+        for _ in range(math.ceil(WARMUP_MS / max(pace_ms, 1e-3))):
+            fn()
+        torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(ITERS)]
     for a, b in ev:
         a.record()
@@ -484,7 +498,8 @@ def run_torch(world, out):
 # ---- fusegate ---------------------------------------------------------------
 def fusegate_run(fg, repro, mode, world, extra, repro_dir=None, iters=ITERS):
     """One `fusegate run`; returns (RunRecord, "") or (None, error text)."""
-    cmd = [fg, "run", repro, "--backend", "cuda", "--mode", mode, "--world-size", str(world), "--iters", str(iters)]
+    cmd = [fg, "run", repro, "--backend", "cuda", "--mode", mode, "--world-size", str(world), "--iters", str(iters),
+           "--warmup-ms", str(WARMUP_MS)]
     cmd += extra
     if repro_dir:
         cmd += ["--repro-dir", repro_dir]
@@ -803,14 +818,21 @@ def main():
                     help="tp_block_llama_<BLOCK>: h2048 (default), h2048_s2048 (seq 2048), h4096 (hidden 4096)")
     ap.add_argument("--quick", action="store_true",
                     help="only the rows the headline compares (no eager or compiled-disabled rows, no kernel table)")
+    ap.add_argument("--warmup-ms", type=int, default=WARMUP_MS,
+                    help="untimed back-to-back forwards for this long before each side's timings (default "
+                         "GPU_BENCH_WARMUP_MS or 2000): the GPU settles at its power cap first")
     ap.add_argument("--rounds", type=int, default=0,
                     help="after the sweep, time each side's best CUDA-graph configuration again in this many "
                          "interleaved rounds (ABBA) and report the median ratio; each round is a fresh process a "
                          "side, so torch recompiles its configuration every round (max-autotune: minutes)")
     a = ap.parse_args()
-    if a.block != BLOCK or a.quick != QUICK:
+    if a.warmup_ms < 0:
+        print(f"gpu_bench: --warmup-ms {a.warmup_ms}: must be 0 or more", file=sys.stderr)
+        return 2
+    if a.block != BLOCK or a.quick != QUICK or a.warmup_ms != WARMUP_MS:
         # run again with the sizes set at import, where the spawned workers read them
-        env = dict(os.environ, GPU_BENCH_BLOCK=a.block, GPU_BENCH_QUICK="1" if a.quick else "0")
+        env = dict(os.environ, GPU_BENCH_BLOCK=a.block, GPU_BENCH_QUICK="1" if a.quick else "0",
+                   GPU_BENCH_WARMUP_MS=str(a.warmup_ms))
         return subprocess.call([sys.executable] + sys.argv, env=env)
     os.makedirs(a.out, exist_ok=True)
     env = os.environ
@@ -832,7 +854,8 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = (f"GPU: {ngpu} x {gpu}; torch {torch.__version__}; block {REPRO} (hidden {HIDDEN}, {HEADS} heads x "
               f"{HEAD_DIM}, MLP {MLP}, batch {B} x seq {S}, bf16); world size {world} (TP over NCCL); "
-              f"median of {ITERS} CUDA-event timings after warm-up; {started}")
+              f"median of {ITERS} CUDA-event timings after warm-up ({WARMUP_MS} ms of back-to-back forwards "
+              f"each side); {started}")
 
     # the kernel GB/s table: one-kernel graphs at world size 1
     bw = copy_bandwidth()
@@ -901,8 +924,8 @@ def main():
         mlines += [f"ran: {r['name']}: {x}" for r in fg_rows for x in r.get("ran", [])]
         if torch_rows:
             mlines.append(f"timing: torch rows: rank 0, median of {ITERS} CUDA-event timings after {WARMUP} warm-up "
-                          "calls; kernels from torch.profiler; reduce-overhead and max-autotune with static input "
-                          "addresses")
+                          f"calls and {WARMUP_MS} ms more; kernels from torch.profiler; reduce-overhead and "
+                          "max-autotune with static input addresses")
         text = "\n".join(klines + [""] + plines + [""] + mlines)
         tmp = pathlib.Path(a.out, "bench.md.tmp")
         tmp.write_text(text + "\n")

@@ -148,6 +148,9 @@ void validate_spec(const RunSpec& spec) {
                std::to_string(r->max_world) + ")");
   if (spec.timeout_s < 1) user_error("--timeout must be at least 1 second");
   if (spec.iters < 1) user_error("--iters must be at least 1 (the timed forwards)");
+  if (spec.warmup_ms < 0 || spec.warmup_ms > 60000)
+    user_error("--warmup-ms must be from 0 to 60000 (milliseconds of untimed forwards before the timed ones), not " +
+               std::to_string(spec.warmup_ms));
   // ranks are processes on this machine (or GPUs of it): a typo must not
   // start thousands
   constexpr int kMaxWorld = 256;
@@ -232,6 +235,8 @@ RunOutcome launch(const RunSpec& spec) {
                                      dir + "/rank" + std::to_string(rank) + ".json", "--timeout",
                                      std::to_string(spec.timeout_s), "--iters", std::to_string(spec.iters)};
     if (spec.cuda_graphs) args.push_back("--cuda-graphs");
+    if (spec.warmup_ms > 0)
+      for (const std::string& a : {std::string("--warmup-ms"), std::to_string(spec.warmup_ms)}) args.push_back(a);
     if (multi)
       for (const std::string& a : {std::string("--master-addr"), spec.master_addr, std::string("--nnodes"),
                                    std::to_string(spec.nnodes), std::string("--node-rank"),

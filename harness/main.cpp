@@ -122,6 +122,10 @@ int run_main(int argc, char** argv) {
   run->add_option("--out", out_file, "write the record here instead of stdout");
   run->add_option("--iters", spec.iters, "timed forwards after warm-up")->capture_default_str();
   run->add_flag("--cuda-graphs", spec.cuda_graphs, "time CUDA-graph replays of a one-graph forward (cuda)");
+  run->add_option("--warmup-ms", spec.warmup_ms,
+                  "untimed forwards for at least this long before the timed ones, run as they run (a GPU under "
+                  "sustained load settles at its power cap)")
+      ->capture_default_str();
   run->add_option("--profile", spec.profile,
                   "cuda: write each device kernel's time, GB/s or TFLOP/s against the device's ceilings, and the "
                   "idle gaps, for one more step run as the timed ones (JSON)");
@@ -245,6 +249,7 @@ int run_main(int argc, char** argv) {
   worker->add_option("--out", wout);
   worker->add_option("--iters", spec.iters);
   worker->add_flag("--cuda-graphs", spec.cuda_graphs);
+  worker->add_option("--warmup-ms", spec.warmup_ms);
   worker->add_option("--profile", spec.profile);
   worker->add_option("--fast-paths", fast_text);
   worker->add_option("--ab", spec.ab_fast_path);

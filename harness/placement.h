@@ -28,14 +28,18 @@
 //      program. On the H100, tp_block_llama_h2048_s2048 at world size 1
 //      with the down projection's residual hoisted ran its fastest forward
 //      at 0.800-0.801 ms but its median at 0.868-0.915 (three processes),
-//      with the add apart 0.811-0.812 and 0.821-0.849: the hoisted GEMM is
-//      fast at best and slower as a rule, and the median (what the bench
-//      compares) sees that;
+//      with the add apart 0.811-0.812 and 0.821-0.849. That spread was the
+//      GPU settling at its 700 W power cap under the load (SM clock 1.98 ->
+//      1.4-1.6 GHz within ~50 ms): so each round's timed forwards come after
+//      250 ms of the same forward back to back, at the sustained state, where
+//      the same process-to-process spread is under 1% and the hoist won at
+//      both sites of seq 2048 and hidden 4096 (1-3%; bench/RESULTS.md, tenth
+//      step);
 //   4. the graphs compile with the table (AtenExecutor::set_residuals_apart:
 //      a site left apart is a ledger entry rejected with tp_residual_apart)
 //      and the record keeps it (`residual_placement`, harness/RECORD.md).
-// There is no cache: the timing costs a few hundred milliseconds, and a
-// golden holds the choice that a check runs.
+// There is no cache: the timing costs about 2 s a site, and a golden holds
+// the choice that a check runs.
 #pragma once
 #include <map>
 #include <optional>

@@ -36,6 +36,12 @@ struct RunSpec : NodeSpec {
   int timeout_s = 120;
   int iters = 3;             // timed forwards (after warm-up and the counted one)
   bool cuda_graphs = false;  // time CUDA-graph replays of a one-graph forward
+  // untimed forwards run for at least this long before the timed ones, as
+  // the timed ones run: a GPU under sustained load settles at its power cap
+  // (an H100 took its median forward 10% above its fastest within 50 ms of
+  // load, bench/RESULTS.md), and a median that straddles the change moves
+  // from process to process
+  int warmup_ms = 0;
   std::string profile;       // cuda: write the per-kernel profile (rank 0) here
   std::string golden_dir;    // proofs are read from <golden_dir>/proofs/<backend>/ (harness/proofs.h)
   FastPathSelection fast_paths;  // default: the proven ones

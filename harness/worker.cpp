@@ -31,6 +31,7 @@
 #include "harness/golden.h"
 #include "harness/json_read.h"
 #include "harness/placement.h"
+#include "harness/profile.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/collectives/collectives.h"
@@ -125,99 +126,23 @@ std::string merge_probed(std::vector<LaunchRecord>* launches, const std::vector<
   return "";
 }
 
-// The per-kernel profile (--profile): the device kernels of one step run as
-// the timed ones were, matched in order with the counted forward's launches,
-// each against the device's measured copy bandwidth or GEMM peak, and the
-// idle gaps between them; the step's memsets and copies are rows too (kind
-// "memory"), in the timeline but never matched to a launch.
+// The per-kernel profile (--profile, harness/profile.h): the device kernels
+// of kProfileSteps steps run back to back as the timed ones were, each row
+// its kernel's median over the steps, matched in order with the counted
+// forward's launches, against the device's measured copy bandwidth and GEMM
+// peak.
+constexpr int kProfileSteps = 20;
+
 nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std::vector<DeviceKernel>& ran,
-                            const std::string& how) {
+                            int steps, const std::string& how) {
   double copy_gbps = 0, gemm_tflops = 0;
   cuda_peaks(&copy_gbps, &gemm_tflops);
-  struct Slot {
-    const LaunchRecord* launch;
-    std::string kernel;
-    bool first;  // the first device kernel of its launch carries the launch's figures
-  };
-  std::vector<Slot> expected;
-  for (const auto& l : launches)
-    for (size_t i = 0; i < l.device_kernels.size(); ++i) expected.push_back({&l, l.device_kernels[i], i == 0});
-  nlohmann::json p = {{"device", cuda_device_name()}, {"copy_gbps", copy_gbps}, {"gemm_tflops", gemm_tflops},
-                      {"how", how}};
-  // kernels are matched to launches in order while their names agree; from
-  // the first disagreement on, rows carry no launch (the note says where)
-  // (memsets and copies, kernel = false, are rows of their own: in the
-  // timeline, never matched to a launch)
-  std::vector<size_t> kidx;  // ran's kernels, by position
-  for (size_t i = 0; i < ran.size(); ++i)
-    if (ran[i].kernel) kidx.push_back(i);
-  size_t matched = 0;
-  while (matched < kidx.size() && matched < expected.size() && expected[matched].kernel == ran[kidx[matched]].name)
-    ++matched;
-  if (matched < kidx.size() || matched < expected.size())
-    p["note"] = "the profiled step ran " + std::to_string(kidx.size()) + " device kernels, the probed forward " +
-                std::to_string(expected.size()) + "; they agree on the first " + std::to_string(matched) +
-                (matched < kidx.size() ? " (then " + ran[kidx[matched]].name + ")" : "") +
-                ": later kernels are shown without their launch";
-  // a launch's time is the sum of its device kernels' times
-  std::map<const LaunchRecord*, double> launch_ms;
-  std::map<size_t, const Slot*> slot_of;  // ran's position -> its launch
-  for (size_t i = 0; i < matched; ++i) {
-    const DeviceKernel& k = ran[kidx[i]];
-    launch_ms[expected[i].launch] += static_cast<double>(k.end_ns - k.start_ns) * 1e-6;
-    slot_of[kidx[i]] = &expected[i];
-  }
-  nlohmann::json rows = nlohmann::json::array();
-  uint64_t reach = ran.empty() ? 0 : ran.front().start_ns;
-  double busy = 0;
-  int memory_ops = 0;
-  for (size_t i = 0; i < ran.size(); ++i) {
-    const DeviceKernel& k = ran[i];
-    double ms = static_cast<double>(k.end_ns - k.start_ns) * 1e-6;
-    double gap = k.start_ns > reach ? static_cast<double>(k.start_ns - reach) * 1e-6 : 0.0;
-    uint64_t covered_from = std::max(k.start_ns, reach);
-    if (k.end_ns > covered_from) busy += static_cast<double>(k.end_ns - covered_from) * 1e-6;
-    reach = std::max(reach, k.end_ns);
-    nlohmann::json row = {{"device_kernel", k.name}, {"ms", ms}, {"gap_ms", gap}, {"stream", k.stream}};
-    if (!k.kernel) {
-      row["kind"] = "memory";
-      ++memory_ops;
-    }
-    if (slot_of.count(i)) {
-      const Slot& s = *slot_of[i];
-      row["launch"] = s.launch->name;
-      row["kind"] = s.launch->kind;
-      double bytes = s.first ? s.launch->bytes : 0, flops = s.first ? s.launch->flops : 0;
-      double t = s.first ? launch_ms[s.launch] : 0;
-      // rates only where the launch's work was estimated (compiled graphs)
-      if ((bytes > 0 || flops > 0) && t > 0 && copy_gbps > 0 && gemm_tflops > 0) {
-        double gbps = bytes / (t * 1e-3) / 1e9, tflops = flops / (t * 1e-3) / 1e12;
-        bool compute = flops / (gemm_tflops * 1e12) > bytes / (copy_gbps * 1e9);
-        row["bytes"] = bytes;
-        row["flops"] = flops;
-        row["gbps"] = gbps;
-        row["tflops"] = tflops;
-        row["bound"] = compute ? "compute" : "memory";
-        row["of_peak"] = compute ? tflops / gemm_tflops : gbps / copy_gbps;
-      }
-    }
-    rows.push_back(row);
-  }
-  double span = ran.empty() ? 0 : static_cast<double>(reach - ran.front().start_ns) * 1e-6;
-  p["kernels"] = rows;
-  p["memory_ops"] = memory_ops;  // rows that are memsets or copies, not kernels
-  p["span_ms"] = span;
-  p["busy_ms"] = busy;
-  p["idle_ms"] = span - busy;
-  // the forward as a whole: its GEMM and attention FLOPs over its span,
-  // against the large GEMM measured on this GPU
-  double flops = 0;
-  for (const auto& l : launches) flops += l.flops;
-  if (span > 0 && flops > 0) {
-    p["forward_flops"] = flops;
-    p["forward_tflops"] = flops / (span * 1e-3) / 1e12;
-    if (gemm_tflops > 0) p["forward_of_gemm_peak"] = flops / (span * 1e-3) / 1e12 / gemm_tflops;
-  }
+  std::vector<ProfileLaunch> pl;
+  for (const auto& l : launches) pl.push_back({l.name, l.kind, l.bytes, l.flops, l.device_kernels});
+  std::string why;
+  nlohmann::json p =
+      profile_json(pl, split_steps(ran, steps, &why), how, cuda_device_name(), copy_gbps, gemm_tflops);
+  if (!why.empty()) p["note"] = p.contains("note") ? why + "; " + p["note"].get<std::string>() : why;
   return p;
 }
 
@@ -724,16 +649,32 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   std::optional<nlohmann::json> placement;
   if (cuda && policy == FusionPolicy::MaxAutotune && mode != Mode::Eager) {
     progress(out_path, "choosing residual placement");
+    // Each round's 30 timed forwards come after 250 ms of the same forward
+    // back to back: timed from a cool start, 30 forwards of seq 2048 fell
+    // across the GPU's settling at its power cap, the medians moved 5-10%
+    // between processes and a golden kept the add apart where, at the
+    // sustained state, the hoist is 1-3% faster (H100, bench/RESULTS.md,
+    // tenth step). The count is rank 0's, so every rank runs as many
+    // collectives.
+    int round_no = 0;
     auto time_forward = [&](const std::set<std::string>& apart, std::string* how) {
-      constexpr int kIters = 30;  // forwards a round
+      constexpr int kIters = 30;        // forwards a round
+      constexpr double kWarmMs = 250;   // untimed, back to back, before them
       ex.set_residuals_apart(apart);
       const ForwardResult fr = forward(*r, mode, ex, inputs, false);  // compiles a placement the first time
       const auto [step, one] = timed_step(fr, ex.graphs_run());
       const bool graph = spec.cuda_graphs && one;
+      ex.synchronize();
+      const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < 3; ++i) step();
+      ex.synchronize();
+      const double pace_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 3;
+      int warm_steps = static_cast<int>(std::ceil(kWarmMs / std::max(pace_ms, 1e-3)));
+      warm_steps = std::stoi(
+          coll.exchange("residual_placement/warm/" + std::to_string(round_no++), std::to_string(warm_steps)).at(0));
       std::string note;
-      std::vector<double> t = cuda_time(kIters, step, graph, &note);
-      *how = graph ? note : "host launches";
+      std::vector<double> t = cuda_time(kIters, step, graph, &note, nullptr, 1, warm_steps);
+      *how = (graph ? note : "host launches") + "; 250 ms of untimed forwards before each round";
       return t;
     };
     placement = choose_residual_placement(spec, coll, rank, ex, time_forward);
@@ -778,15 +719,31 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   const auto [body, one] = timed_step(res, graphs_run);
   std::vector<double> times;
   std::string timing_note = one ? "compiled graph replayed behind its guards" : "capture each forward";
-  for (int i = 0; i < std::min(10, spec.iters); ++i) body();  // warm clocks and caches before timing
+  const auto w0 = std::chrono::steady_clock::now();
+  const int first_warm = std::min(10, spec.iters);
+  for (int i = 0; i < first_warm; ++i) body();  // warm clocks and caches before timing
   ex.synchronize();
+  // --warmup-ms: as many more untimed forwards as fill it at the pace of the
+  // first ones, run as the timed ones run; rank 0's count, so that every
+  // rank runs the same collectives
+  int warm_steps = 0;
+  if (spec.warmup_ms > 0) {
+    const double step_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() / first_warm;
+    warm_steps = static_cast<int>(std::ceil(spec.warmup_ms / std::max(step_ms, 1e-3)));
+    warm_steps = std::stoi(coll.exchange("warmup_steps", std::to_string(warm_steps)).at(0));
+    timing_note += "; after " + std::to_string(warm_steps) + " untimed forwards (--warmup-ms " +
+                   std::to_string(spec.warmup_ms) + ")";
+  }
   std::vector<DeviceKernel> profiled;
   if (cuda) {
     std::string note;
     times = cuda_time(std::max(1, spec.iters), body, spec.cuda_graphs && one, &note,
-                      spec.profile.empty() ? nullptr : &profiled);
+                      spec.profile.empty() ? nullptr : &profiled, std::min(kProfileSteps, std::max(1, spec.iters)),
+                      warm_steps);
     if (spec.cuda_graphs) timing_note += "; " + note;
   } else {
+    for (int i = 0; i < warm_steps; ++i) body();
     for (int i = 0; i < std::max(1, spec.iters); ++i) {
       auto t0 = std::chrono::steady_clock::now();
       body();
@@ -814,7 +771,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   }
   if (cuda && !spec.profile.empty() && rank == 0) {
     progress(out_path, "profile");
-    nlohmann::json p = profile_json(launches, profiled, timing_note);
+    nlohmann::json p =
+        profile_json(launches, profiled, std::min(kProfileSteps, std::max(1, spec.iters)), timing_note);
+    p["forward_times_ms"] = times;  // the timed forwards, in the order they ran
     p["repro"] = spec.repro;
     p["mode"] = mode_letter(spec.mode);
     p["fusion"] = policy_name(spec.fusion);

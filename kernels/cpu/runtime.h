@@ -43,11 +43,14 @@ std::string cuda_device_name();
 // Times `body` `iters` times with device events (cuda) and returns each
 // iteration's milliseconds; `graph` captures one call of body into a CUDA
 // graph first and times its replays.
-// `profile` (may be null) gets the device kernels of one more step, run as
-// the timed ones were (a replay of the captured graph, or body), and its
-// memsets and copies (kernel = false), all in start order.
+// `profile` (may be null) gets the device kernels of `profile_steps` more
+// steps, run back to back as the timed ones were (replays of the captured
+// graph, or body), and their memsets and copies (kernel = false), all in
+// start order (harness/profile.h splits them into steps). `warmup_steps`
+// untimed steps run first, back to back as the timed ones.
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
-                              std::vector<DeviceKernel>* profile = nullptr);
+                              std::vector<DeviceKernel>* profile = nullptr, int profile_steps = 1,
+                              int warmup_steps = 0);
 // The device's measured ceilings: a 1 GiB device-to-device copy (GB/s,
 // bytes read + written) and an 8192^3 bf16 GEMM (TFLOP/s); medians.
 void cuda_peaks(double* copy_gbps, double* gemm_tflops);

@@ -146,8 +146,15 @@ std::string cuda_cubin(const std::string& source, const std::string& arch) {
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
-                              std::vector<DeviceKernel>* profile) {
+                              std::vector<DeviceKernel>* profile, int profile_steps, int warmup_steps) {
   std::vector<double> ms;
+  // untimed steps, queued as the timed ones are, the device never idle
+  // between them; a count, not a duration: under collectives every rank
+  // must run as many
+  auto warm = [&](const std::function<void()>& step) {
+    for (int i = 0; i < warmup_steps; ++i) step();
+    c10::cuda::device_synchronize();
+  };
   auto time_each = [&](const std::function<void()>& step) {
     std::vector<at::cuda::CUDAEvent> start(static_cast<size_t>(iters)), stop(static_cast<size_t>(iters));
     for (int i = 0; i < iters; ++i) {
@@ -163,14 +170,15 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     for (int i = 0; i < iters; ++i)
       ms.push_back(start[static_cast<size_t>(i)].elapsed_time(stop[static_cast<size_t>(i)]));
   };
-  // one more step, traced, after the timed ones: what ran and when
+  // more steps, back to back as the timed ones ran, traced after them: what
+  // ran and when (harness/profile.h splits them)
   auto trace = [&](const std::function<void()>& step) {
     if (!profile) return;
     c10::cuda::device_synchronize();
     std::string why = device_trace_start();
     if (!why.empty()) throw std::runtime_error("--profile: cannot trace device kernels: " + why);
     device_trace_collect();  // drop anything from before
-    step();
+    for (int i = 0; i < std::max(1, profile_steps); ++i) step();
     // the kernels and, apart, the memsets and copies between them (a
     // library's counter reset is a graph node that takes time too)
     std::vector<DeviceKernel> ops;
@@ -182,6 +190,7 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     if (!why.empty()) throw std::runtime_error("--profile: the device-kernel trace is incomplete: " + why);
   };
   if (!graph) {
+    warm(body);
     time_each(body);
     trace(body);
     return ms;
@@ -200,11 +209,13 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
   } catch (const std::exception& e) {
     if (note) *note = std::string("CUDA graph capture failed: ") + e.what();
     c10::cuda::device_synchronize();
+    warm(body);
     time_each(body);
     trace(body);
     return ms;
   }
   if (note) *note = "CUDA graph replay";
+  warm([&] { g.replay(); });
   time_each([&] { g.replay(); });
   trace([&] { g.replay(); });
   return ms;

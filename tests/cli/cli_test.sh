@@ -738,10 +738,25 @@ PY
     try "$FG" check tp_block_llama --mode C --world-size 3; expect_rc $? 2
     try "$FG" run ffn_allreduce --repro-dir "$T/repros" --world-size 1000; expect_rc $? 2; expect_out "at most 256 ranks"
     try "$FG" run ffn_allreduce --repro-dir "$T/repros" --iters 0; expect_rc $? 2; expect_out "--iters must be at least 1"
+    try "$FG" run ffn_allreduce --repro-dir "$T/repros" --warmup-ms -5; expect_rc $? 2
+    expect_out "--warmup-ms must be from 0 to 60000"
     FUSEGATE_LOGS=fusion,outputcode "$FG" explain --graph "$T/repros/ffn_allreduce.fg" >"$T/out" 2>&1; expect_rc $? 2
     expect_out "unknown view 'outputcode'"; expect_out "output_code"
     try "$FG" chek; expect_rc $? 2; expect_out "unknown command 'chek'; commands: list, run, check"
     [ $(( $(date +%s) - start )) -lt 30 ] || fail "bad input took more than 30 s to be refused" ;;
+  warmup_steps_agree)
+    # --warmup-ms: the untimed forwards are counted on rank 0 and every rank
+    # runs as many (a rank that ran one more would wait in its collective)
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --iters 3 --warmup-ms 300 \
+        --timeout 60 >"$T/rec.json" 2>"$T/out"; expect_rc $? 0
+    python3 -c "
+import json, re, sys
+r = json.load(open(sys.argv[1]))['ranks']
+how = [k['times_ms']['how'] for k in r]
+n = [re.search(r'after (\d+) untimed forwards \(--warmup-ms 300\)', h) for h in how]
+assert len(r) == 2 and all(n), how
+assert n[0].group(1) == n[1].group(1) and int(n[0].group(1)) >= 1, how
+" "$T/rec.json" || fail "the ranks' warm-up counts: $(cat "$T/rec.json" | head -c 2000)" ;;
   ab_local_fails_under_tp)
     # the single-GPU q/k norm: right at world size 1, wrong (and shown with
     # figures) at 2 and 4

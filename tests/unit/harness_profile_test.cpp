@@ -1,0 +1,108 @@
+// The per-kernel profile over several traced steps (harness/profile.h):
+// the trace split into steps, each row its kernel's median with the spread
+// between steps, so that a kernel that slows down in some steps is seen.
+#include <gtest/gtest.h>
+
+#include "harness/profile.h"
+
+namespace fg {
+namespace {
+
+DeviceKernel op(const std::string& name, uint64_t start_us, uint64_t end_us, bool kernel = true) {
+  DeviceKernel k;
+  k.name = name;
+  k.start_ns = start_us * 1000;
+  k.end_ns = end_us * 1000;
+  k.kernel = kernel;
+  return k;
+}
+
+// One step at `t0` (us): a memset before the GEMM, the GEMM, a norm after a
+// 2 us gap; the GEMM takes `gemm_us`.
+std::vector<DeviceKernel> step_at(uint64_t t0, uint64_t gemm_us) {
+  return {op("[memset 4 B]", t0, t0 + 1, false), op("gemm", t0 + 1, t0 + 1 + gemm_us),
+          op("norm", t0 + 3 + gemm_us, t0 + 7 + gemm_us)};
+}
+
+std::vector<DeviceKernel> trace_of(const std::vector<uint64_t>& gemm_us) {
+  std::vector<DeviceKernel> all;
+  uint64_t t = 0;
+  for (uint64_t g : gemm_us) {
+    auto s = step_at(t, g);
+    all.insert(all.end(), s.begin(), s.end());
+    t = s.back().end_ns / 1000 + 10;
+  }
+  return all;
+}
+
+TEST(ProfileSteps, TheTraceSplitsIntoStepsWithEachMemsetBeforeItsKernel) {
+  std::string why;
+  const auto steps = split_steps(trace_of({10, 30, 12}), 3, &why);
+  EXPECT_EQ(why, "");
+  ASSERT_EQ(steps.size(), 3u);
+  for (const auto& s : steps) {
+    ASSERT_EQ(s.size(), 3u);
+    EXPECT_FALSE(s[0].kernel);  // the memset opens its step, not the step before
+    EXPECT_EQ(s[1].name, "gemm");
+  }
+  EXPECT_EQ(steps[1][1].end_ns - steps[1][1].start_ns, 30000u);
+}
+
+TEST(ProfileSteps, StepsThatRanOtherWorkAreShownAsOneSpanAndSaidSo) {
+  std::string why;
+  auto trace = trace_of({10, 10});
+  trace.back().name = "other_norm";
+  auto steps = split_steps(trace, 2, &why);
+  EXPECT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].size(), trace.size());
+  EXPECT_NE(why.find("traced step 2 of 2 ran other device work"), std::string::npos) << why;
+
+  why.clear();
+  steps = split_steps(trace_of({10, 10, 10}), 2, &why);  // three steps read as two: halves that differ
+  EXPECT_EQ(steps.size(), 1u);
+  EXPECT_NE(why, "");
+  why.clear();
+  trace = trace_of({10, 10});
+  trace.pop_back();  // 3 kernels over 2 steps
+  steps = split_steps(trace, 2, &why);
+  EXPECT_NE(why.find("3 device kernels, not the same number each"), std::string::npos) << why;
+}
+
+TEST(ProfileSteps, EachRowIsItsKernelsMedianWithTheSpreadBesideIt) {
+  std::string why;
+  const auto steps = split_steps(trace_of({10, 30, 12, 11, 50}), 5, &why);
+  ASSERT_EQ(why, "");
+  std::vector<ProfileLaunch> launches = {{"extern_mm", "extern", 1e6, 2e9, {"gemm"}},
+                                         {"cuda_red_norm_0", "red", 4e6, 0, {"norm"}}};
+  const nlohmann::json p = profile_json(launches, steps, "CUDA graph replay", "GPU", 3000.0, 800.0);
+  EXPECT_EQ(p["steps"], 5);
+  ASSERT_EQ(p["kernels"].size(), 3u);
+  const auto& gemm = p["kernels"][1];
+  EXPECT_EQ(gemm["launch"], "extern_mm");
+  EXPECT_DOUBLE_EQ(gemm["ms"].get<double>(), 0.012);  // 10 11 12 30 50: the median, not the first step's 10
+  EXPECT_DOUBLE_EQ(gemm["ms_min"].get<double>(), 0.010);
+  EXPECT_DOUBLE_EQ(gemm["ms_max"].get<double>(), 0.050);
+  EXPECT_NEAR(gemm["tflops"].get<double>(), 2e9 / 0.012e-3 / 1e12, 1e-9);  // the rate of the median time
+  EXPECT_EQ(p["kernels"][0]["kind"], "memory");
+  EXPECT_DOUBLE_EQ(p["kernels"][2]["gap_ms"].get<double>(), 0.002);
+  // spans: 1 + g + 2 + 4 for g = 10 11 12 30 50
+  EXPECT_DOUBLE_EQ(p["span_ms"].get<double>(), 0.019);
+  EXPECT_DOUBLE_EQ(p["span_ms_min"].get<double>(), 0.017);
+  EXPECT_DOUBLE_EQ(p["span_ms_max"].get<double>(), 0.057);
+  EXPECT_DOUBLE_EQ(p["idle_ms"].get<double>(), 0.002);
+  EXPECT_FALSE(p.contains("note"));
+}
+
+TEST(ProfileSteps, KernelsThatDisagreeWithTheLaunchesAreNamedInTheNote) {
+  const auto steps = split_steps(trace_of({10}), 1, nullptr);
+  std::vector<ProfileLaunch> launches = {{"extern_mm", "extern", 1e6, 2e9, {"gemm", "splitk_reduce"}}};
+  const nlohmann::json p = profile_json(launches, steps, "host launches", "GPU", 3000.0, 800.0);
+  EXPECT_EQ(p["steps"], 1);
+  ASSERT_TRUE(p.contains("note"));
+  EXPECT_NE(p["note"].get<std::string>().find("they agree on the first 1 (then norm)"), std::string::npos)
+      << p["note"];
+  EXPECT_FALSE(p["kernels"][2].contains("launch"));
+}
+
+}  // namespace
+}  // namespace fg
