@@ -271,14 +271,20 @@ def log(msg):
 # ---- timing and kernel traces on the GPU -----------------------------------
 def time_ms(fn):
     """Median of ITERS CUDA-event timings of fn() after WARMUP calls and
-    WARMUP_MS of them."""
+    about WARMUP_MS of them (as many as fill it at the pace of the first
+    WARMUP, rank 0's count on every rank: fn() holds all-reduces, and a
+    rank that ran one more would pair them wrongly)."""
+    torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
     if WARMUP_MS > 0:
         pace_ms = (time.perf_counter() - t0) * 1e3 / WARMUP
-        for _ in range(math.ceil(WARMUP_MS / max(pace_ms, 1e-3))):
+        n = torch.tensor([math.ceil(WARMUP_MS / max(pace_ms, 1e-3))], dtype=torch.int64, device="cuda")
+        if dist.is_initialized() and dist.get_world_size() > 1:
+            dist.broadcast(n, 0)
+        for _ in range(int(n.item())):
             fn()
         torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(ITERS)]

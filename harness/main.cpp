@@ -123,12 +123,13 @@ int run_main(int argc, char** argv) {
   run->add_option("--iters", spec.iters, "timed forwards after warm-up")->capture_default_str();
   run->add_flag("--cuda-graphs", spec.cuda_graphs, "time CUDA-graph replays of a one-graph forward (cuda)");
   run->add_option("--warmup-ms", spec.warmup_ms,
-                  "untimed forwards for at least this long before the timed ones, run as they run (a GPU under "
-                  "sustained load settles at its power cap)")
+                  "untimed forwards for about this long before the timed ones (as many as fill it at the pace of "
+                  "the first ten), run as they run: a GPU under sustained load settles at its power cap")
       ->capture_default_str();
   run->add_option("--profile", spec.profile,
-                  "cuda: write each device kernel's time, GB/s or TFLOP/s against the device's ceilings, and the "
-                  "idle gaps, for one more step run as the timed ones (JSON)");
+                  "cuda: write each device kernel's median time over 20 more steps (at most --iters) run as the "
+                  "timed ones, with its spread, GB/s or TFLOP/s against the device's ceilings, and the idle gaps "
+                  "(JSON)");
   add_nodes(run, &spec);
   add_common(run);
   add_fast(run);

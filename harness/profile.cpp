@@ -76,7 +76,8 @@ std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKerne
 
 nlohmann::json profile_json(const std::vector<ProfileLaunch>& launches,
                             const std::vector<std::vector<DeviceKernel>>& steps, const std::string& how,
-                            const std::string& device, double copy_gbps, double gemm_tflops) {
+                            const std::string& device, double copy_gbps, double gemm_tflops,
+                            int forwards_per_step) {
   static const std::vector<DeviceKernel> none;
   const std::vector<DeviceKernel>& first = steps.empty() ? none : steps.front();
   const size_t ops = first.size();
@@ -175,9 +176,12 @@ nlohmann::json profile_json(const std::vector<ProfileLaunch>& launches,
   p["busy_ms"] = median_of(busys);
   p["idle_ms"] = median_of(idles);
   // the forward as a whole: its GEMM and attention FLOPs over its median
-  // span, against the large GEMM measured on this GPU
+  // span (every forward's, where one step holds several), against the
+  // large GEMM measured on this GPU
   double flops = 0;
   for (const auto& l : launches) flops += l.flops;
+  flops *= std::max(1, forwards_per_step);
+  if (forwards_per_step > 1) p["forwards_per_step"] = forwards_per_step;
   if (span > 0 && flops > 0) {
     p["forward_flops"] = flops;
     p["forward_tflops"] = flops / (span * 1e-3) / 1e12;

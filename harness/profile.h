@@ -44,9 +44,12 @@ std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKerne
 // steps' own, with `span_ms_min` and `span_ms_max`. Kernels are matched in
 // order with the launches while their names agree (`note` says where they
 // stop agreeing); a launch's rates use the sum of its kernels' median times
-// against the measured ceilings.
+// against the measured ceilings. `forwards_per_step` is how many forwards a
+// step holds: 1, or the traced count where split_steps could not split them
+// (then the forward's TFLOP/s is their FLOPs over the one span).
 nlohmann::json profile_json(const std::vector<ProfileLaunch>& launches,
                             const std::vector<std::vector<DeviceKernel>>& steps, const std::string& how,
-                            const std::string& device, double copy_gbps, double gemm_tflops);
+                            const std::string& device, double copy_gbps, double gemm_tflops,
+                            int forwards_per_step = 1);
 
 }  // namespace fg

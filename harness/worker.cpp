@@ -140,8 +140,9 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
   std::vector<ProfileLaunch> pl;
   for (const auto& l : launches) pl.push_back({l.name, l.kind, l.bytes, l.flops, l.device_kernels});
   std::string why;
-  nlohmann::json p =
-      profile_json(pl, split_steps(ran, steps, &why), how, cuda_device_name(), copy_gbps, gemm_tflops);
+  const std::vector<std::vector<DeviceKernel>> split = split_steps(ran, steps, &why);
+  const int per_step = why.empty() ? 1 : steps;  // not split: one span of every traced forward
+  nlohmann::json p = profile_json(pl, split, how, cuda_device_name(), copy_gbps, gemm_tflops, per_step);
   if (!why.empty()) p["note"] = p.contains("note") ? why + "; " + p["note"].get<std::string>() : why;
   return p;
 }
@@ -719,6 +720,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   const auto [body, one] = timed_step(res, graphs_run);
   std::vector<double> times;
   std::string timing_note = one ? "compiled graph replayed behind its guards" : "capture each forward";
+  ex.synchronize();  // the pace below counts these forwards only
   const auto w0 = std::chrono::steady_clock::now();
   const int first_warm = std::min(10, spec.iters);
   for (int i = 0; i < first_warm; ++i) body();  // warm clocks and caches before timing
@@ -778,7 +780,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     p["mode"] = mode_letter(spec.mode);
     p["fusion"] = policy_name(spec.fusion);
     p["world_size"] = spec.world;
-    if (!probe_why.empty()) p["note"] = "device kernels not counted: " + probe_why;
+    if (!probe_why.empty())
+      p["note"] = "device kernels not counted: " + probe_why +
+                  (p.contains("note") ? "; " + p["note"].get<std::string>() : std::string());
     write_atomic(spec.profile, p.dump(2) + "\n");
   }
 

@@ -89,8 +89,27 @@ TEST(ProfileSteps, EachRowIsItsKernelsMedianWithTheSpreadBesideIt) {
   EXPECT_DOUBLE_EQ(p["span_ms"].get<double>(), 0.019);
   EXPECT_DOUBLE_EQ(p["span_ms_min"].get<double>(), 0.017);
   EXPECT_DOUBLE_EQ(p["span_ms_max"].get<double>(), 0.057);
-  EXPECT_DOUBLE_EQ(p["idle_ms"].get<double>(), 0.002);
+  EXPECT_NEAR(p["idle_ms"].get<double>(), 0.002, 1e-12);
   EXPECT_FALSE(p.contains("note"));
+}
+
+// Steps that could not be split are one span of every traced forward: the
+// forward's TFLOP/s counts all of their FLOPs, not one forward's.
+TEST(ProfileSteps, AnUnsplitTraceRatesEveryForwardInItsSpan) {
+  std::string why;
+  auto trace = trace_of({10, 10});
+  trace.back().name = "other_norm";
+  const auto steps = split_steps(trace, 2, &why);
+  ASSERT_EQ(steps.size(), 1u);
+  std::vector<ProfileLaunch> launches = {{"extern_mm", "extern", 1e6, 2e9, {"gemm"}},
+                                         {"cuda_red_norm_0", "red", 4e6, 0, {"norm"}}};
+  const nlohmann::json one = profile_json(launches, steps, "CUDA graph replay", "GPU", 3000.0, 800.0);
+  const nlohmann::json two = profile_json(launches, steps, "CUDA graph replay", "GPU", 3000.0, 800.0, 2);
+  EXPECT_EQ(two["forwards_per_step"], 2);
+  EXPECT_FALSE(one.contains("forwards_per_step"));
+  EXPECT_NEAR(two["forward_tflops"].get<double>(), 2 * one["forward_tflops"].get<double>(), 1e-9);
+  // the span runs from the first step's first op to the second's last: 17 + 10 + 17 us
+  EXPECT_DOUBLE_EQ(two["span_ms"].get<double>(), 0.044);
 }
 
 TEST(ProfileSteps, KernelsThatDisagreeWithTheLaunchesAreNamedInTheNote) {
