@@ -269,22 +269,27 @@ def log(msg):
 
 
 # ---- timing and kernel traces on the GPU -----------------------------------
+def warm_count(ms, pace_ms):
+    """How many calls fill `ms` at `pace_ms` each: rank 0's count on every
+    rank (a forward holds all-reduces, and a rank that ran one more would
+    pair them wrongly)."""
+    n = torch.tensor([math.ceil(ms / max(pace_ms, 1e-3))], dtype=torch.int64, device="cuda")
+    if dist.is_initialized() and dist.get_world_size() > 1:
+        dist.broadcast(n, 0)
+    return int(n.item())
+
+
 def time_ms(fn):
     """Median of ITERS CUDA-event timings of fn() after WARMUP calls and
     about WARMUP_MS of them (as many as fill it at the pace of the first
-    WARMUP, rank 0's count on every rank: fn() holds all-reduces, and a
-    rank that ran one more would pair them wrongly)."""
+    WARMUP, warm_count)."""
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
     if WARMUP_MS > 0:
-        pace_ms = (time.perf_counter() - t0) * 1e3 / WARMUP
-        n = torch.tensor([math.ceil(WARMUP_MS / max(pace_ms, 1e-3))], dtype=torch.int64, device="cuda")
-        if dist.is_initialized() and dist.get_world_size() > 1:
-            dist.broadcast(n, 0)
-        for _ in range(int(n.item())):
+        for _ in range(warm_count(WARMUP_MS, (time.perf_counter() - t0) * 1e3 / WARMUP)):
             fn()
         torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(ITERS)]
@@ -297,16 +302,16 @@ def time_ms(fn):
     return t[len(t) // 2]
 
 
-def kernel_trace(fn):
-    """One forward under torch.profiler (CUDA activity): its device kernels,
-    memsets and copies excluded, as (name, start_us, end_us) from the events'
-    time ranges (µs from the trace's start). Kernels inside a CUDA-graph
-    replay are reported too."""
+def device_kernels(fn, calls):
+    """The device kernels of `calls` back-to-back calls of fn() under
+    torch.profiler (CUDA activity), memsets and copies excluded, as (name,
+    start_us, end_us) in start order. Kernels inside a CUDA-graph replay
+    are reported too."""
     from torch.profiler import ProfilerActivity, profile
-    fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
+        for _ in range(calls):
+            fn()
         torch.cuda.synchronize()
     out = []
     for e in prof.events():
@@ -318,7 +323,32 @@ def kernel_trace(fn):
         if "memset" in low or "memcpy" in low:
             continue
         out.append((e.name, float(e.time_range.start), float(e.time_range.end)))
-    return out
+    return sorted(out, key=lambda k: k[1])
+
+
+def kernel_trace(fn):
+    """One forward's device kernels (device_kernels). With WARMUP_MS, the
+    forward traced is the last of about WARMUP_MS / 4 of them back to back,
+    so that it meets the GPU in the state the timings did, as fusegate's
+    profile does (its kernels are the last ones of the trace, as many as
+    one forward alone runs); the names must agree, else the lone forward's
+    trace is kept and said in the log."""
+    fn()
+    one = device_kernels(fn, 1)
+    if WARMUP_MS <= 0 or not one:
+        return one
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    calls = warm_count(WARMUP_MS / 4, (time.perf_counter() - t0) * 1e3 / 3) + 1
+    many = device_kernels(fn, calls)
+    last = many[-len(one):]
+    if [k[0] for k in last] != [k[0] for k in one]:
+        log(f"kernel trace: the last of {calls} forwards ran other kernels than one alone: the lone one is shown")
+        return one
+    return last
 
 
 def cudagraph_skips():
