@@ -133,6 +133,24 @@ std::string merge_probed(std::vector<LaunchRecord>* launches, const std::vector<
 // peak.
 constexpr int kProfileSteps = 20;
 
+// Runs `step` n times from a drained device and returns its pace (ms a step,
+// host clock, the device drained again).
+double paced_ms(AtenExecutor& ex, const std::function<void()>& step, int n) {
+  ex.synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) step();
+  ex.synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / std::max(1, n);
+}
+
+// How many untimed steps fill `ms` at `pace_ms`: rank 0's count on every
+// rank (the steps hold collectives; a rank that ran one more would wait in
+// its collective). `key` is unique within the run.
+int agreed_warm_steps(Collectives& coll, const std::string& key, double ms, double pace_ms) {
+  const int mine = static_cast<int>(std::ceil(ms / std::max(pace_ms, 1e-3)));
+  return std::stoi(coll.exchange(key, std::to_string(mine)).at(0));
+}
+
 nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std::vector<DeviceKernel>& ran,
                             int steps, const std::string& how) {
   double copy_gbps = 0, gemm_tflops = 0;
@@ -665,17 +683,12 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       const ForwardResult fr = forward(*r, mode, ex, inputs, false);  // compiles a placement the first time
       const auto [step, one] = timed_step(fr, ex.graphs_run());
       const bool graph = spec.cuda_graphs && one;
-      ex.synchronize();
-      const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < 3; ++i) step();
-      ex.synchronize();
-      const double pace_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 3;
-      int warm_steps = static_cast<int>(std::ceil(kWarmMs / std::max(pace_ms, 1e-3)));
-      warm_steps = std::stoi(
-          coll.exchange("residual_placement/warm/" + std::to_string(round_no++), std::to_string(warm_steps)).at(0));
+      const int warm_steps = agreed_warm_steps(coll, "residual_placement/warm/" + std::to_string(round_no++), kWarmMs,
+                                               paced_ms(ex, step, 3));
       std::string note;
       std::vector<double> t = cuda_time(kIters, step, graph, &note, nullptr, 1, warm_steps);
-      *how = (graph ? note : "host launches") + "; 250 ms of untimed forwards before each round";
+      *how = (graph ? note : "host launches") + "; " + std::to_string(static_cast<int>(kWarmMs)) +
+             " ms of untimed forwards before each round";
       return t;
     };
     placement = choose_residual_placement(spec, coll, rank, ex, time_forward);
@@ -720,20 +733,12 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   const auto [body, one] = timed_step(res, graphs_run);
   std::vector<double> times;
   std::string timing_note = one ? "compiled graph replayed behind its guards" : "capture each forward";
-  ex.synchronize();  // the pace below counts these forwards only
-  const auto w0 = std::chrono::steady_clock::now();
-  const int first_warm = std::min(10, spec.iters);
-  for (int i = 0; i < first_warm; ++i) body();  // warm clocks and caches before timing
-  ex.synchronize();
-  // --warmup-ms: as many more untimed forwards as fill it at the pace of the
-  // first ones, run as the timed ones run; rank 0's count, so that every
-  // rank runs the same collectives
+  // warm clocks and caches before timing; --warmup-ms: as many more untimed
+  // forwards as fill it at the pace of these, run as the timed ones run
+  const double pace = paced_ms(ex, body, std::min(10, spec.iters));
   int warm_steps = 0;
   if (spec.warmup_ms > 0) {
-    const double step_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() / first_warm;
-    warm_steps = static_cast<int>(std::ceil(spec.warmup_ms / std::max(step_ms, 1e-3)));
-    warm_steps = std::stoi(coll.exchange("warmup_steps", std::to_string(warm_steps)).at(0));
+    warm_steps = agreed_warm_steps(coll, "warmup_steps", spec.warmup_ms, pace);
     timing_note += "; after " + std::to_string(warm_steps) + " untimed forwards (--warmup-ms " +
                    std::to_string(spec.warmup_ms) + ")";
   }
