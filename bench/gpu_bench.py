@@ -781,7 +781,9 @@ def fusegate_profile_lines(label, prof):
     span = prof.get("span_ms", busy + idle)
     n_mem = sum(1 for k in ks if k.get("kind") == "memory")  # memsets and copies: rows, not kernels
     lines += ["", totals_line(1000 * span, 1000 * busy, 1000 * idle, len(ks) - n_mem)
-              + (f" (and {n_mem} memsets or copies)" if n_mem else "")]
+              + (f" (and {n_mem} memsets or copies)" if n_mem else "")
+              + (f"; {1000 * prof['between_steps_ms']:.1f} µs on the device between steps"
+                 if prof.get("between_steps_ms") is not None else "")]
     if prof.get("forward_tflops"):
         lines.append(f"forward: {prof['forward_flops'] / 1e9:.1f} GFLOP (GEMMs and attention) in "
                      f"{1000 * span:.1f} µs: {prof['forward_tflops']:.0f} TFLOP/s, "

@@ -40,7 +40,8 @@ StepTimes step_times(const std::vector<DeviceKernel>& step) {
 
 }  // namespace
 
-std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKernel>& ran, int steps, std::string* why) {
+std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKernel>& ran, int steps, std::string* why,
+                                                   int keep_last) {
   auto whole = [&](const std::string& reason) {
     if (why) *why = reason;
     return std::vector<std::vector<DeviceKernel>>{ran};
@@ -71,6 +72,8 @@ std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKerne
                    " ran other device work than the first (" + std::to_string(out[s].size()) + " ops against " +
                    std::to_string(out[0].size()) + "): shown as one span");
   }
+  if (keep_last > 0 && static_cast<size_t>(keep_last) < out.size())
+    out.erase(out.begin(), out.end() - keep_last);
   return out;
 }
 
@@ -173,6 +176,22 @@ nlohmann::json profile_json(const std::vector<ProfileLaunch>& launches,
   p["span_ms"] = span;
   p["span_ms_min"] = spans.empty() ? 0.0 : *std::min_element(spans.begin(), spans.end());
   p["span_ms_max"] = spans.empty() ? 0.0 : *std::max_element(spans.begin(), spans.end());
+  // the device's time from one step's last op to the next step's first:
+  // what a step costs beyond its span when steps run back to back (a CUDA
+  // graph's launch on the device between replays), apart from any event
+  // the timed steps record between them
+  std::vector<double> between;
+  for (size_t s = 1; s < steps.size(); ++s) {
+    if (steps[s - 1].empty() || steps[s].empty()) continue;
+    uint64_t reach = 0;  // the step's last end (its ops may overlap)
+    for (const DeviceKernel& k : steps[s - 1]) reach = std::max(reach, k.end_ns);
+    if (steps[s].front().start_ns >= reach) between.push_back(ms_between(reach, steps[s].front().start_ns));
+  }
+  if (!between.empty()) {
+    p["between_steps_ms"] = median_of(between);
+    p["between_steps_ms_min"] = *std::min_element(between.begin(), between.end());
+    p["between_steps_ms_max"] = *std::max_element(between.begin(), between.end());
+  }
   p["busy_ms"] = median_of(busys);
   p["idle_ms"] = median_of(idles);
   // the forward as a whole: its GEMM and attention FLOPs over its median

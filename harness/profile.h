@@ -34,8 +34,12 @@ struct ProfileLaunch {
 // counter reset precedes its GEMM), or to the last step when none follows.
 // Every step must run the same device work in the same order as the first;
 // when the kernels do not divide evenly or a step differs, `why` says so and
-// the whole trace comes back as one step.
-std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKernel>& ran, int steps, std::string* why);
+// the whole trace comes back as one step. `keep_last` (> 0): only the last
+// that many steps come back (the steps before them were run under the
+// trace to bring the device back to the state the timed steps met, and are
+// checked but not read).
+std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKernel>& ran, int steps, std::string* why,
+                                                   int keep_last = 0);
 
 // The profile of the steps (each in start order, every step the same work):
 // a row per kernel or memory op of a step, its `ms` the median over the

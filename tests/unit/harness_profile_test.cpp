@@ -48,6 +48,25 @@ TEST(ProfileSteps, TheTraceSplitsIntoStepsWithEachMemsetBeforeItsKernel) {
   EXPECT_EQ(steps[1][1].end_ns - steps[1][1].start_ns, 30000u);
 }
 
+// Steps run under the trace only to bring the device back to the timed
+// steps' state are checked with the rest but not read: the last ones come back.
+TEST(ProfileSteps, OnlyTheLastStepsAreKeptWhenAskedAndTheEarlierAreStillChecked) {
+  std::string why;
+  auto steps = split_steps(trace_of({10, 30, 12, 11, 50}), 5, &why, 2);
+  EXPECT_EQ(why, "");
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0][1].end_ns - steps[0][1].start_ns, 11000u);  // the fourth step's GEMM
+  EXPECT_EQ(steps[1][1].end_ns - steps[1][1].start_ns, 50000u);
+  EXPECT_FALSE(steps[0][0].kernel);  // each kept step still opens with its memset
+  // an early step that ran other work is not hidden by being dropped
+  auto trace = trace_of({10, 10, 10});
+  trace[2].name = "other_norm";
+  steps = split_steps(trace, 3, &why, 1);
+  EXPECT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].size(), trace.size());
+  EXPECT_NE(why.find("ran other device work"), std::string::npos) << why;
+}
+
 TEST(ProfileSteps, StepsThatRanOtherWorkAreShownAsOneSpanAndSaidSo) {
   std::string why;
   auto trace = trace_of({10, 10});
@@ -91,6 +110,31 @@ TEST(ProfileSteps, EachRowIsItsKernelsMedianWithTheSpreadBesideIt) {
   EXPECT_DOUBLE_EQ(p["span_ms_max"].get<double>(), 0.057);
   EXPECT_NEAR(p["idle_ms"].get<double>(), 0.002, 1e-12);
   EXPECT_FALSE(p.contains("note"));
+  // 10 us from each step's last op to the next step's first, outside the spans
+  EXPECT_DOUBLE_EQ(p["between_steps_ms"].get<double>(), 0.010);
+  EXPECT_DOUBLE_EQ(p["between_steps_ms_max"].get<double>(), 0.010);
+}
+
+// The device's time between steps is each step's last end to the next
+// step's first start, the median of them with the spread beside it.
+TEST(ProfileSteps, TheTimeBetweenStepsIsMeasuredFromTheLastEndToTheNextStart) {
+  std::vector<DeviceKernel> trace;
+  uint64_t t = 0;
+  for (uint64_t pause : {3, 25, 4, 0}) {  // the pause after each step, us
+    // the step's second kernel ends before its first: the step reaches the first's end
+    trace.push_back(op("gemm", t, t + 20));
+    trace.push_back(op("norm", t + 1, t + 5));
+    t += 20 + pause;
+  }
+  std::string why;
+  const auto steps = split_steps(trace, 4, &why);
+  ASSERT_EQ(why, "");
+  const nlohmann::json p = profile_json({}, steps, "CUDA graph replay", "GPU", 3000.0, 800.0);
+  EXPECT_DOUBLE_EQ(p["between_steps_ms"].get<double>(), 0.004);  // 3 25 4: the median
+  EXPECT_DOUBLE_EQ(p["between_steps_ms_min"].get<double>(), 0.003);
+  EXPECT_DOUBLE_EQ(p["between_steps_ms_max"].get<double>(), 0.025);
+  // one step: nothing between steps to read
+  EXPECT_FALSE(profile_json({}, {steps[0]}, "", "GPU", 3000.0, 800.0).contains("between_steps_ms"));
 }
 
 // Steps that could not be split are one span of every traced forward: the
