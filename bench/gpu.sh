@@ -38,6 +38,8 @@
 # attnproof: causal_attention's A/Bs, its proof, the max-autotune goldens
 # re-blessed with it (ATTN_BLESS=0: not) and every cuda golden checked,
 # packed as $OUTDIR/attn.tgz.
+# swiglu: bench/swiglu_gemm.cu, the SwiGLU kernel against cuBLASLt + SiLU-mul
+# (SWIGLU_WARMUP_MS=MS: each timed graph replayed back to back that long first).
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
 # BENCH_WARMUP_MS (default 2000, at most 60000): each side runs its forward
 # back to back this long before it is timed (the GPU at its power cap).

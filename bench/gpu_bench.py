@@ -22,6 +22,12 @@ time:
   max-autotune-no-cudagraphs. Median of ITERS CUDA-event timings after
   warm-up; kernels per forward from torch.profiler; relative error against
   an fp64 run of the block.
+- with a warm-up (--warmup-ms, default 2000): each configuration's energy
+  a forward (mJ), mean watts and SM clock over half as many forwards again
+  right after its timings (fusegate's `times_ms.energy`, the torch side
+  through the same NVML counter via ctypes), and the energy ratio of the
+  best CUDA-graph pair beside the time ratio: at the power cap a forward's
+  time follows its energy.
 - what each fusegate configuration ran (`ran:` lines): the fast paths used
   and blocked (a blocked one means this GPU has no proof covering the run:
   the bench then times the generic path) and each GEMM whose cuBLASLt
@@ -279,17 +285,95 @@ def warm_count(ms, pace_ms):
     return int(n.item())
 
 
-def time_ms(fn):
+class Nvml:
+    """NVML through the driver's libnvidia-ml.so.1 (ctypes: nothing to
+    install), as fusegate reads it (kernels/cuda/device_power.h): the
+    energy counter (mJ), the enforced power limit, the SM clock and the
+    reasons it is held down. `why` says when it cannot read."""
+    REASONS = [(0x1, "gpu_idle"), (0x2, "applications_clocks"), (0x4, "sw_power_cap"), (0x8, "hw_slowdown"),
+               (0x10, "sync_boost"), (0x20, "sw_thermal"), (0x40, "hw_thermal"), (0x80, "hw_power_brake"),
+               (0x100, "display_clocks")]
+
+    def __init__(self):
+        import ctypes
+        self.c, self.why, self.dev = ctypes, None, None
+        try:
+            self.lib = ctypes.CDLL("libnvidia-ml.so.1")
+            if self.lib.nvmlInit_v2() != 0:
+                raise OSError("nvmlInit failed")
+            p = torch.cuda.get_device_properties(torch.cuda.current_device())
+            bus = f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0".encode()
+            h = ctypes.c_void_p()
+            if self.lib.nvmlDeviceGetHandleByPciBusId_v2(bus, ctypes.byref(h)) != 0:
+                raise OSError(f"no NVML device at PCI {bus.decode()}")
+            self.dev = h
+        except (OSError, AttributeError) as e:
+            self.why = f"NVML: {e}"
+
+    def read(self):
+        """(energy mJ, power limit W, SM MHz, reasons text), or None."""
+        if self.dev is None:
+            return None
+        c = self.c
+        mj, mw, mhz, why = c.c_ulonglong(), c.c_uint(), c.c_uint(), c.c_ulonglong()
+        if self.lib.nvmlDeviceGetTotalEnergyConsumption(self.dev, c.byref(mj)) != 0:
+            self.why = "NVML: the energy counter could not be read"
+            return None
+        self.lib.nvmlDeviceGetEnforcedPowerLimit(self.dev, c.byref(mw))
+        self.lib.nvmlDeviceGetClockInfo(self.dev, 1, c.byref(mhz))  # NVML_CLOCK_SM
+        get = getattr(self.lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            self.lib.nvmlDeviceGetCurrentClocksThrottleReasons
+        get(self.dev, c.byref(why))
+        names = [n for bit, n in self.REASONS if why.value & bit]
+        left = why.value & ~sum(bit for bit, _ in self.REASONS)
+        if left:
+            names.append(hex(left))
+        return mj.value, mw.value / 1000.0, mhz.value, " | ".join(names) or "none"
+
+
+_NVML = None
+
+
+def energy_window(fn, steps):
+    """The energy of `steps` more calls of fn() back to back from a drained
+    device to a drained device, as fusegate's record has it
+    (times_ms.energy): mJ a forward, mean watts, the SM clock and its
+    reasons read while they still run."""
+    global _NVML
+    if _NVML is None:
+        _NVML = Nvml()
+    e = {"forwards": steps}
+    torch.cuda.synchronize()
+    a = _NVML.read()
+    if a is None:
+        return {**e, "why": _NVML.why}
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    busy = _NVML.read()
+    torch.cuda.synchronize()
+    ms = (time.perf_counter() - t0) * 1e3
+    b = _NVML.read()
+    if busy is None or b is None or b[0] <= a[0]:
+        return {**e, "why": _NVML.why or "NVML's energy counter did not move over the window"}
+    return {**e, "ms": ms, "mj_per_forward": (b[0] - a[0]) / steps, "watts": (b[0] - a[0]) / ms,
+            "power_limit_w": b[1], "sm_mhz": busy[2], "clock_reasons": busy[3]}
+
+
+def time_ms(fn, energy=None):
     """Median of ITERS CUDA-event timings of fn() after WARMUP calls and
     about WARMUP_MS of them (as many as fill it at the pace of the first
-    WARMUP, warm_count)."""
+    WARMUP, warm_count). With WARMUP_MS and a dict `energy`, it gets the
+    energy_window of half as many calls again, right after the timings."""
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
+    n = 0
     if WARMUP_MS > 0:
-        for _ in range(warm_count(WARMUP_MS, (time.perf_counter() - t0) * 1e3 / WARMUP)):
+        n = warm_count(WARMUP_MS, (time.perf_counter() - t0) * 1e3 / WARMUP)
+        for _ in range(n):
             fn()
         torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(ITERS)]
@@ -299,6 +383,8 @@ def time_ms(fn):
         b.record()
     torch.cuda.synchronize()
     t = sorted(a.elapsed_time(b) for a, b in ev)
+    if energy is not None and n // 2 > 0:
+        energy.update(energy_window(fn, n // 2))
     return t[len(t) // 2]
 
 
@@ -418,11 +504,13 @@ def run_torch_config(kind, args, ref, traced):
         fn()  # compiles (or records), outside the warm-up count
         if traced:
             return {"trace": kernel_trace(fn)}
-        ms = time_ms(fn)
+        energy = {}
+        ms = time_ms(fn, energy)
         y = fn().float()
         err = ((y - ref).norm() / ref.norm()).item()
         del y
-        return {"ms": ms, "rel_err": err, "cudagraph_skips": max(0, cudagraph_skips() - skips0)}
+        return {"ms": ms, "rel_err": err, "cudagraph_skips": max(0, cudagraph_skips() - skips0),
+                "energy": energy or None}
     except Exception as e:
         traceback.print_exc()
         return {"error": exc_line(e)}
@@ -479,13 +567,14 @@ def torch_worker(rank, world, port, out):
                 r, e = bad[0]
                 row["note"] = f"failed: {e}" + (f" (rank {r})" if world > 1 else "")
             elif "trace" not in res:
-                row.update(ms=res["ms"], rel_err=res["rel_err"])
+                row.update(ms=res["ms"], rel_err=res["rel_err"], energy=res.get("energy"))
                 if res["cudagraph_skips"] and cls == GRAPHS:
                     row["class"] = HOST
                     row["note"] = f"inductor skipped CUDA graphs for {res['cudagraph_skips']} graph(s)"
             else:
                 ev, totals = timeline(res["trace"])
-                row.update(ms=res["ms"], rel_err=res["rel_err"], launches=len(ev), device_kernels=len(ev))
+                row.update(ms=res["ms"], rel_err=res["rel_err"], launches=len(ev), device_kernels=len(ev),
+                           energy=res.get("energy"))
                 if res["cudagraph_skips"] and cls == GRAPHS:
                     # it ran without CUDA graphs: its class is what ran
                     row["class"] = HOST
@@ -653,7 +742,7 @@ def fusegate_rows(fg, world, records):
                 k = rec["ranks"][0]
                 row.update(launches=k.get("kernel_count"), device_kernels=k.get("device_kernel_count"),
                            ms=float(k["times_ms"]["forward_median"]), rel_err=rel_err(rec),
-                           how=k["times_ms"].get("how", "?"))
+                           how=k["times_ms"].get("how", "?"), energy=k["times_ms"].get("energy"))
                 # the class is what ran: --cuda-graphs falls back to host
                 # launches when the forward is not one graph or capture fails
                 row["class"] = GRAPHS if "CUDA graph replay" in row["how"] else HOST
@@ -817,6 +906,14 @@ def headline(fg_rows, torch_rows, skip_torch):
              "- " + ratio_line("host launches, compiled", best(fg_rows, lambda r: r["class"] == HOST
                                                                and r["name"].startswith("fusegate C")),
                                best(torch_rows, lambda r: r["name"] in TORCH_COMPILED_HOST))]
+    fg_g, t_g = best(fg_rows, lambda r: r["class"] == GRAPHS), best(torch_rows, lambda r: r["class"] == GRAPHS)
+    fe, te = (fg_g or {}).get("energy") or {}, (t_g or {}).get("energy") or {}
+    if fe.get("mj_per_forward") and te.get("mj_per_forward"):
+        # at the power cap a forward's time follows its energy: the two ratios side by side
+        lines.append(f"- CUDA graphs, energy: {fe['mj_per_forward']:.1f} mJ / {te['mj_per_forward']:.1f} mJ a forward "
+                     f"= {fe['mj_per_forward'] / te['mj_per_forward']:.2f} (mean {fe['watts']:.0f} W and "
+                     f"{te['watts']:.0f} W, SM {fe['sm_mhz']} and {te['sm_mhz']} MHz, "
+                     f"{fe.get('clock_reasons', '?')} and {te.get('clock_reasons', '?')})")
     fa, ta = best(fg_rows), best(torch_rows)
     if fa is None or ta is None or fa["class"] == ta["class"]:
         lines.append("- " + ratio_line("best of all", fa, ta) + (f" (both {fa['class']})" if fa and ta else ""))
@@ -827,16 +924,27 @@ def headline(fg_rows, torch_rows, skip_torch):
     return lines
 
 
+def energy_cell(e):
+    """A run's energy window (times_ms.energy, or the torch side's): mJ a
+    forward with the mean watts and the SM clock; '-' where none was taken
+    (no warm-up), 'not read' where NVML could not read it."""
+    if not e:
+        return "-"
+    if e.get("why") or e.get("mj_per_forward") is None:
+        return "not read"
+    return f"{e['mj_per_forward']:.1f} ({e['watts']:.0f} W, {e['sm_mhz']} MHz)"
+
+
 def main_table(rows, torch_rows):
     base = {cls: best(torch_rows, lambda r, c=cls: r["class"] == c) for cls in (GRAPHS, HOST)}
     lines = ["| run | class | launches / forward | device kernels | median ms | vs torch best of its class "
-             "| rel. error vs fp64 |", "|---|---|---|---|---|---|---|"]
+             "| rel. error vs fp64 | mJ / forward (mean W, SM clock) |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         b = base.get(r["class"])
         vs = f"{r['ms'] / b['ms']:.2f}" if r.get("ms") is not None and b else "-"
         lines.append(f"| {r['name']} | {r['class']} | {fmt(r.get('launches'), 'd')} | "
                      f"{fmt(r.get('device_kernels'), 'd')} | {fmt(r.get('ms'), '.3f', 'failed')} | {vs} | "
-                     f"{fmt(r.get('rel_err'), '.2e')} |")
+                     f"{fmt(r.get('rel_err'), '.2e')} | {energy_cell(r.get('energy'))} |")
     if torch_rows:
         lines.append("")
         lines.append("torch best of its class: " + "; ".join(

@@ -752,10 +752,16 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   const int profile_steps = std::min(kProfileSteps, std::max(1, spec.iters));
   const int trace_warm_steps = warm_steps / 4;
   std::vector<DeviceKernel> profiled;
+  // after --warmup-ms, the energy of half as many forwards again, run as the
+  // timed ones right after them: at the power cap a forward's time is about
+  // its energy over the cap, so the record says what each side spent
+  EnergyWindow energy;
+  energy.steps = warm_steps / 2;
   if (cuda) {
     std::string note;
     times = cuda_time(std::max(1, spec.iters), body, spec.cuda_graphs && one, &note,
-                      spec.profile.empty() ? nullptr : &profiled, trace_warm_steps + profile_steps, warm_steps);
+                      spec.profile.empty() ? nullptr : &profiled, trace_warm_steps + profile_steps, warm_steps,
+                      &energy);
     if (spec.cuda_graphs) timing_note += "; " + note;
   } else {
     for (int i = 0; i < warm_steps; ++i) body();
@@ -938,6 +944,20 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
                    {"forward_min", times.front()},
                    {"iters", static_cast<int>(times.size())},
                    {"how", timing_note + (cuda ? "; CUDA events" : "; host clock")}};
+  if (cuda && energy.steps > 0) {
+    nlohmann::json e = {{"forwards", energy.steps}};
+    if (energy.why.empty()) {
+      e["ms"] = energy.ms;
+      e["mj_per_forward"] = energy.mj / energy.steps;
+      e["watts"] = energy.mj / energy.ms;  // mJ over ms
+      e["power_limit_w"] = energy.power_limit_w;
+      e["sm_mhz"] = energy.sm_mhz;
+      e["clock_reasons"] = energy.clock_reasons;
+    } else {
+      e["why"] = energy.why;  // never a figure that was not read
+    }
+    j["times_ms"]["energy"] = e;
+  }
   write_atomic(out_path, j.dump(2) + "\n");
   progress(out_path, "done");
   coll.barrier();

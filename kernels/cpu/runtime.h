@@ -40,6 +40,17 @@ bool cuda_backend_built();
 // Makes this rank's GPU (rank modulo the GPUs there) current; returns its index.
 int cuda_select_device(int rank);
 std::string cuda_device_name();
+// The device's energy over `steps` more steps run back to back as the timed
+// ones, right after them (kernels/cuda/device_power.h): cuda_time fills it
+// where it is given with steps > 0. `why` is "" when measured; the SM clock
+// and its reasons are read while the steps still run.
+struct EnergyWindow {
+  int steps = 0;
+  std::string why;
+  double ms = 0, mj = 0, power_limit_w = 0;
+  unsigned sm_mhz = 0;
+  std::string clock_reasons;  // NVML's reasons the clock is held down, by name
+};
 // Times `body` `iters` times with device events (cuda) and returns each
 // iteration's milliseconds; `graph` captures one call of body into a CUDA
 // graph first and times its replays.
@@ -47,10 +58,11 @@ std::string cuda_device_name();
 // steps, run back to back as the timed ones were (replays of the captured
 // graph, or body), and their memsets and copies (kernel = false), all in
 // start order (harness/profile.h splits them into steps). `warmup_steps`
-// untimed steps run first, back to back as the timed ones.
+// untimed steps run first, back to back as the timed ones; `energy` (may be
+// null) is measured after the timed steps, before the profile's.
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
                               std::vector<DeviceKernel>* profile = nullptr, int profile_steps = 1,
-                              int warmup_steps = 0);
+                              int warmup_steps = 0, EnergyWindow* energy = nullptr);
 // The device's measured ceilings: a 1 GiB device-to-device copy (GB/s,
 // bytes read + written) and an 8192^3 bf16 GEMM (TFLOP/s); medians.
 void cuda_peaks(double* copy_gbps, double* gemm_tflops);

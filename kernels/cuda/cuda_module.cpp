@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,7 @@
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
 #include "kernels/cuda/cublaslt.h"
+#include "kernels/cuda/device_power.h"
 #include "kernels/cuda/kernel_trace.h"
 #include "kernels/cuda/nvrtc.h"
 
@@ -146,7 +148,8 @@ std::string cuda_cubin(const std::string& source, const std::string& arch) {
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
-                              std::vector<DeviceKernel>* profile, int profile_steps, int warmup_steps) {
+                              std::vector<DeviceKernel>* profile, int profile_steps, int warmup_steps,
+                              EnergyWindow* energy) {
   std::vector<double> ms;
   // untimed steps, queued as the timed ones are, the device never idle
   // between them; a count, not a duration: under collectives every rank
@@ -170,6 +173,32 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     for (int i = 0; i < iters; ++i)
       ms.push_back(start[static_cast<size_t>(i)].elapsed_time(stop[static_cast<size_t>(i)]));
   };
+  // the energy of more steps run the same way, from a drained device to a
+  // drained device (the counter is the driver's, in mJ)
+  auto energy_window = [&](const std::function<void()>& step) {
+    if (!energy || energy->steps <= 0) return;
+    c10::cuda::device_synchronize();
+    const PowerReading a = read_device_power();
+    if (!a.why.empty()) {
+      energy->why = a.why;
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < energy->steps; ++i) step();
+    // read while the device still runs the steps: the host is ahead of it
+    // by the launch queue's depth
+    const PowerReading busy = read_device_power();
+    c10::cuda::device_synchronize();
+    const auto t1 = std::chrono::steady_clock::now();
+    const PowerReading b = read_device_power();
+    energy->ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    energy->mj = static_cast<double>(b.energy_mj) - static_cast<double>(a.energy_mj);
+    energy->power_limit_w = b.power_limit_w;
+    energy->sm_mhz = busy.sm_mhz;
+    energy->clock_reasons = clock_reasons_text(busy.clock_reasons);
+    energy->why = !b.why.empty() ? b.why : !busy.why.empty() ? busy.why : "";
+    if (energy->why.empty() && energy->mj <= 0) energy->why = "NVML's energy counter did not move over the window";
+  };
   // more steps, back to back as the timed ones ran, traced after them: what
   // ran and when (harness/profile.h splits them)
   auto trace = [&](const std::function<void()>& step) {
@@ -192,6 +221,7 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
   if (!graph) {
     warm(body);
     time_each(body);
+    energy_window(body);
     trace(body);
     return ms;
   }
@@ -211,12 +241,14 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     c10::cuda::device_synchronize();
     warm(body);
     time_each(body);
+    energy_window(body);
     trace(body);
     return ms;
   }
   if (note) *note = "CUDA graph replay";
   warm([&] { g.replay(); });
   time_each([&] { g.replay(); });
+  energy_window([&] { g.replay(); });
   trace([&] { g.replay(); });
   return ms;
 }

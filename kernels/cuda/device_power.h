@@ -1,0 +1,34 @@
+// The GPU's power state around a stretch of work: NVML's energy counter, the
+// SM clock, the enforced power limit and why the clock is held down. A GPU
+// at its power cap runs a dense forward slower than a cool one (the H100 at
+// 700 W: SM clock 1980 -> 1400-1650 MHz, bench/RESULTS.md, tenth step), so a
+// timing at the sustained state says at what power it ran, and the energy a
+// forward takes is the figure that decides its time there.
+//
+// NVML is loaded at run time from the driver (libnvidia-ml.so.1), not linked:
+// its header is not part of every CUDA toolkit install (Debian's has none),
+// while the driver library is present wherever a GPU is. Without it, or where
+// the counter is not supported, `why` says so and the figures are absent.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace fg {
+
+struct PowerReading {
+  std::string why;             // "" when read; else what failed
+  uint64_t energy_mj = 0;      // since the driver loaded
+  double power_limit_w = 0;    // enforced
+  unsigned sm_mhz = 0;         // now
+  uint64_t clock_reasons = 0;  // NVML's clocks event reasons bitmask
+};
+
+// Reads the current CUDA device's counters (the device the caller made
+// current; matched to NVML by PCI bus id).
+PowerReading read_device_power();
+
+// "sw_power_cap", "hw_slowdown | sw_thermal", "none": NVML's reason bits by
+// name, unknown bits as hex.
+std::string clock_reasons_text(uint64_t reasons);
+
+}  // namespace fg
