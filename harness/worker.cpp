@@ -320,15 +320,20 @@ void save_gemm_algos(const std::string& table, const std::string& path, nlohmann
 // Each adopted choice other than the top-1, checked in the forward it
 // serves: the whole forward timed as the run times it (`fwd`, its CUDA
 // graph replayed where `graph`, else its host launches) with the choice and with the
-// top-1, in alternating order (ABBA) over kRounds rounds, each side's best
-// round's median kept. Rank 0's times decide, as for every measured choice;
-// the choice stays only where its forward is at least 1% faster (the rule
-// that measured it alone), and every rank settles the same way.
+// top-1, in alternating order (ABBA) over kRounds rounds, each round's 30
+// timed forwards after kWarmMs of the same forward back to back (the
+// sustained state, as the residual placement's rounds: before 2026-11-26
+// evening they ran from a drained device and each side's best round was
+// kept), each side's median over all its rounds' forwards. Rank 0's times
+// decide, as for every measured choice; the choice stays only where its
+// forward is at least 1% faster (the rule that measured it alone), and
+// every rank settles the same way.
 void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>& fwd, bool graph) {
   constexpr int kRounds = 4, kIters = 30;
+  constexpr double kWarmMs = 250;
   const std::vector<std::string> shapes = gemm_tuning_unchecked(graph);
   for (size_t i = 0; i < shapes.size(); ++i) {
-    double best[2] = {1e30, 1e30};  // [choice, top-1], ms
+    std::vector<double> side[2];  // [choice, top-1]: every timed forward, ms
     std::string how;
     bool replayed = graph;  // every round a CUDA graph replay (capture can fail: host launches then)
     for (int round = 0; round < kRounds; ++round)
@@ -338,20 +343,35 @@ void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>&
         if (!err.empty())
           cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err +
                       " (every rank needs rank 0's GPU model and cuBLASLt; or run --fusion default)");
+        // the pace of three forwards (host launches: the graph is captured
+        // inside cuda_time), rank 0's count of warm-up forwards on every rank
+        cuda_synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < 3; ++k) fwd();
+        cuda_synchronize();
+        const double pace = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 3;
+        const int warm = agreed_warm_steps(
+            coll, "gemm_forward_warm_" + std::to_string(i) + "_" + std::to_string(round) + "_" + std::to_string(j),
+            kWarmMs, pace);
         std::string note;
-        std::vector<double> t = cuda_time(kIters, fwd, graph, &note);
-        std::sort(t.begin(), t.end());
-        best[choice ? 0 : 1] = std::min(best[choice ? 0 : 1], t[t.size() / 2]);
+        std::vector<double> t = cuda_time(kIters, fwd, graph, &note, nullptr, 1, warm);
+        side[choice ? 0 : 1].insert(side[choice ? 0 : 1].end(), t.begin(), t.end());
         replayed = replayed && note == "CUDA graph replay";
         how = graph ? note : "host launches";
       }
-    const std::string mine = nlohmann::json::array({best[0], best[1]}).dump();
+    double med[2];
+    for (int s = 0; s < 2; ++s) {
+      std::sort(side[s].begin(), side[s].end());
+      med[s] = side[s][side[s].size() / 2];
+    }
+    const std::string mine = nlohmann::json::array({med[0], med[1]}).dump();
     const nlohmann::json r0 = nlohmann::json::parse(coll.exchange("gemm_forward_" + std::to_string(i), mine).at(0));
     const double choice_ms = r0.at(0).get<double>(), top1_ms = r0.at(1).get<double>();
     const std::string err =
         gemm_tuning_settle(shapes[i], choice_ms < 0.99 * top1_ms, choice_ms, top1_ms,
-                           how + "; median of " + std::to_string(kIters) + ", best of " + std::to_string(kRounds) +
-                               " alternating rounds, rank 0",
+                           how + "; median of " + std::to_string(kRounds) + " alternating rounds of " +
+                               std::to_string(kIters) + " forwards, each after " +
+                               std::to_string(static_cast<int>(kWarmMs)) + " ms of untimed ones, rank 0",
                            replayed);
     if (!err.empty())
       cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err +

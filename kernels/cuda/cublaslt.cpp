@@ -374,27 +374,51 @@ std::string lt_measure(const LtGemm& g, int max_candidates, LtMeasured* out) {
     return cublasLtMatmul(h, p.op, &alpha, w.p, p.w, a.p, p.a, &beta, g.addend ? c.p : d.p, p.c, d.p, p.d, &algo,
                           ws.p, kLtWorkspaceBytes, stream);
   };
-  // per candidate: one run that must succeed, two warm-ups, then the best of
-  // three rounds of ten back-to-back runs
+  // Timed at the state the forward runs in: a GPU at its power cap ranks
+  // candidates differently from a cool one (H100, h4096's gate/up GEMM: a
+  // candidate at 0.886 of the top-1 cool, 0.958 after sustained load;
+  // bench/RESULTS.md, eleventh step). Each candidate: one run that must
+  // succeed; then the top-1 back to back for kWarmMs; then kRounds rounds,
+  // each running every candidate ten times back to back in turn (the
+  // order rotating by round, no drain between them but the event's), and
+  // each candidate's median round. Before 2026-11-26 evening: the best of
+  // three rounds, each candidate on its own from a drained device.
+  constexpr double kWarmMs = 250;
+  constexpr int kRounds = 5, kRuns = 10;
   std::vector<double> us(cands.size(), -1);
+  std::vector<size_t> ok;
   for (size_t i = 0; i < cands.size(); ++i) {
     if (run(cands[i].algo) != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(stream) != cudaSuccess) {
       cudaGetLastError();
       continue;
     }
-    run(cands[i].algo);
-    run(cands[i].algo);
-    double best = 1e30;
-    for (int round = 0; round < 3; ++round) {
+    ok.push_back(i);
+  }
+  if (!ok.empty() && ok.front() == 0) {
+    float one = 0;
+    cudaEventRecord(e0, stream);
+    for (int r = 0; r < kRuns; ++r) run(cands[0].algo);
+    cudaEventRecord(e1, stream);
+    cudaEventSynchronize(e1);
+    cudaEventElapsedTime(&one, e0, e1);
+    const int warm = static_cast<int>(std::ceil(kWarmMs / std::max(one / kRuns, 1e-4f)));
+    for (int r = 0; r < warm; ++r) run(cands[0].algo);
+  }
+  std::vector<std::vector<double>> rounds(cands.size());
+  for (int round = 0; round < kRounds; ++round)
+    for (size_t j = 0; j < ok.size(); ++j) {
+      const size_t i = ok[(j + static_cast<size_t>(round)) % ok.size()];
       cudaEventRecord(e0, stream);
-      for (int r = 0; r < 10; ++r) run(cands[i].algo);
+      for (int r = 0; r < kRuns; ++r) run(cands[i].algo);
       cudaEventRecord(e1, stream);
       cudaEventSynchronize(e1);
       float ms = 0;
       cudaEventElapsedTime(&ms, e0, e1);
-      best = std::min(best, 1000.0 * ms / 10);
+      rounds[i].push_back(1000.0 * ms / kRuns);
     }
-    us[i] = best;
+  for (size_t i : ok) {
+    std::sort(rounds[i].begin(), rounds[i].end());
+    us[i] = rounds[i][rounds[i].size() / 2];
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);

@@ -65,9 +65,11 @@ struct LtMeasured {
   double us = 0, top1_us = 0;
 };
 // Times up to `max_candidates` of cuBLASLt's candidates for `g` on operands
-// of its shape (pseudo-random values, 256-byte aligned) and picks the
-// fastest; the top-1 stays unless another is at least 1% faster (the
-// spread of repeated timings here). "" or what failed.
+// of its shape (pseudo-random values, 256-byte aligned) at the sustained
+// state (after 250 ms of the top-1 back to back; the median of 5 rounds
+// that run every candidate in turn) and picks the fastest; the top-1 stays
+// unless another is at least 1% faster (the spread of repeated timings
+// here). "" or what failed.
 std::string lt_measure(const LtGemm& g, int max_candidates, LtMeasured* out);
 
 void lt_set_tuning(bool on);
