@@ -311,7 +311,9 @@ class Nvml:
             self.why = f"NVML: {e}"
 
     def read(self):
-        """(energy mJ, power limit W, SM MHz, reasons text), or None."""
+        """(energy mJ, power limit W or None, SM MHz or None, reasons text
+        or None), or None where the energy counter did not read: a figure
+        the device did not give is None, never 0."""
         if self.dev is None:
             return None
         c = self.c
@@ -319,52 +321,72 @@ class Nvml:
         if self.lib.nvmlDeviceGetTotalEnergyConsumption(self.dev, c.byref(mj)) != 0:
             self.why = "NVML: the energy counter could not be read"
             return None
-        self.lib.nvmlDeviceGetEnforcedPowerLimit(self.dev, c.byref(mw))
-        self.lib.nvmlDeviceGetClockInfo(self.dev, 1, c.byref(mhz))  # NVML_CLOCK_SM
+        limit = mw.value / 1000.0 if self.lib.nvmlDeviceGetEnforcedPowerLimit(self.dev, c.byref(mw)) == 0 else None
+        clock = mhz.value if self.lib.nvmlDeviceGetClockInfo(self.dev, 1, c.byref(mhz)) == 0 else None  # NVML_CLOCK_SM
         get = getattr(self.lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            self.lib.nvmlDeviceGetCurrentClocksThrottleReasons
-        get(self.dev, c.byref(why))
-        names = [n for bit, n in self.REASONS if why.value & bit]
-        left = why.value & ~sum(bit for bit, _ in self.REASONS)
-        if left:
-            names.append(hex(left))
-        return mj.value, mw.value / 1000.0, mhz.value, " | ".join(names) or "none"
+            getattr(self.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        reasons = None
+        if get is not None and get(self.dev, c.byref(why)) == 0:
+            names = [n for bit, n in self.REASONS if why.value & bit]
+            left = why.value & ~sum(bit for bit, _ in self.REASONS)
+            if left:
+                names.append(hex(left))
+            reasons = " | ".join(names) or "none"
+        return mj.value, limit, clock, reasons
 
 
 _NVML = None
+MIN_ENERGY_WINDOW_MS = 100  # as fusegate's: shorter windows misread the counter's steps
+
+
+def nvml():
+    """The process's Nvml, made on first use (before any warm-up: loading
+    it idles the device)."""
+    global _NVML
+    if _NVML is None:
+        _NVML = Nvml()
+    return _NVML
 
 
 def energy_window(fn, steps):
     """The energy of `steps` more calls of fn() back to back from a drained
     device to a drained device, as fusegate's record has it
     (times_ms.energy): mJ a forward, mean watts, the SM clock and its
-    reasons read while they still run."""
-    global _NVML
-    if _NVML is None:
-        _NVML = Nvml()
+    reasons read while they still run. The calls run whether or not NVML
+    reads (they hold all-reduces that pair with the other ranks')."""
+    n = nvml()
     e = {"forwards": steps}
     torch.cuda.synchronize()
-    a = _NVML.read()
-    if a is None:
-        return {**e, "why": _NVML.why}
+    a = n.read()
     t0 = time.perf_counter()
     for _ in range(steps):
         fn()
-    busy = _NVML.read()
+    busy = n.read()
     torch.cuda.synchronize()
     ms = (time.perf_counter() - t0) * 1e3
-    b = _NVML.read()
-    if busy is None or b is None or b[0] <= a[0]:
-        return {**e, "why": _NVML.why or "NVML's energy counter did not move over the window"}
-    return {**e, "ms": ms, "mj_per_forward": (b[0] - a[0]) / steps, "watts": (b[0] - a[0]) / ms,
-            "power_limit_w": b[1], "sm_mhz": busy[2], "clock_reasons": busy[3]}
+    b = n.read()
+    if a is None or b is None:
+        return {**e, "why": n.why or "NVML could not be read"}
+    if b[0] <= a[0]:
+        return {**e, "why": "NVML's energy counter did not move over the window"}
+    if ms < MIN_ENERGY_WINDOW_MS:
+        return {**e, "why": f"a window of {ms:.0f} ms is shorter than {MIN_ENERGY_WINDOW_MS} ms"}
+    out = {**e, "ms": ms, "mj_per_forward": (b[0] - a[0]) / steps, "watts": (b[0] - a[0]) / ms}
+    for key, value in (("power_limit_w", b[1]), ("sm_mhz", busy[2] if busy else None),
+                       ("clock_reasons", busy[3] if busy else None)):
+        if value is not None:  # a figure the device did not give is left out
+            out[key] = value
+    return out
 
 
 def time_ms(fn, energy=None):
     """Median of ITERS CUDA-event timings of fn() after WARMUP calls and
     about WARMUP_MS of them (as many as fill it at the pace of the first
     WARMUP, warm_count). With WARMUP_MS and a dict `energy`, it gets the
-    energy_window of half as many calls again, right after the timings."""
+    energy_window of half as many calls again (at most about 1 s of them),
+    right after the timings."""
+    if energy is not None and WARMUP_MS > 0:
+        nvml()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(WARMUP):
@@ -383,8 +405,9 @@ def time_ms(fn, energy=None):
         b.record()
     torch.cuda.synchronize()
     t = sorted(a.elapsed_time(b) for a, b in ev)
-    if energy is not None and n // 2 > 0:
-        energy.update(energy_window(fn, n // 2))
+    steps = min(n // 2, n * 1000 // WARMUP_MS) if WARMUP_MS > 0 else 0
+    if energy is not None and steps > 0:
+        energy.update(energy_window(fn, steps))
     return t[len(t) // 2]
 
 
@@ -912,7 +935,7 @@ def headline(fg_rows, torch_rows, skip_torch):
         # at the power cap a forward's time follows its energy: the two ratios side by side
         lines.append(f"- CUDA graphs, energy: {fe['mj_per_forward']:.1f} mJ / {te['mj_per_forward']:.1f} mJ a forward "
                      f"= {fe['mj_per_forward'] / te['mj_per_forward']:.2f} (mean {fe['watts']:.0f} W and "
-                     f"{te['watts']:.0f} W, SM {fe['sm_mhz']} and {te['sm_mhz']} MHz, "
+                     f"{te['watts']:.0f} W, SM {fe.get('sm_mhz', '?')} and {te.get('sm_mhz', '?')} MHz, "
                      f"{fe.get('clock_reasons', '?')} and {te.get('clock_reasons', '?')})")
     fa, ta = best(fg_rows), best(torch_rows)
     if fa is None or ta is None or fa["class"] == ta["class"]:
@@ -932,7 +955,8 @@ def energy_cell(e):
         return "-"
     if e.get("why") or e.get("mj_per_forward") is None:
         return "not read"
-    return f"{e['mj_per_forward']:.1f} ({e['watts']:.0f} W, {e['sm_mhz']} MHz)"
+    clock = f", {e['sm_mhz']} MHz" if e.get("sm_mhz") else ""
+    return f"{e['mj_per_forward']:.1f} ({e['watts']:.0f} W{clock})"
 
 
 def main_table(rows, torch_rows):

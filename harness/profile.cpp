@@ -77,6 +77,23 @@ std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKerne
   return out;
 }
 
+std::vector<DeviceKernel> last_kernels_of(const std::vector<DeviceKernel>& ran, size_t kernels, std::string* why) {
+  const size_t total = static_cast<size_t>(
+      std::count_if(ran.begin(), ran.end(), [](const DeviceKernel& k) { return k.kernel; }));
+  if (kernels == 0 || total < kernels) {
+    if (why)
+      *why = "the trace ran " + std::to_string(total) + " device kernels, fewer than the " + std::to_string(kernels) +
+             " of the steps to read: shown whole";
+    return ran;
+  }
+  // the tail starts right after the last kernel that is dropped
+  size_t seen = 0, start = 0;
+  const size_t dropped = total - kernels;
+  for (size_t i = 0; i < ran.size() && seen < dropped; ++i)
+    if (ran[i].kernel && ++seen == dropped) start = i + 1;
+  return std::vector<DeviceKernel>(ran.begin() + static_cast<std::ptrdiff_t>(start), ran.end());
+}
+
 nlohmann::json profile_json(const std::vector<ProfileLaunch>& launches,
                             const std::vector<std::vector<DeviceKernel>>& steps, const std::string& how,
                             const std::string& device, double copy_gbps, double gemm_tflops,

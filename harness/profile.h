@@ -41,6 +41,14 @@ struct ProfileLaunch {
 std::vector<std::vector<DeviceKernel>> split_steps(const std::vector<DeviceKernel>& ran, int steps, std::string* why,
                                                    int keep_last = 0);
 
+// The ops of the last `kernels` kernels of the trace, each memset or copy
+// before the first of them (after the kernel before it) included: the
+// steps to read, cut from the steps run before them under the trace only
+// to bring the device back to the timed steps' state (those are neither
+// read nor checked). Fewer kernels than asked: `why` says so and the whole
+// trace comes back.
+std::vector<DeviceKernel> last_kernels_of(const std::vector<DeviceKernel>& ran, size_t kernels, std::string* why);
+
 // The profile of the steps (each in start order, every step the same work):
 // a row per kernel or memory op of a step, its `ms` the median over the
 // steps with `ms_min` and `ms_max`, `gap_ms` the median idle time before it

@@ -158,8 +158,25 @@ nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std
   std::vector<ProfileLaunch> pl;
   for (const auto& l : launches) pl.push_back({l.name, l.kind, l.bytes, l.flops, l.device_kernels});
   std::string why;
-  const std::vector<std::vector<DeviceKernel>> split = split_steps(ran, steps, &why, keep);
-  const int per_step = why.empty() ? 1 : steps;  // not split: one span of every traced forward
+  // the steps run only to bring the device back to its timed state are cut
+  // off by the counted forward's kernel count, neither read nor checked
+  // (one odd step among thousands would otherwise lose the profile); where
+  // the count is unknown, by splitting the whole trace
+  size_t per_forward = 0;
+  for (const auto& l : launches) per_forward += l.device_kernels.size();
+  std::vector<std::vector<DeviceKernel>> split;
+  std::string cut_why;
+  int read = steps;
+  if (keep < steps && per_forward > 0) {
+    const std::vector<DeviceKernel> tail = last_kernels_of(ran, per_forward * static_cast<size_t>(keep), &cut_why);
+    if (cut_why.empty()) {
+      split = split_steps(tail, keep, &why);
+      read = keep;
+    }
+  }
+  if (split.empty()) split = split_steps(ran, steps, &why, keep);
+  const int per_step = why.empty() ? 1 : read;  // not split: one span of every forward it holds
+  if (!cut_why.empty()) why = why.empty() ? cut_why : cut_why + "; " + why;
   nlohmann::json p = profile_json(pl, split, how, cuda_device_name(), copy_gbps, gemm_tflops, per_step);
   if (!why.empty()) p["note"] = p.contains("note") ? why + "; " + p["note"].get<std::string>() : why;
   return p;
@@ -343,8 +360,11 @@ void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>&
         if (!err.empty())
           cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err +
                       " (every rank needs rank 0's GPU model and cuBLASLt; or run --fusion default)");
-        // the pace of three forwards (host launches: the graph is captured
-        // inside cuda_time), rank 0's count of warm-up forwards on every rank
+        // the pace of three forwards after one (which may make the new
+        // algorithm's plans), as host launches (the graph is captured inside
+        // cuda_time, and its replays are no slower): about kWarmMs or less
+        // of replays; rank 0's count on every rank
+        fwd();
         cuda_synchronize();
         const auto t0 = std::chrono::steady_clock::now();
         for (int k = 0; k < 3; ++k) fwd();
@@ -767,16 +787,23 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // off it, so that the traced steps ran at a higher clock than the timed
   // ones (h4096 on the H100: a 0.697 ms span against 0.797 ms timed;
   // bench/RESULTS.md, eleventh step). After --warmup-ms, a quarter of the
-  // warm-up runs again under the trace, untimed and unread, before the
-  // steps that are read.
+  // warm-up (at most about 500 ms of it) runs again under the trace,
+  // untimed and unread, before the steps that are read.
   const int profile_steps = std::min(kProfileSteps, std::max(1, spec.iters));
-  const int trace_warm_steps = warm_steps / 4;
+  const int trace_warm_steps =
+      spec.warmup_ms > 0
+          ? std::min(warm_steps / 4, static_cast<int>(static_cast<int64_t>(warm_steps) * 500 / spec.warmup_ms))
+          : 0;
   std::vector<DeviceKernel> profiled;
   // after --warmup-ms, the energy of half as many forwards again, run as the
   // timed ones right after them: at the power cap a forward's time is about
-  // its energy over the cap, so the record says what each side spent
+  // its energy over the cap, so the record says what each side spent (at
+  // most about 1 s of them). Both counts come from the agreed warm-up
+  // count, so every rank runs as many.
   EnergyWindow energy;
-  energy.steps = warm_steps / 2;
+  energy.steps = spec.warmup_ms > 0 ? std::min(warm_steps / 2, static_cast<int>(static_cast<int64_t>(warm_steps) *
+                                                                                1000 / spec.warmup_ms))
+                                    : 0;
   if (cuda) {
     std::string note;
     times = cuda_time(std::max(1, spec.iters), body, spec.cuda_graphs && one, &note,
@@ -970,9 +997,10 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       e["ms"] = energy.ms;
       e["mj_per_forward"] = energy.mj / energy.steps;
       e["watts"] = energy.mj / energy.ms;  // mJ over ms
-      e["power_limit_w"] = energy.power_limit_w;
-      e["sm_mhz"] = energy.sm_mhz;
-      e["clock_reasons"] = energy.clock_reasons;
+      // a figure the device did not give is left out, never written as 0
+      if (energy.power_limit_w > 0) e["power_limit_w"] = energy.power_limit_w;
+      if (energy.sm_mhz > 0) e["sm_mhz"] = energy.sm_mhz;
+      if (!energy.clock_reasons.empty()) e["clock_reasons"] = energy.clock_reasons;
     } else {
       e["why"] = energy.why;  // never a figure that was not read
     }

@@ -147,6 +147,10 @@ std::string cuda_cubin(const std::string& source, const std::string& arch) {
 
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 
+// The shortest energy window reported: the counter moves in steps of the
+// driver's own sampling, which a short window would misread.
+constexpr double kMinEnergyWindowMs = 100;
+
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
                               std::vector<DeviceKernel>* profile, int profile_steps, int warmup_steps,
                               EnergyWindow* energy) {
@@ -175,14 +179,12 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
   };
   // the energy of more steps run the same way, from a drained device to a
   // drained device (the counter is the driver's, in mJ)
+  // The steps run whether or not NVML reads (their collectives pair with
+  // the other ranks', which may read); only the figures are dropped.
   auto energy_window = [&](const std::function<void()>& step) {
     if (!energy || energy->steps <= 0) return;
     c10::cuda::device_synchronize();
     const PowerReading a = read_device_power();
-    if (!a.why.empty()) {
-      energy->why = a.why;
-      return;
-    }
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < energy->steps; ++i) step();
     // read while the device still runs the steps: the host is ahead of it
@@ -192,13 +194,23 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     const auto t1 = std::chrono::steady_clock::now();
     const PowerReading b = read_device_power();
     energy->ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    energy->why = !a.why.empty() ? a.why : !b.why.empty() ? b.why : "";
+    if (!energy->why.empty()) return;
     energy->mj = static_cast<double>(b.energy_mj) - static_cast<double>(a.energy_mj);
+    // the limit, the clock and its reasons are figures apart: one that did
+    // not read is left out (0 and ""), not the window
     energy->power_limit_w = b.power_limit_w;
     energy->sm_mhz = busy.sm_mhz;
-    energy->clock_reasons = clock_reasons_text(busy.clock_reasons);
-    energy->why = !b.why.empty() ? b.why : !busy.why.empty() ? busy.why : "";
-    if (energy->why.empty() && energy->mj <= 0) energy->why = "NVML's energy counter did not move over the window";
+    energy->clock_reasons = busy.reasons_read ? clock_reasons_text(busy.clock_reasons) : "";
+    if (energy->mj <= 0) energy->why = "NVML's energy counter did not move over the window";
+    else if (energy->ms < kMinEnergyWindowMs)
+      energy->why = "a window of " + std::to_string(static_cast<int>(energy->ms)) +
+                    " ms is shorter than NVML's energy counter is read over here (" +
+                    std::to_string(static_cast<int>(kMinEnergyWindowMs)) + " ms): a longer --warmup-ms";
   };
+  // NVML loaded before the warm-up, not between the timings and the window
+  // (loading it idles the device)
+  if (energy && energy->steps > 0) read_device_power();
   // more steps, back to back as the timed ones ran, traced after them: what
   // ran and when (harness/profile.h splits them)
   auto trace = [&](const std::function<void()>& step) {

@@ -84,14 +84,16 @@ PowerReading read_device_power() {
     p.why = nvml_error(n, "nvmlDeviceGetTotalEnergyConsumption", r);
     return p;
   }
+  // the limit, the clock and its reasons are figures apart: one a device
+  // does not support stays unread (0, reasons_read false)
   constexpr int kClockSm = 1;  // NVML_CLOCK_SM
-  if (int r = n.limit(d, &mw); r != 0) p.why = nvml_error(n, "nvmlDeviceGetEnforcedPowerLimit", r);
-  if (int r = n.clock(d, kClockSm, &mhz); r != 0) p.why = nvml_error(n, "nvmlDeviceGetClockInfo", r);
-  if (int r = n.reasons(d, &reasons); r != 0) p.why = nvml_error(n, "nvmlDeviceGetCurrentClocksEventReasons", r);
   p.energy_mj = mj;
-  p.power_limit_w = mw / 1000.0;
-  p.sm_mhz = mhz;
-  p.clock_reasons = reasons;
+  if (n.limit(d, &mw) == 0) p.power_limit_w = mw / 1000.0;
+  if (n.clock(d, kClockSm, &mhz) == 0) p.sm_mhz = mhz;
+  if (n.reasons(d, &reasons) == 0) {
+    p.reasons_read = true;
+    p.clock_reasons = reasons;
+  }
   return p;
 }
 

@@ -16,10 +16,11 @@
 namespace fg {
 
 struct PowerReading {
-  std::string why;             // "" when read; else what failed
+  std::string why;             // "" when the energy counter read; else what failed
   uint64_t energy_mj = 0;      // since the driver loaded
-  double power_limit_w = 0;    // enforced
-  unsigned sm_mhz = 0;         // now
+  double power_limit_w = 0;    // enforced; 0 where it did not read
+  unsigned sm_mhz = 0;         // now; 0 where it did not read
+  bool reasons_read = false;   // whether clock_reasons holds a reading
   uint64_t clock_reasons = 0;  // NVML's clocks event reasons bitmask
 };
 

@@ -67,6 +67,26 @@ TEST(ProfileSteps, OnlyTheLastStepsAreKeptWhenAskedAndTheEarlierAreStillChecked)
   EXPECT_NE(why.find("ran other device work"), std::string::npos) << why;
 }
 
+// The steps to read are cut from the end by their kernel count, each with
+// the memset before its first kernel; the steps before them are not checked.
+TEST(ProfileSteps, TheStepsToReadAreTheLastKernelsWithTheirMemsets) {
+  auto trace = trace_of({10, 30, 12, 11, 50});
+  trace[2].name = "other_norm";  // an odd step among those run only to warm the device
+  std::string why;
+  const auto tail = last_kernels_of(trace, 4, &why);  // two steps of two kernels
+  EXPECT_EQ(why, "");
+  ASSERT_EQ(tail.size(), 6u);
+  EXPECT_FALSE(tail[0].kernel);  // the fourth step's memset opens the tail
+  const auto steps = split_steps(tail, 2, &why);
+  EXPECT_EQ(why, "");
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0][1].end_ns - steps[0][1].start_ns, 11000u);
+  EXPECT_EQ(steps[1][1].end_ns - steps[1][1].start_ns, 50000u);
+  // more kernels asked than ran: said, and the whole trace comes back
+  EXPECT_EQ(last_kernels_of(trace, 11, &why).size(), trace.size());
+  EXPECT_NE(why.find("fewer than the 11"), std::string::npos) << why;
+}
+
 TEST(ProfileSteps, StepsThatRanOtherWorkAreShownAsOneSpanAndSaidSo) {
   std::string why;
   auto trace = trace_of({10, 10});
