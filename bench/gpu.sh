@@ -41,6 +41,9 @@
 # swiglu: bench/swiglu_gemm.cu, the SwiGLU kernel against cuBLASLt + SiLU-mul
 # (SWIGLU_WARMUP_MS=MS: each timed graph replayed back to back that long first).
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
+# BENCH_ROUNDS_ONLY=1: no sweep, only the BENCH_ROUNDS interleaved rounds of
+# fusegate C max-autotune + CUDA graphs against BENCH_TORCH_CONFIG (default
+# torch.compile reduce-overhead): a world-size-2 call cannot hold both.
 # BENCH_WARMUP_MS (default 2000, at most 60000): each side runs its forward
 # back to back this long before it is timed (the GPU at its power cap).
 # placement: the max-autotune C goldens' residual placement tables dropped,
@@ -64,6 +67,12 @@ for blk in ${BENCH_BLOCKS:-h2048}; do
   case "$blk" in h2048 | h2048_s2048 | h4096) ;;
   *) echo "gpu.sh: BENCH_BLOCKS names '$blk'; the blocks: h2048 h2048_s2048 h4096" >&2; exit 2 ;; esac
 done
+case "${BENCH_ROUNDS_ONLY:-0}" in
+  0) ;;
+  1) [[ "${BENCH_ROUNDS:-0}" =~ ^[1-9][0-9]*$ ]] || {
+       echo "gpu.sh: BENCH_ROUNDS_ONLY=1 times only the interleaved rounds: set BENCH_ROUNDS to 1 or more, not '${BENCH_ROUNDS:-}'" >&2; exit 2; } ;;
+  *) echo "gpu.sh: BENCH_ROUNDS_ONLY must be 0 or 1, not '$BENCH_ROUNDS_ONLY'" >&2; exit 2 ;;
+esac
 if ! { [[ "${BENCH_WARMUP_MS:-2000}" =~ ^[0-9]{1,5}$ ]] && [ "${BENCH_WARMUP_MS:-2000}" -le 60000 ]; }; then
   echo "gpu.sh: BENCH_WARMUP_MS must be milliseconds (0 to 60000), not '$BENCH_WARMUP_MS'" >&2; exit 2
 fi
@@ -387,7 +396,8 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     o=$(bench_dir "$blk")
     PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$o" --world-size "$bench_world" \
       --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) --rounds "${BENCH_ROUNDS:-0}" \
-      --warmup-ms "${BENCH_WARMUP_MS:-2000}" \
+      --warmup-ms "${BENCH_WARMUP_MS:-2000}" $([ "${BENCH_ROUNDS_ONLY:-0}" = 1 ] && echo --rounds-only) \
+      ${BENCH_TORCH_CONFIG:+--torch-config "$BENCH_TORCH_CONFIG"} \
       2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
     phase "bench $blk done"
   done

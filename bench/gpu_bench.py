@@ -6,6 +6,7 @@ and writes everything to OUT/bench.md).
     python3 bench/gpu_bench.py --fusegate ./build-gpu/harness/fusegate --out OUT
                                [--world-size N] [--skip-torch] [--kernels-only]
                                [--block B] [--quick] [--rounds N]
+                               [--rounds-only [--fusegate-config L] [--torch-config L]]
 
 Configurations, each labelled with its class ("CUDA graphs" or "host
 launches") so that a ratio never divides a CUDA-graph time by a host-launch
@@ -38,7 +39,9 @@ time:
   device kernel, the idle gap before it, and span / busy / idle totals.
 - with --rounds N: each side's best CUDA-graph configuration timed again
   in N interleaved rounds (ABBA: the side that goes first alternates), and
-  the median of the rounds' ratios (rounds.json).
+  the median of the rounds' ratios (rounds.json); with --rounds-only, no
+  sweep: the rounds alone of the two named configurations, rounds.json and
+  bench.md rewritten after each round.
 - the achieved GB/s of fusegate's RMSNorm and pointwise-chain kernels at
   8192 x 4096 bf16 against the measured device-to-device copy bandwidth
   (--kernels-only prints that table alone).
@@ -799,7 +802,7 @@ def fusegate_profile(fg, world, row, out, records):
         return None, f"failed: unreadable profile ({e})"
 
 
-def interleaved_rounds(fg, world, out, fg_row, t_row, n):
+def interleaved_rounds(fg, world, out, fg_row, t_row, n, on_round=None):
     """fusegate's and torch's best CUDA-graph configurations timed again in
     n rounds, alternating which side goes first (ABBA), each run as in the
     sweep (a fresh process, warm-up, ITERS timings); returns one dict a
@@ -807,7 +810,9 @@ def interleaved_rounds(fg, world, out, fg_row, t_row, n):
     Between calls on machines of one kind the sweep's ratios moved by 5-15%
     while the kernels' own time stayed put: a ratio is claimed from the
     median of rounds, where both sides saw the same stretch of the GPU's
-    life, not from one pair of runs."""
+    life, not from one pair of runs. `on_round(rounds)` is called after
+    each round (the rounds so far), so that a call that runs out of time
+    keeps the rounds it finished."""
     scratch = pathlib.Path(out, "rounds")
     scratch.mkdir(parents=True, exist_ok=True)
     os.environ["GPU_BENCH_TORCH_ONLY"] = t_row["name"]
@@ -826,13 +831,17 @@ def interleaved_rounds(fg, world, out, fg_row, t_row, n):
                         times = rec["ranks"][0]["times_ms"]
                         ok = "CUDA graph replay" in times.get("how", "")
                         got["fusegate"] = float(times["forward_median"]) if ok else None
+                        got["fusegate_energy"] = times.get("energy")
                     except (TypeError, KeyError, IndexError, ValueError):
                         got["fusegate"] = None
                 else:
                     rows, _ = run_torch(world, scratch)
                     ok = rows and rows[0].get("class") == GRAPHS
                     got["torch"] = rows[0].get("ms") if ok else None
+                    got["torch_energy"] = rows[0].get("energy") if rows else None
             rounds.append(got)
+            if on_round:
+                on_round(rounds)
     finally:
         os.environ.pop("GPU_BENCH_TORCH_ONLY", None)
     return rounds
@@ -841,7 +850,8 @@ def interleaved_rounds(fg, world, out, fg_row, t_row, n):
 def rounds_lines(fg_row, t_row, rounds):
     """The rounds' table and the median of their ratios."""
     lines = [f"## Interleaved rounds (ABBA): {fg_row['name']} against {t_row['name']}", "",
-             "| round | first | fusegate ms | torch ms | ratio |", "|---|---|---|---|---|"]
+             "| round | first | fusegate ms | torch ms | ratio | mJ / forward, fusegate / torch |",
+             "|---|---|---|---|---|---|"]
     ratios = []
     for i, r in enumerate(rounds):
         f, t = r.get("fusegate"), r.get("torch")
@@ -849,7 +859,8 @@ def rounds_lines(fg_row, t_row, rounds):
         if q is not None:
             ratios.append(q)
         lines.append(f"| {i + 1} | {r['order'][0]} | {fmt(f, '.3f', 'failed')} | {fmt(t, '.3f', 'failed')} "
-                     f"| {fmt(q, '.3f')} |")
+                     f"| {fmt(q, '.3f')} | {energy_cell(r.get('fusegate_energy'))} / "
+                     f"{energy_cell(r.get('torch_energy'))} |")
     lines.append("")
     if len(ratios) < len(rounds) or not ratios:
         lines.append(f"- CUDA graphs, interleaved: {len(rounds) - len(ratios)} of {len(rounds)} rounds failed: "
@@ -995,7 +1006,29 @@ def main():
                     help="after the sweep, time each side's best CUDA-graph configuration again in this many "
                          "interleaved rounds (ABBA) and report the median ratio; each round is a fresh process a "
                          "side, so torch recompiles its configuration every round (max-autotune: minutes)")
+    ap.add_argument("--rounds-only", action="store_true",
+                    help="no sweep: only the --rounds, of --fusegate-config against --torch-config (a call at "
+                         "world size 2 cannot hold the sweep and the rounds)")
+    ap.add_argument("--fusegate-config", default="fusegate C max-autotune + CUDA graphs",
+                    help="with --rounds-only: fusegate's side (a label of the sweep's rows)")
+    ap.add_argument("--torch-config", default="torch.compile reduce-overhead",
+                    help="with --rounds-only: torch's side (a label of the sweep's rows, a CUDA-graph one)")
     a = ap.parse_args()
+    if a.rounds_only:
+        fg_cfg = [c for c in FUSEGATE_CONFIGS if c[0] == a.fusegate_config and c[1] == GRAPHS]
+        t_cfg = [c for c in TORCH_CONFIGS if c[0] == a.torch_config and c[1] == GRAPHS]
+        bad = []
+        if a.rounds < 1:
+            bad.append("--rounds-only needs --rounds N (1 or more)")
+        if not fg_cfg:
+            bad.append(f"--fusegate-config '{a.fusegate_config}' is none of the CUDA-graph rows: " +
+                       ", ".join(c[0] for c in FUSEGATE_CONFIGS if c[1] == GRAPHS))
+        if not t_cfg:
+            bad.append(f"--torch-config '{a.torch_config}' is none of the CUDA-graph rows: " +
+                       ", ".join(c[0] for c in TORCH_CONFIGS if c[1] == GRAPHS))
+        if bad:
+            print("gpu_bench: " + "; ".join(bad), file=sys.stderr)
+            return 2
     if a.warmup_ms < 0:
         print(f"gpu_bench: --warmup-ms {a.warmup_ms}: must be 0 or more", file=sys.stderr)
         return 2
@@ -1026,6 +1059,9 @@ def main():
               f"{HEAD_DIM}, MLP {MLP}, batch {B} x seq {S}, bf16); world size {world} (TP over NCCL); "
               f"median of {ITERS} CUDA-event timings after warm-up ({WARMUP_MS} ms of back-to-back forwards "
               f"each side); {started}")
+
+    if a.rounds_only:
+        return rounds_only(a, world, header)
 
     # the kernel GB/s table: one-kernel graphs at world size 1
     bw = copy_bandwidth()
@@ -1117,6 +1153,31 @@ def main():
             rlines = ["- CUDA graphs, interleaved: not run (a side has no CUDA-graph configuration that ran)"]
     text = report(rlines)
     print(text)
+    return 0
+
+
+def rounds_only(a, world, header):
+    """--rounds-only: the interleaved rounds of the two named CUDA-graph
+    configurations, no sweep; rounds.json and bench.md rewritten after each
+    round (a call that runs out of time keeps the rounds it finished)."""
+    fg_cfg = next(c for c in FUSEGATE_CONFIGS if c[0] == a.fusegate_config)
+    fg_row = {"name": fg_cfg[0], "mode": fg_cfg[2], "extra": fg_cfg[3]}
+    t_row = {"name": a.torch_config}
+
+    def write(rounds, done):
+        lines = rounds_lines(fg_row, t_row, rounds)
+        if not done:
+            lines.append(f"- CUDA graphs, interleaved: {len(rounds)} of {a.rounds} rounds so far (not finished)")
+        text = "\n".join(["## Interleaved rounds only (no sweep)", "", header, ""] + lines)
+        dump_json(pathlib.Path(a.out, "rounds.json"), rounds)
+        tmp = pathlib.Path(a.out, "bench.md.tmp")
+        tmp.write_text(text + "\n")
+        os.replace(tmp, pathlib.Path(a.out, "bench.md"))
+        return text
+
+    rounds = interleaved_rounds(a.fusegate, world, a.out, fg_row, t_row, a.rounds,
+                                on_round=lambda rs: write(rs, False))
+    print(write(rounds, True))
     return 0
 
 
