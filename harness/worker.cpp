@@ -151,6 +151,15 @@ int agreed_warm_steps(Collectives& coll, const std::string& key, double ms, doub
   return std::stoi(coll.exchange(key, std::to_string(mine)).at(0));
 }
 
+// A share of the agreed warm-up's `warm_steps` forwards (which filled
+// `warmup_ms`): 1/`divisor` of them, at most about `at_most_ms` of them;
+// from the agreed count alone, so every rank runs as many. 0 without a
+// warm-up.
+int warmup_share(int warm_steps, int warmup_ms, int divisor, int at_most_ms) {
+  if (warmup_ms <= 0) return 0;
+  return std::min(warm_steps / divisor, static_cast<int>(static_cast<int64_t>(warm_steps) * at_most_ms / warmup_ms));
+}
+
 nlohmann::json profile_json(const std::vector<LaunchRecord>& launches, const std::vector<DeviceKernel>& ran,
                             int steps, int keep, const std::string& how) {
   double copy_gbps = 0, gemm_tflops = 0;
@@ -345,7 +354,7 @@ void save_gemm_algos(const std::string& table, const std::string& path, nlohmann
 // decide, as for every measured choice; the choice stays only where its
 // forward is at least 1% faster (the rule that measured it alone), and
 // every rank settles the same way.
-void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>& fwd, bool graph) {
+void check_gemm_algos_in_forward(Collectives& coll, AtenExecutor& ex, const std::function<void()>& fwd, bool graph) {
   constexpr int kRounds = 4, kIters = 30;
   constexpr double kWarmMs = 250;
   const std::vector<std::string> shapes = gemm_tuning_unchecked(graph);
@@ -365,14 +374,9 @@ void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>&
         // cuda_time, and its replays are no slower): about kWarmMs or less
         // of replays; rank 0's count on every rank
         fwd();
-        cuda_synchronize();
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int k = 0; k < 3; ++k) fwd();
-        cuda_synchronize();
-        const double pace = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / 3;
         const int warm = agreed_warm_steps(
             coll, "gemm_forward_warm_" + std::to_string(i) + "_" + std::to_string(round) + "_" + std::to_string(j),
-            kWarmMs, pace);
+            kWarmMs, paced_ms(ex, fwd, 3));
         std::string note;
         std::vector<double> t = cuda_time(kIters, fwd, graph, &note, nullptr, 1, warm);
         side[choice ? 0 : 1].insert(side[choice ? 0 : 1].end(), t.begin(), t.end());
@@ -402,7 +406,8 @@ void check_gemm_algos_in_forward(Collectives& coll, const std::function<void()>&
 // After the warm-up forward: rank 0 chooses, every rank adopts the same
 // table and checks its choices in the forward `fwd`; rank 0 caches the
 // settled table.
-void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank, const std::function<void()>& fwd, bool graph) {
+void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank, AtenExecutor& ex,
+                       const std::function<void()>& fwd, bool graph) {
   const std::string key = cuda_device_name() + "|" + gemm_tuning_library();
   std::string table, path;
   nlohmann::json cache = nlohmann::json::object();
@@ -416,7 +421,7 @@ void choose_gemm_algos(const RunSpec& spec, Collectives& coll, int rank, const s
   if (!err.empty())
     cannot_test("GEMM algorithm choices (max-autotune): " + err +
                 " (every rank needs rank 0's GPU model and cuBLASLt; or run --fusion default)");
-  check_gemm_algos_in_forward(coll, fwd, graph);
+  check_gemm_algos_in_forward(coll, ex, fwd, graph);
   if (rank == 0) save_gemm_algos(gemm_tuning_table(), path, cache, key);
 }
 
@@ -740,7 +745,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     warm = forward(*r, mode, ex, inputs, false);
     progress(out_path, "choosing GEMM algorithms");
     const auto [step, one_graph] = timed_step(warm, ex.graphs_run());
-    choose_gemm_algos(spec, coll, rank, step, spec.cuda_graphs && one_graph);
+    choose_gemm_algos(spec, coll, rank, ex, step, spec.cuda_graphs && one_graph);
   }
   // max-autotune on cpu: each GEMM template against the library call, by
   // measurement; the graphs compile again with the choice
@@ -790,20 +795,14 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // warm-up (at most about 500 ms of it) runs again under the trace,
   // untimed and unread, before the steps that are read.
   const int profile_steps = std::min(kProfileSteps, std::max(1, spec.iters));
-  const int trace_warm_steps =
-      spec.warmup_ms > 0
-          ? std::min(warm_steps / 4, static_cast<int>(static_cast<int64_t>(warm_steps) * 500 / spec.warmup_ms))
-          : 0;
+  const int trace_warm_steps = warmup_share(warm_steps, spec.warmup_ms, 4, 500);
   std::vector<DeviceKernel> profiled;
   // after --warmup-ms, the energy of half as many forwards again, run as the
   // timed ones right after them: at the power cap a forward's time is about
   // its energy over the cap, so the record says what each side spent (at
-  // most about 1 s of them). Both counts come from the agreed warm-up
-  // count, so every rank runs as many.
+  // most about 1 s of them)
   EnergyWindow energy;
-  energy.steps = spec.warmup_ms > 0 ? std::min(warm_steps / 2, static_cast<int>(static_cast<int64_t>(warm_steps) *
-                                                                                1000 / spec.warmup_ms))
-                                    : 0;
+  energy.steps = warmup_share(warm_steps, spec.warmup_ms, 2, 1000);
   if (cuda) {
     std::string note;
     times = cuda_time(std::max(1, spec.iters), body, spec.cuda_graphs && one, &note,

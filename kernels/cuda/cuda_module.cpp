@@ -178,9 +178,9 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
       ms.push_back(start[static_cast<size_t>(i)].elapsed_time(stop[static_cast<size_t>(i)]));
   };
   // the energy of more steps run the same way, from a drained device to a
-  // drained device (the counter is the driver's, in mJ)
-  // The steps run whether or not NVML reads (their collectives pair with
-  // the other ranks', which may read); only the figures are dropped.
+  // drained device (the counter is the driver's, in mJ); the steps run
+  // whether or not NVML reads (their collectives pair with the other
+  // ranks', which may read): only the figures are dropped
   auto energy_window = [&](const std::function<void()>& step) {
     if (!energy || energy->steps <= 0) return;
     c10::cuda::device_synchronize();
