@@ -48,6 +48,8 @@
 # back to back this long before it is timed (the GPU at its power cap).
 # placement: the max-autotune C goldens' residual placement tables dropped,
 # measured again by `bless`, checked, the forced opposite placement caught;
+# PLACEMENT_GEMMS=1: their GEMM algorithm tables (gemm_algos) dropped too, so
+# that bless measures every GEMM choice again (at the sustained state);
 # the goldens packed as $OUTDIR/golden-ma.tgz.
 # kernels: the generated kernels against ATen on the GPU (test_runtime with
 # FUSEGATE_TEST_BACKEND=cuda) and the RMSNorm / pointwise GB/s table only.
@@ -76,6 +78,7 @@ esac
 if ! { [[ "${BENCH_WARMUP_MS:-2000}" =~ ^[0-9]{1,5}$ ]] && [ "${BENCH_WARMUP_MS:-2000}" -le 60000 ]; }; then
   echo "gpu.sh: BENCH_WARMUP_MS must be milliseconds (0 to 60000), not '$BENCH_WARMUP_MS'" >&2; exit 2
 fi
+case "${PLACEMENT_GEMMS:-0}" in 0 | 1) ;; *) echo "gpu.sh: PLACEMENT_GEMMS must be 0 or 1, not '$PLACEMENT_GEMMS'" >&2; exit 2 ;; esac
 if [ -n "${ATTN_VARIANT:-}" ] && [ ! -f "$ATTN_VARIANT" ]; then
   echo "gpu.sh: ATTN_VARIANT names '$ATTN_VARIANT', which is not a file (an untracked file travels to the device only when git does not ignore it)" >&2
   exit 2
@@ -173,18 +176,20 @@ if [ "$what" = placement ]; then
   # the goldens hold world sizes 1 and 2: a table dropped at a world size
   # this machine cannot bless would stay dropped
   [ "$ngpu" -ge 2 ] || { echo "gpu.sh: placement needs two GPUs (the goldens of world sizes 1 and 2); $ngpu here" >&2; exit 125; }
-  python3 - <<'PY' || { echo "gpu.sh: could not drop the residual placement tables" >&2; exit 1; }
-import glob, json
+  PLACEMENT_GEMMS="${PLACEMENT_GEMMS:-0}" python3 - <<'PY' || { echo "gpu.sh: could not drop the residual placement tables" >&2; exit 1; }
+import glob, json, os
+tables = ["residual_placement"] + (["gemm_algos"] if os.environ["PLACEMENT_GEMMS"] == "1" else [])
 n = 0
 for f in sorted(glob.glob("golden/cuda/*/C_w*.max-autotune.json")):
     g = json.load(open(f))
     had = False
     for r in g.get("ranks", []):
-        had = r.pop("residual_placement", None) is not None or had
+        for t in tables:
+            had = r.pop(t, None) is not None or had
     if had:
         json.dump(g, open(f, "w"), indent=2)
         n += 1
-print(f"residual placement tables dropped from {n} max-autotune goldens")
+print(f"{' and '.join(tables)} tables dropped from {n} max-autotune goldens")
 PY
   bless_max_autotune "${BLESS_WHY:-residual placement measured again}"
   placement_fault_check

@@ -339,7 +339,7 @@ class Nvml:
 
 
 _NVML = None
-MIN_ENERGY_WINDOW_MS = 100  # as fusegate's: shorter windows misread the counter's steps
+ENERGY_POLL_S = 0.002  # as fusegate's kEnergyPollMs: the counter steps about every 100 ms
 
 
 def nvml():
@@ -351,34 +351,84 @@ def nvml():
     return _NVML
 
 
+def energy_from_steps(samples, window_ms):
+    """The power between the energy counter's first and last steps inside
+    the window, as fusegate's energy_from_steps (kernels/cuda/energy_steps.h):
+    samples are (ms since the window opened, counter mJ) in time order.
+    Returns (watts, over_ms, periods, why)."""
+    steps = []
+    for (_, prev), (at, mj) in zip(samples, samples[1:]):
+        if mj < prev:
+            return None, None, None, "NVML's energy counter went back during the window"
+        if mj != prev and 0 < at <= window_ms:
+            steps.append((at, mj))
+    if len(steps) < 2:
+        return None, None, None, (f"NVML's energy counter stepped {len(steps)} time(s) in the window of "
+                                  f"{window_ms:.0f} ms (it steps about every 100 ms; two steps are needed)")
+    over = steps[-1][0] - steps[0][0]
+    if over <= 0:
+        return None, None, None, "NVML's energy counter stepped twice at one instant"
+    return (steps[-1][1] - steps[0][1]) / over, over, len(steps) - 1, None
+
+
 def energy_window(fn, steps):
     """The energy of `steps` more calls of fn() back to back from a drained
     device to a drained device, as fusegate's record has it
-    (times_ms.energy): mJ a forward, mean watts, the SM clock and its
-    reasons read while they still run. The calls run whether or not NVML
-    reads (they hold all-reduces that pair with the other ranks')."""
+    (times_ms.energy): a thread polls NVML while they run, and the power is
+    read between the counter's first and last steps in the window (whole
+    update periods); mJ a forward is that power times the window's time a
+    forward; the SM clock is the mean of the polls, the reasons every one
+    seen. The calls run whether or not NVML reads (they hold all-reduces
+    that pair with the other ranks')."""
+    import sys
+    import threading
     n = nvml()
     e = {"forwards": steps}
+    polls, failed, done = [], [], threading.Event()
     torch.cuda.synchronize()
-    a = n.read()
     t0 = time.perf_counter()
-    for _ in range(steps):
-        fn()
-    busy = n.read()
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t0) * 1e3
-    b = n.read()
-    if a is None or b is None:
-        return {**e, "why": n.why or "NVML could not be read"}
-    if b[0] <= a[0]:
-        return {**e, "why": "NVML's energy counter did not move over the window"}
-    if ms < MIN_ENERGY_WINDOW_MS:
-        return {**e, "why": f"a window of {ms:.0f} ms is shorter than {MIN_ENERGY_WINDOW_MS} ms"}
-    out = {**e, "ms": ms, "mj_per_forward": (b[0] - a[0]) / steps, "watts": (b[0] - a[0]) / ms}
-    for key, value in (("power_limit_w", b[1]), ("sm_mhz", busy[2] if busy else None),
-                       ("clock_reasons", busy[3] if busy else None)):
-        if value is not None:  # a figure the device did not give is left out
-            out[key] = value
+
+    def poll():
+        while not done.is_set():
+            r = n.read()
+            at = (time.perf_counter() - t0) * 1e3
+            if r is None:
+                failed.append(n.why or "NVML could not be read")
+                return
+            polls.append((at, r))
+            time.sleep(ENERGY_POLL_S)
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)  # the poller runs between the calls' Python
+    th = threading.Thread(target=poll, daemon=True)
+    th.start()
+    try:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+        ms = (time.perf_counter() - t0) * 1e3
+    finally:
+        done.set()
+        th.join()
+        sys.setswitchinterval(switch)
+    if failed:
+        return {**e, "why": failed[0]}
+    watts, over, periods, why = energy_from_steps([(at, r[0]) for at, r in polls], ms)
+    if why:
+        return {**e, "why": why}
+    out = {**e, "ms": ms, "mj_per_forward": watts * ms / steps, "watts": watts, "read_over_ms": over,
+           "counter_periods": periods}
+    limits = [r[1] for _, r in polls if r[1] is not None]
+    clocks = [r[2] for _, r in polls if r[2] is not None]
+    order = [name for _, name in Nvml.REASONS]  # NVML's bit order, unknown bits last
+    reasons = sorted({x for _, r in polls if r[3] for x in r[3].split(" | ") if x != "none"},
+                     key=lambda x: (order.index(x) if x in order else len(order), x))
+    if limits:  # a figure the device did not give is left out
+        out["power_limit_w"] = limits[-1]
+    if clocks:
+        out["sm_mhz"] = round(sum(clocks) / len(clocks))
+    if any(r[3] for _, r in polls):
+        out["clock_reasons"] = " | ".join(reasons) or "none"
     return out
 
 
@@ -721,8 +771,10 @@ def kernel_gbps(fg, tmp):
 
 
 def kernel_lines(bw, kernels, notes):
-    lines = [f"device-to-device copy: {bw:.0f} GB/s (bytes read + written)", "",
-             "| kernel (8192 x 4096 bf16) | launches | median ms | GB/s | of copy |", "|---|---|---|---|---|"]
+    lines = [f"device-to-device copy: {bw:.0f} GB/s (bytes read + written)", ""]
+    if not kernels:  # an empty table would read as a table that was measured
+        return lines + ["kernels not timed: BENCH_QUICK=1 (--quick) skips them; `bash bench/gpu.sh kernels` times them"]
+    lines += ["| kernel (8192 x 4096 bf16) | launches | median ms | GB/s | of copy |", "|---|---|---|---|---|"]
     for name, v, err in kernels:
         if v is None:
             lines.append(f"| {name} | failed | | | |")

@@ -38,15 +38,14 @@ std::map<std::string, PlacementChoice> known_placements(const std::vector<std::s
   return out;
 }
 
-bool apart_wins(double gemm_ms, double apart_ms) {
-  return std::isfinite(gemm_ms) && std::isfinite(apart_ms) && apart_ms > 0 && apart_ms < 0.995 * gemm_ms;
-}
+bool apart_wins(const RoundsSummary& hoisted_vs_apart) { return candidate_wins(hoisted_vs_apart, 0.005); }
 
 nlohmann::json placement_json(const PlacementChoice& c) {
   nlohmann::json e = {{"site", c.site}, {"placement", c.apart ? "apart" : "gemm"}, {"source", c.source}};
   auto ms = [](double v) { return std::round(v * 1e4) / 1e4; };
   if (c.gemm_ms > 0) e["gemm_ms"] = ms(c.gemm_ms);
   if (c.apart_ms > 0) e["apart_ms"] = ms(c.apart_ms);
+  if (c.rounds > 0) e["apart_faster_rounds"] = std::to_string(c.apart_faster) + " of " + std::to_string(c.rounds);
   if (!c.how.empty()) e["how"] = c.how;
   return e;
 }

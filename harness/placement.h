@@ -23,8 +23,9 @@
 //   3. every site still undecided is timed in the whole forward, as the run
 //      times it (its CUDA graph replayed, or its host launches), hoisted and
 //      apart, in alternating order over 4 rounds of 30 forwards, each side's
-//      median over its 120 kept; rank 0's times decide (apart_wins), every
-//      rank adopts. The median, not the fastest: the spread belongs to the
+//      median over its 120 kept; rank 0's times decide (apart_wins: the add
+//      apart only where its median is 0.5% below the hoist's and it was
+//      faster in each of the 4 rounds, harness/rounds.h), every rank adopts. The median, not the fastest: the spread belongs to the
 //      program. On the H100, tp_block_llama_h2048_s2048 at world size 1
 //      with the down projection's residual hoisted ran its fastest forward
 //      at 0.800-0.801 ms but its median at 0.868-0.915 (three processes),
@@ -49,6 +50,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/rounds.h"
+
 namespace fg {
 
 struct PlacementChoice {
@@ -57,7 +60,9 @@ struct PlacementChoice {
   std::string source;      // measured, golden or forced
   double gemm_ms = 0;      // the forward with the hoist (measured only)
   double apart_ms = 0;     // the forward with the add apart (measured only)
-  std::string how;         // how the forwards were timed (measured only)
+  std::string how = "";    // how the forwards were timed (measured only)
+  int apart_faster = 0;    // rounds in which the add apart was faster (measured only)
+  int rounds = 0;          // rounds timed (measured only; 0: not measured)
 };
 
 // The sites are the ledger's entries that hoisted (tp_residual_hoisted) or
@@ -72,12 +77,13 @@ std::map<std::string, PlacementChoice> known_placements(const std::vector<std::s
                                                         const std::optional<nlohmann::json>& golden,
                                                         const std::string& golden_name);
 
-// The add stays apart only where its forward was faster by more than the
-// timings' spread (0.5%): the hoist is the compiler's default.
-bool apart_wins(double gemm_ms, double apart_ms);
+// The add stays apart only where its forward's median was faster than the
+// hoist's by more than 0.5% and it was faster in every round (the rounds'
+// default side is the hoist): the hoist is the compiler's default.
+bool apart_wins(const RoundsSummary& hoisted_vs_apart);
 
 // {"site", "placement": "gemm" | "apart", "source"} and, where measured,
-// "gemm_ms", "apart_ms", "how".
+// "gemm_ms", "apart_ms", "apart_faster_rounds" ("3 of 4"), "how".
 nlohmann::json placement_json(const PlacementChoice& c);
 // A record's table: rank 0's residual_placement (every rank holds rank 0's),
 // or null where it has none.

@@ -31,6 +31,7 @@
 #include "harness/golden.h"
 #include "harness/json_read.h"
 #include "harness/placement.h"
+#include "harness/rounds.h"
 #include "harness/profile.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
@@ -352,14 +353,16 @@ void save_gemm_algos(const std::string& table, const std::string& path, nlohmann
 // evening they ran from a drained device and each side's best round was
 // kept), each side's median over all its rounds' forwards. Rank 0's times
 // decide, as for every measured choice; the choice stays only where its
-// forward is at least 1% faster (the rule that measured it alone), and
-// every rank settles the same way.
+// forward's median is at least 1% faster (the rule that measured it alone)
+// and it was faster in every round (harness/rounds.h), and every rank
+// settles the same way.
 void check_gemm_algos_in_forward(Collectives& coll, AtenExecutor& ex, const std::function<void()>& fwd, bool graph) {
   constexpr int kRounds = 4, kIters = 30;
   constexpr double kWarmMs = 250;
   const std::vector<std::string> shapes = gemm_tuning_unchecked(graph);
   for (size_t i = 0; i < shapes.size(); ++i) {
-    std::vector<double> side[2];  // [choice, top-1]: every timed forward, ms
+    // [round][0: top-1, 1: the choice]: each round's timed forwards
+    std::vector<std::vector<std::vector<double>>> rounds(kRounds, std::vector<std::vector<double>>(2));
     std::string how;
     bool replayed = graph;  // every round a CUDA graph replay (capture can fail: host launches then)
     for (int round = 0; round < kRounds; ++round)
@@ -379,20 +382,19 @@ void check_gemm_algos_in_forward(Collectives& coll, AtenExecutor& ex, const std:
             kWarmMs, paced_ms(ex, fwd, 3));
         std::string note;
         std::vector<double> t = cuda_time(kIters, fwd, graph, &note, nullptr, 1, warm);
-        side[choice ? 0 : 1].insert(side[choice ? 0 : 1].end(), t.begin(), t.end());
+        rounds[round][choice ? 1 : 0] = std::move(t);
         replayed = replayed && note == "CUDA graph replay";
         how = graph ? note : "host launches";
       }
-    double med[2];
-    for (int s = 0; s < 2; ++s) {
-      std::sort(side[s].begin(), side[s].end());
-      med[s] = side[s][side[s].size() / 2];
-    }
-    const std::string mine = nlohmann::json::array({med[0], med[1]}).dump();
-    const nlohmann::json r0 = nlohmann::json::parse(coll.exchange("gemm_forward_" + std::to_string(i), mine).at(0));
-    const double choice_ms = r0.at(0).get<double>(), top1_ms = r0.at(1).get<double>();
+    const RoundsSummary r0 = rounds_from_json(nlohmann::json::parse(
+        coll.exchange("gemm_forward_" + std::to_string(i), rounds_json(summarize_rounds(rounds)).dump()).at(0)));
+    const double choice_ms = r0.candidate_ms, top1_ms = r0.default_ms;
+    if (coll.rank() == 0)
+      std::cerr << "fusegate: GEMM " << shapes[i] << " in the forward (" << (graph ? "CUDA graphs" : "host launches")
+                << "): top-1 " << top1_ms << " ms, choice " << choice_ms << " ms, choice faster in "
+                << rounds_text(r0) << " rounds: " << (candidate_wins(r0, 0.01) ? "choice" : "top-1") << "\n";
     const std::string err =
-        gemm_tuning_settle(shapes[i], choice_ms < 0.99 * top1_ms, choice_ms, top1_ms,
+        gemm_tuning_settle(shapes[i], candidate_wins(r0, 0.01), choice_ms, top1_ms, r0.candidate_faster, r0.rounds,
                            how + "; median of " + std::to_string(kRounds) + " alternating rounds of " +
                                std::to_string(kIters) + " forwards, each after " +
                                std::to_string(static_cast<int>(kWarmMs)) + " ms of untimed ones, rank 0",
@@ -478,25 +480,25 @@ nlohmann::json choose_residual_placement(
     // so far
     std::set<std::string> with = apart;
     with.insert(s);
-    std::vector<double> ms[2];  // [hoisted, apart]
+    // [round][0: hoisted, 1: apart]: each round's timed forwards
+    std::vector<std::vector<std::vector<double>>> rounds(kRounds, std::vector<std::vector<double>>(2));
     std::string how;
     for (int round = 0; round < kRounds; ++round)
       for (int j = 0; j < 2; ++j) {
         const bool hoisted = (round % 2 == 0) == (j == 0);
-        const std::vector<double> t = time_forward(hoisted ? apart : with, &how);
-        ms[hoisted ? 0 : 1].insert(ms[hoisted ? 0 : 1].end(), t.begin(), t.end());
+        rounds[round][hoisted ? 0 : 1] = time_forward(hoisted ? apart : with, &how);
       }
-    double median[2];
-    for (int k = 0; k < 2; ++k) {
-      std::sort(ms[k].begin(), ms[k].end());
-      median[k] = ms[k].empty() ? 0.0 : ms[k][ms[k].size() / 2];
-    }
-    const nlohmann::json r0 = nlohmann::json::parse(
-        coll.exchange("residual_placement/" + std::to_string(i), nlohmann::json::array({median[0], median[1]}).dump())
-            .at(0));
-    PlacementChoice c{s, false, "measured", r0.at(0).get<double>(), r0.at(1).get<double>(),
-                      how + "; median of " + std::to_string(kRounds) + " alternating rounds of 30 forwards, rank 0"};
-    c.apart = apart_wins(c.gemm_ms, c.apart_ms);
+    const RoundsSummary r0 = rounds_from_json(nlohmann::json::parse(
+        coll.exchange("residual_placement/" + std::to_string(i), rounds_json(summarize_rounds(rounds)).dump())
+            .at(0)));
+    PlacementChoice c{s, false, "measured", r0.default_ms, r0.candidate_ms,
+                      how + "; median of " + std::to_string(kRounds) + " alternating rounds of 30 forwards, rank 0",
+                      r0.candidate_faster, r0.rounds};
+    c.apart = apart_wins(r0);
+    if (rank == 0)
+      std::cerr << "fusegate: " << spec.repro << ": residual placement at " << s << ": hoisted " << c.gemm_ms
+                << " ms, apart " << c.apart_ms << " ms, apart faster in " << rounds_text(r0) << " rounds: "
+                << (c.apart ? "apart" : "hoisted") << "\n";
     if (c.apart) apart.insert(s);
     table[s] = placement_json(c);
   }
@@ -800,7 +802,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // after --warmup-ms, the energy of half as many forwards again, run as the
   // timed ones right after them: at the power cap a forward's time is about
   // its energy over the cap, so the record says what each side spent (at
-  // most about 1 s of them)
+  // most about 1 s of them: about 10 of the energy counter's steps, between
+  // which the power is read, kernels/cuda/energy_steps.h)
   EnergyWindow energy;
   energy.steps = warmup_share(warm_steps, spec.warmup_ms, 2, 1000);
   if (cuda) {
@@ -996,6 +999,9 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       e["ms"] = energy.ms;
       e["mj_per_forward"] = energy.mj / energy.steps;
       e["watts"] = energy.mj / energy.ms;  // mJ over ms
+      // the span of the counter's steps the power was read over
+      e["read_over_ms"] = energy.read_over_ms;
+      e["counter_periods"] = energy.counter_periods;
       // a figure the device did not give is left out, never written as 0
       if (energy.power_limit_w > 0) e["power_limit_w"] = energy.power_limit_w;
       if (energy.sm_mhz > 0) e["sm_mhz"] = energy.sm_mhz;

@@ -48,8 +48,10 @@ struct EnergyWindow {
   int steps = 0;
   std::string why;
   double ms = 0, mj = 0, power_limit_w = 0;
-  unsigned sm_mhz = 0;
-  std::string clock_reasons;  // NVML's reasons the clock is held down, by name
+  double read_over_ms = 0;    // between the energy counter's first and last steps in the window
+  int counter_periods = 0;    // the counter's update periods in that span
+  unsigned sm_mhz = 0;        // the mean of the window's readings
+  std::string clock_reasons;  // NVML's reasons the clock was held down, every one seen, by name
 };
 // Times `body` `iters` times with device events (cuda) and returns each
 // iteration's milliseconds; `graph` captures one call of body into a CUDA

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include <map>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
@@ -30,6 +32,7 @@
 #include "kernels/cpu/runtime.h"
 #include "kernels/cuda/cublaslt.h"
 #include "kernels/cuda/device_power.h"
+#include "kernels/cuda/energy_steps.h"
 #include "kernels/cuda/kernel_trace.h"
 #include "kernels/cuda/nvrtc.h"
 
@@ -147,9 +150,9 @@ std::string cuda_cubin(const std::string& source, const std::string& arch) {
 
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 
-// The shortest energy window reported: the counter moves in steps of the
-// driver's own sampling, which a short window would misread.
-constexpr double kMinEnergyWindowMs = 100;
+// How often the energy window's thread reads NVML: the counter steps about
+// every 100 ms, so a step's instant is known to within this
+constexpr int kEnergyPollMs = 2;
 
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
                               std::vector<DeviceKernel>* profile, int profile_steps, int warmup_steps,
@@ -178,35 +181,67 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
       ms.push_back(start[static_cast<size_t>(i)].elapsed_time(stop[static_cast<size_t>(i)]));
   };
   // the energy of more steps run the same way, from a drained device to a
-  // drained device (the counter is the driver's, in mJ); the steps run
-  // whether or not NVML reads (their collectives pair with the other
-  // ranks', which may read): only the figures are dropped
+  // drained device: a thread polls NVML (the counter in mJ, the SM clock,
+  // its reasons) while they run, and the power is read between the
+  // counter's first and last steps inside the window
+  // (kernels/cuda/energy_steps.h); the steps run whether or not NVML reads
+  // (their collectives pair with the other ranks', which may read): only
+  // the figures are dropped
   auto energy_window = [&](const std::function<void()>& step) {
     if (!energy || energy->steps <= 0) return;
     c10::cuda::device_synchronize();
-    const PowerReading a = read_device_power();
+    int device = 0;
+    cudaGetDevice(&device);
+    std::atomic<bool> done{false};
+    std::vector<EnergySample> samples;
+    std::string why;
+    double mhz_sum = 0, limit_w = 0;
+    int mhz_n = 0;
+    uint64_t reasons = 0;
+    bool reasons_read = false;
     const auto t0 = std::chrono::steady_clock::now();
+    auto since_t0 = [&t0] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    std::thread poller([&] {
+      cudaSetDevice(device);  // read_device_power reads the current device's
+      while (!done.load()) {
+        const PowerReading p = read_device_power();
+        const double at = since_t0();
+        if (!p.why.empty()) {
+          why = p.why;
+          return;
+        }
+        samples.push_back({at, p.energy_mj});
+        if (p.sm_mhz > 0) mhz_sum += p.sm_mhz, ++mhz_n;
+        if (p.power_limit_w > 0) limit_w = p.power_limit_w;
+        if (p.reasons_read) reasons |= p.clock_reasons, reasons_read = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(kEnergyPollMs));
+      }
+    });
     for (int i = 0; i < energy->steps; ++i) step();
-    // read while the device still runs the steps: the host is ahead of it
-    // by the launch queue's depth
-    const PowerReading busy = read_device_power();
     c10::cuda::device_synchronize();
-    const auto t1 = std::chrono::steady_clock::now();
-    const PowerReading b = read_device_power();
-    energy->ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    energy->why = !a.why.empty() ? a.why : !b.why.empty() ? b.why : "";
-    if (!energy->why.empty()) return;
-    energy->mj = static_cast<double>(b.energy_mj) - static_cast<double>(a.energy_mj);
+    energy->ms = since_t0();
+    done.store(true);
+    poller.join();
+    if (!why.empty()) {
+      energy->why = why;
+      return;
+    }
+    const EnergySteps e = energy_from_steps(samples, energy->ms);
+    if (!e.why.empty()) {
+      energy->why = e.why;
+      return;
+    }
+    energy->mj = e.watts * energy->ms;  // the window at the power read between the steps
+    energy->read_over_ms = e.over_ms;
+    energy->counter_periods = e.periods;
     // the limit, the clock and its reasons are figures apart: one that did
-    // not read is left out (0 and ""), not the window
-    energy->power_limit_w = b.power_limit_w;
-    energy->sm_mhz = busy.sm_mhz;
-    energy->clock_reasons = busy.reasons_read ? clock_reasons_text(busy.clock_reasons) : "";
-    if (energy->mj <= 0) energy->why = "NVML's energy counter did not move over the window";
-    else if (energy->ms < kMinEnergyWindowMs)
-      energy->why = "a window of " + std::to_string(static_cast<int>(energy->ms)) +
-                    " ms is shorter than NVML's energy counter is read over here (" +
-                    std::to_string(static_cast<int>(kMinEnergyWindowMs)) + " ms): a longer --warmup-ms";
+    // not read is left out (0 and ""), not the window; the clock is the mean
+    // of the polls, the reasons every one seen
+    energy->power_limit_w = limit_w;
+    energy->sm_mhz = mhz_n > 0 ? static_cast<unsigned>(mhz_sum / mhz_n + 0.5) : 0;
+    energy->clock_reasons = reasons_read ? clock_reasons_text(reasons) : "";
   };
   // NVML loaded before the warm-up, not between the timings and the window
   // (loading it idles the device)

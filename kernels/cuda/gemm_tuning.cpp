@@ -209,7 +209,7 @@ std::string gemm_tuning_try(const std::string& shape, bool choice) {
 }
 
 std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, double choice_ms, double top1_ms,
-                               const std::string& how, bool graph) {
+                               int choice_faster_rounds, int rounds, const std::string& how, bool graph) {
   {
     std::lock_guard<std::mutex> lock(mu);
     json* e = adopted_entry(shape);
@@ -226,6 +226,7 @@ std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, doubl
               {"choice_config", e->value("config", std::string())},
               {"choice_ms", ms(choice_ms)},
               {"top1_ms", ms(top1_ms)},
+              {"choice_faster_rounds", std::to_string(choice_faster_rounds) + " of " + std::to_string(rounds)},
               {"kept", keep_choice ? "choice" : "top-1"}};
     if (!keep_choice) {
       LtAlgo t;

@@ -64,10 +64,11 @@ std::vector<std::string> gemm_tuning_unchecked(bool graph);
 // from the next call on; "" or why not
 std::string gemm_tuning_try(const std::string& shape, bool choice);
 // every rank, with rank 0's times: keeps the choice or the top-1 (the entry
-// then names the top-1, with "forward" saying what was measured) and runs
-// it; "" or why not
+// then names the top-1, with "forward" saying what was measured: both
+// medians, "choice_faster_rounds" as "3 of 4", how) and runs it; "" or why
+// not. The caller decides keep_choice (harness/rounds.h: 1% and every round)
 std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, double choice_ms, double top1_ms,
-                               const std::string& how, bool graph);
+                               int choice_faster_rounds, int rounds, const std::string& how, bool graph);
 // the adopted table, for rank 0's cache
 std::string gemm_tuning_table();
 // what this process runs with: the adopted entries, with "fallbacks" (plans

@@ -14,7 +14,7 @@ std::string gemm_tuning_choose(const std::string&) { return "[]"; }
 std::string gemm_tuning_adopt(const std::string&) { return ""; }
 std::vector<std::string> gemm_tuning_unchecked(bool) { return {}; }
 std::string gemm_tuning_try(const std::string&, bool) { return "no cuda runtime in this build"; }
-std::string gemm_tuning_settle(const std::string&, bool, double, double, const std::string&, bool) {
+std::string gemm_tuning_settle(const std::string&, bool, double, double, int, int, const std::string&, bool) {
   return "no cuda runtime in this build";
 }
 std::string gemm_tuning_table() { return "[]"; }

@@ -219,7 +219,7 @@ TEST(GemmTuning, ChoicesAreSettledByTheirCheckInTheForward) {
     EXPECT_EQ(gemm_tuning_try(lt_shape_key(g), true), "");
     EXPECT_EQ(pinned(), second);
     EXPECT_NE(gemm_tuning_try("bf16 m1 n1 k1", true), "");
-    ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), keep, 0.21, 0.2, "test", false), "");
+    ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), keep, 0.21, 0.2, 0, 4, "test", false), "");
     EXPECT_EQ(pinned(), keep ? second : top1);
     EXPECT_TRUE(gemm_tuning_unchecked(false).empty());
     // a choice kept with host launches is checked again where CUDA graphs
@@ -228,7 +228,7 @@ TEST(GemmTuning, ChoicesAreSettledByTheirCheckInTheForward) {
     EXPECT_EQ(gemm_tuning_unchecked(true),
               keep ? std::vector<std::string>{lt_shape_key(g)} : std::vector<std::string>{});
     if (keep) {
-      ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), true, 0.21, 0.2, "test", true), "");
+      ASSERT_EQ(gemm_tuning_settle(lt_shape_key(g), true, 0.21, 0.2, 4, 4, "test", true), "");
       EXPECT_TRUE(gemm_tuning_unchecked(true).empty());
       EXPECT_TRUE(gemm_tuning_unchecked(false).empty());
       EXPECT_EQ(json::parse(gemm_tuning_record())[0]["forward"]["checked"], json({"graph", "host"}));

@@ -74,18 +74,21 @@ TEST(ResidualPlacement, AMalformedGoldenTableNamesTheGolden) {
 }
 
 // The hoist is the compiler's default: the add stays apart only when its
-// forward was faster by more than 0.5%.
-TEST(ResidualPlacement, ApartWinsOnlyBeyondTheSpread) {
-  EXPECT_TRUE(apart_wins(0.2150, 0.2120));   // 1.4% faster
-  EXPECT_FALSE(apart_wins(0.2150, 0.2145));  // 0.2%: within the spread
-  EXPECT_FALSE(apart_wins(0.2150, 0.2150));
-  EXPECT_FALSE(apart_wins(0.2150, 0.2300));
-  EXPECT_FALSE(apart_wins(0.2150, 0.0));     // no timing is no win
-  EXPECT_FALSE(apart_wins(std::nan(""), 0.1));
+// forward's median was faster by more than 0.5% and it won every round.
+TEST(ResidualPlacement, ApartWinsOnlyBeyondTheSpreadAndInEveryRound) {
+  auto s = [](double gemm, double apart, int faster, int rounds) { return RoundsSummary{gemm, apart, faster, rounds}; };
+  EXPECT_TRUE(apart_wins(s(0.2150, 0.2120, 4, 4)));   // 1.4% faster, every round
+  EXPECT_FALSE(apart_wins(s(0.2150, 0.2120, 3, 4)));  // 1.4% faster, but not in one round
+  EXPECT_FALSE(apart_wins(s(0.2150, 0.2145, 4, 4)));  // 0.2%: within the spread
+  EXPECT_FALSE(apart_wins(s(0.2150, 0.2150, 4, 4)));
+  EXPECT_FALSE(apart_wins(s(0.2150, 0.2300, 0, 4)));
+  EXPECT_FALSE(apart_wins(s(0.2150, 0.0, 4, 4)));     // no timing is no win
+  EXPECT_FALSE(apart_wins(s(std::nan(""), 0.1, 4, 4)));
+  EXPECT_FALSE(apart_wins(s(0.2150, 0.2120, 0, 0)));  // no round timed
 }
 
 TEST(ResidualPlacement, TableEntriesAndTheSitesTheyLeaveApart) {
-  PlacementChoice m{kSites[0], true, "measured", 0.21504, 0.21203, "CUDA graph replay"};
+  PlacementChoice m{kSites[0], true, "measured", 0.21504, 0.21203, "CUDA graph replay", 4, 4};
   const json e = placement_json(m);
   EXPECT_EQ(e["site"], kSites[0]);
   EXPECT_EQ(e["placement"], "apart");
@@ -93,9 +96,11 @@ TEST(ResidualPlacement, TableEntriesAndTheSitesTheyLeaveApart) {
   EXPECT_DOUBLE_EQ(e["gemm_ms"].get<double>(), 0.215);
   EXPECT_DOUBLE_EQ(e["apart_ms"].get<double>(), 0.212);
   EXPECT_EQ(e["how"], "CUDA graph replay");
+  EXPECT_EQ(e["apart_faster_rounds"], "4 of 4");
   const json g = placement_json(PlacementChoice{kSites[1], false, "golden"});
   EXPECT_EQ(g["placement"], "gemm");
   EXPECT_FALSE(g.contains("gemm_ms"));  // not measured: no timings
+  EXPECT_FALSE(g.contains("apart_faster_rounds"));
   EXPECT_EQ(apart_sites(json::array({e, g})), std::set<std::string>{kSites[0]});
   EXPECT_TRUE(apart_sites(json::object()).empty());
 }
