@@ -273,8 +273,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+_LOG_T0 = time.monotonic()
+
+
 def log(msg):
-    print(f"[gpu_bench] {msg}", file=sys.stderr, flush=True)
+    """A progress line with the UTC time and the seconds since this process
+    began: a call that runs out of time shows where the time went (a
+    world-size-2 round at h4096 once did not fit 570 s, and the log could
+    not say which phase took it)."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%H:%M:%S")
+    print(f"[gpu_bench {now} +{time.monotonic() - _LOG_T0:.0f} s] {msg}", file=sys.stderr, flush=True)
 
 
 # ---- timing and kernel traces on the GPU -----------------------------------
