@@ -52,9 +52,11 @@ Exit status 2 when fewer GPUs are visible than --world-size asks for.
 """
 import argparse
 import datetime
+import functools
 import gc
 import json
 import math
+import operator
 import os
 import pathlib
 import socket
@@ -321,10 +323,19 @@ class Nvml:
         except (OSError, AttributeError) as e:
             self.why = f"NVML: {e}"
 
+    @classmethod
+    def reasons_text(cls, mask):
+        """NVML's reason bits by name, unknown bits in hex; "none"."""
+        names = [n for bit, n in cls.REASONS if mask & bit]
+        left = mask & ~sum(bit for bit, _ in cls.REASONS)
+        if left:
+            names.append(hex(left))
+        return " | ".join(names) or "none"
+
     def read(self):
-        """(energy mJ, power limit W or None, SM MHz or None, reasons text
-        or None), or None where the energy counter did not read: a figure
-        the device did not give is None, never 0."""
+        """(energy mJ, power limit W or None, SM MHz or None, reasons bit
+        mask or None), or None where the energy counter did not read: a
+        figure the device did not give is None, never 0."""
         if self.dev is None:
             return None
         c = self.c
@@ -336,13 +347,7 @@ class Nvml:
         clock = mhz.value if self.lib.nvmlDeviceGetClockInfo(self.dev, 1, c.byref(mhz)) == 0 else None  # NVML_CLOCK_SM
         get = getattr(self.lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             getattr(self.lib, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
-        reasons = None
-        if get is not None and get(self.dev, c.byref(why)) == 0:
-            names = [n for bit, n in self.REASONS if why.value & bit]
-            left = why.value & ~sum(bit for bit, _ in self.REASONS)
-            if left:
-                names.append(hex(left))
-            reasons = " | ".join(names) or "none"
+        reasons = why.value if get is not None and get(self.dev, c.byref(why)) == 0 else None
         return mj.value, limit, clock, reasons
 
 
@@ -388,7 +393,6 @@ def energy_window(fn, steps):
     forward; the SM clock is the mean of the polls, the reasons every one
     seen. The calls run whether or not NVML reads (they hold all-reduces
     that pair with the other ranks')."""
-    import sys
     import threading
     n = nvml()
     e = {"forwards": steps}
@@ -428,15 +432,13 @@ def energy_window(fn, steps):
            "counter_periods": periods}
     limits = [r[1] for _, r in polls if r[1] is not None]
     clocks = [r[2] for _, r in polls if r[2] is not None]
-    order = [name for _, name in Nvml.REASONS]  # NVML's bit order, unknown bits last
-    reasons = sorted({x for _, r in polls if r[3] for x in r[3].split(" | ") if x != "none"},
-                     key=lambda x: (order.index(x) if x in order else len(order), x))
+    masks = [r[3] for _, r in polls if r[3] is not None]
     if limits:  # a figure the device did not give is left out
         out["power_limit_w"] = limits[-1]
     if clocks:
         out["sm_mhz"] = round(sum(clocks) / len(clocks))
-    if any(r[3] for _, r in polls):
-        out["clock_reasons"] = " | ".join(reasons) or "none"
+    if masks:  # every reason a poll saw
+        out["clock_reasons"] = Nvml.reasons_text(functools.reduce(operator.or_, masks))
     return out
 
 

@@ -3,15 +3,11 @@
 #include <algorithm>
 #include <map>
 
+#include "harness/rounds.h"
+
 namespace fg {
 
 namespace {
-
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double ms_between(uint64_t from_ns, uint64_t to_ns) {
   return to_ns > from_ns ? static_cast<double>(to_ns - from_ns) * 1e-6 : 0.0;

@@ -5,13 +5,11 @@
 
 namespace fg {
 
-namespace {
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
-}  // namespace
 
 RoundsSummary summarize_rounds(const std::vector<std::vector<std::vector<double>>>& times) {
   RoundsSummary s;

@@ -23,6 +23,10 @@
 
 namespace fg {
 
+// The median of a set of timings (the upper middle of an even count; 0 for
+// none): what every timed decision and the profile read.
+double median_of(std::vector<double> v);
+
 struct RoundsSummary {
   double default_ms = 0;    // the default side's median over all its forwards
   double candidate_ms = 0;  // the candidate's

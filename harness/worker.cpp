@@ -997,8 +997,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     nlohmann::json e = {{"forwards", energy.steps}};
     if (energy.why.empty()) {
       e["ms"] = energy.ms;
-      e["mj_per_forward"] = energy.mj / energy.steps;
-      e["watts"] = energy.mj / energy.ms;  // mJ over ms
+      e["mj_per_forward"] = energy.watts * energy.ms / energy.steps;  // W x ms = mJ
+      e["watts"] = energy.watts;
       // the span of the counter's steps the power was read over
       e["read_over_ms"] = energy.read_over_ms;
       e["counter_periods"] = energy.counter_periods;

@@ -40,14 +40,15 @@ bool cuda_backend_built();
 // Makes this rank's GPU (rank modulo the GPUs there) current; returns its index.
 int cuda_select_device(int rank);
 std::string cuda_device_name();
-// The device's energy over `steps` more steps run back to back as the timed
+// The device's power over `steps` more steps run back to back as the timed
 // ones, right after them (kernels/cuda/device_power.h): cuda_time fills it
-// where it is given with steps > 0. `why` is "" when measured; the SM clock
-// and its reasons are read while the steps still run.
+// where it is given with steps > 0. `why` is "" when measured; NVML is
+// polled while the steps run (kernels/cuda/energy_steps.h). The energy of a
+// step is watts x ms / steps.
 struct EnergyWindow {
   int steps = 0;
   std::string why;
-  double ms = 0, mj = 0, power_limit_w = 0;
+  double ms = 0, watts = 0, power_limit_w = 0;
   double read_over_ms = 0;    // between the energy counter's first and last steps in the window
   int counter_periods = 0;    // the counter's update periods in that span
   unsigned sm_mhz = 0;        // the mean of the window's readings

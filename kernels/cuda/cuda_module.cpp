@@ -190,8 +190,7 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
   auto energy_window = [&](const std::function<void()>& step) {
     if (!energy || energy->steps <= 0) return;
     c10::cuda::device_synchronize();
-    int device = 0;
-    cudaGetDevice(&device);
+    const DevicePowerReader reader;  // this rank's device, found once
     std::atomic<bool> done{false};
     std::vector<EnergySample> samples;
     std::string why;
@@ -204,9 +203,8 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     };
     std::thread poller([&] {
-      cudaSetDevice(device);  // read_device_power reads the current device's
       while (!done.load()) {
-        const PowerReading p = read_device_power();
+        const PowerReading p = reader.read();
         const double at = since_t0();
         if (!p.why.empty()) {
           why = p.why;
@@ -233,7 +231,7 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
       energy->why = e.why;
       return;
     }
-    energy->mj = e.watts * energy->ms;  // the window at the power read between the steps
+    energy->watts = e.watts;
     energy->read_over_ms = e.over_ms;
     energy->counter_periods = e.periods;
     // the limit, the clock and its reasons are figures apart: one that did

@@ -60,27 +60,34 @@ std::string nvml_error(const Nvml& n, const char* call, int r) {
 
 }  // namespace
 
-PowerReading read_device_power() {
-  PowerReading p;
+DevicePowerReader::DevicePowerReader() {
   const Nvml& n = nvml();
   if (!n.why.empty()) {
-    p.why = n.why;
-    return p;
+    why_ = n.why;
+    return;
   }
   int dev = 0;
   char bus[32] = {0};
   if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetPCIBusId(bus, sizeof bus, dev) != cudaSuccess) {
-    p.why = "the current CUDA device's PCI bus id could not be read";
+    why_ = "the current CUDA device's PCI bus id could not be read";
+    return;
+  }
+  if (int r = n.by_bus(bus, &device_); r != 0) {
+    why_ = nvml_error(n, "nvmlDeviceGetHandleByPciBusId", r) + " (" + bus + ")";
+    device_ = nullptr;
+  }
+}
+
+PowerReading DevicePowerReader::read() const {
+  PowerReading p;
+  if (!why_.empty()) {
+    p.why = why_;
     return p;
   }
-  NvmlDevice d = nullptr;
-  if (int r = n.by_bus(bus, &d); r != 0) {
-    p.why = nvml_error(n, "nvmlDeviceGetHandleByPciBusId", r) + " (" + bus + ")";
-    return p;
-  }
+  const Nvml& n = nvml();
   unsigned long long mj = 0, reasons = 0;
   unsigned mw = 0, mhz = 0;
-  if (int r = n.energy(d, &mj); r != 0) {
+  if (int r = n.energy(device_, &mj); r != 0) {
     p.why = nvml_error(n, "nvmlDeviceGetTotalEnergyConsumption", r);
     return p;
   }
@@ -88,14 +95,16 @@ PowerReading read_device_power() {
   // does not support stays unread (0, reasons_read false)
   constexpr int kClockSm = 1;  // NVML_CLOCK_SM
   p.energy_mj = mj;
-  if (n.limit(d, &mw) == 0) p.power_limit_w = mw / 1000.0;
-  if (n.clock(d, kClockSm, &mhz) == 0) p.sm_mhz = mhz;
-  if (n.reasons(d, &reasons) == 0) {
+  if (n.limit(device_, &mw) == 0) p.power_limit_w = mw / 1000.0;
+  if (n.clock(device_, kClockSm, &mhz) == 0) p.sm_mhz = mhz;
+  if (n.reasons(device_, &reasons) == 0) {
     p.reasons_read = true;
     p.clock_reasons = reasons;
   }
   return p;
 }
+
+PowerReading read_device_power() { return DevicePowerReader().read(); }
 
 std::string clock_reasons_text(uint64_t reasons) {
   static const std::vector<std::pair<uint64_t, const char*>> names = {

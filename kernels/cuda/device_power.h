@@ -24,8 +24,21 @@ struct PowerReading {
   uint64_t clock_reasons = 0;  // NVML's clocks event reasons bitmask
 };
 
-// Reads the current CUDA device's counters (the device the caller made
-// current; matched to NVML by PCI bus id).
+// Reads one device's counters: the NVML handle is found once, at
+// construction, for the constructing thread's current CUDA device (matched
+// by PCI bus id), so that read() serves any thread as often as a poller
+// asks (the energy window reads every 2 ms: kernels/cuda/cuda_module.cpp).
+class DevicePowerReader {
+ public:
+  DevicePowerReader();
+  PowerReading read() const;
+
+ private:
+  std::string why_;         // why the device has no handle ("" when it has)
+  void* device_ = nullptr;  // NVML's handle
+};
+
+// One reading of the current CUDA device: DevicePowerReader().read().
 PowerReading read_device_power();
 
 // "sw_power_cap", "hw_slowdown | sw_thermal", "none": NVML's reason bits by
