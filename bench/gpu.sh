@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|placement|none|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|placement|none|all]     (default: all)
 # none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
@@ -23,6 +23,11 @@
 # as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py (the blocks with
 # and without the proven fast paths, and the one-shot all-reduce + norm
 # against NCCL + the norm kernel: bench/fg/allreduce_norm_h2048.fg).
+# exchange (two GPUs): the allreduce_sum fast path's A/B at world size 2,
+# its proof at 1 and 2, tp_block_llama_h4096's forward profiled with and
+# without it, then the max-autotune world-size-2 goldens re-blessed with it
+# (EXCHANGE_BLESS=0: not) and every world-size-2 cuda golden checked; packed as
+# $OUTDIR/exchange.tgz.
 # missing (two GPUs): `bless --missing` (the cuda goldens no file holds yet,
 # default and max-autotune C, at world sizes 1 and 2), then `check --strict`
 # of every cuda golden at world sizes 1 and 2.
@@ -62,7 +67,7 @@ set -uo pipefail
 what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode,
 # or a block the bench does not know (a typo used to cost a device call)
-modes="all attention attnproof bench bisect bless check fastpaths fuzz gateup kernels missing multinode none placement prove seeds swiglu"
+modes="all attention attnproof bench bisect bless check exchange fastpaths fuzz gateup kernels missing multinode none placement prove seeds swiglu"
 [[ " $modes " == *" $what "* && "$what" != *" "* ]] || {
   echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 for blk in ${BENCH_BLOCKS:-h2048}; do
@@ -79,6 +84,7 @@ if ! { [[ "${BENCH_WARMUP_MS:-2000}" =~ ^[0-9]{1,5}$ ]] && [ "${BENCH_WARMUP_MS:
   echo "gpu.sh: BENCH_WARMUP_MS must be milliseconds (0 to 60000), not '$BENCH_WARMUP_MS'" >&2; exit 2
 fi
 case "${PLACEMENT_GEMMS:-0}" in 0 | 1) ;; *) echo "gpu.sh: PLACEMENT_GEMMS must be 0 or 1, not '$PLACEMENT_GEMMS'" >&2; exit 2 ;; esac
+case "${EXCHANGE_BLESS:-1}" in 0 | 1) ;; *) echo "gpu.sh: EXCHANGE_BLESS must be 0 or 1, not '$EXCHANGE_BLESS'" >&2; exit 2 ;; esac
 if [ -n "${ATTN_VARIANT:-}" ] && [ ! -f "$ATTN_VARIANT" ]; then
   echo "gpu.sh: ATTN_VARIANT names '$ATTN_VARIANT', which is not a file (an untracked file travels to the device only when git does not ignore it)" >&2
   exit 2
@@ -472,6 +478,57 @@ if [ "$what" = attnproof ]; then
   fi
   tar czf "$OUTDIR/attn.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-causal_attention-*.txt 2>/dev/null
   rm -f "$OUTDIR"/ab-causal_attention-*.txt
+fi
+if [ "$what" = exchange ]; then
+  # two GPUs: the allreduce_sum fast path (the block's last all-reduce as
+  # the one-shot exchange alone): its A/B at world size 2 on the cuda blocks,
+  # its proof at world sizes 1 and 2, its all-reduce kernel against NCCL's in
+  # tp_block_llama_h4096's forward (profiles with and without it), then the
+  # max-autotune mode C world-size-2 goldens it changes re-blessed
+  # (EXCHANGE_BLESS=0: not) and every world-size-2 cuda golden checked;
+  # proofs,
+  # goldens and A/Bs packed as $OUTDIR/exchange.tgz
+  [ "$ngpu" -ge 2 ] || { echo "exchange: needs two GPUs"; exit 125; }
+  for r in tp_block_llama_h2048 tp_block_llama_h4096 tp_block_llama_h2048_s2048; do
+    f="$OUTDIR/ab-allreduce_sum-$r.txt"
+    timeout 200 $FG ab --backend cuda --fast-path allreduce_sum --repro "$r" --world-size 2 >"$f" 2>&1
+    echo "ab allreduce_sum $r (world size 2): exit $? $(grep -m1 -oE 'launches: .*' "$f")"
+    grep -E "^  out|verdict" "$f" | head -3
+  done
+  prove_fast_path allreduce_sum
+  phase proved
+  others=qkv_rmsnorm_local,qkv_rmsnorm_tp,allreduce_residual_rmsnorm,gate_up_swiglu,causal_attention
+  for fp in proven $others; do
+    $FG run tp_block_llama_h4096 --backend cuda --mode C --world-size 2 --fusion max-autotune --cuda-graphs \
+      --iters 100 --warmup-ms 2000 --fast-paths "$fp" --profile "$OUTDIR/exchange-prof.json" \
+      --out "$OUTDIR/exchange-rec.json" 2>>"$OUTDIR/exchange.err" >/dev/null || { rc=1; continue; }
+    python3 - "$OUTDIR" "$fp" <<'PY'
+import json, sys
+out, fp = sys.argv[1], sys.argv[2]
+p = json.load(open(f"{out}/exchange-prof.json")); r = json.load(open(f"{out}/exchange-rec.json"))
+ks = [k for k in p["kernels"] if any(w in (k.get("device_kernel") or k.get("launch") or "") for w in ("allreduce", "AllReduce"))]
+print(f"h4096 world size 2, fast paths {'proven' if fp == 'proven' else 'without allreduce_sum'}: "
+      f"median {r['ranks'][0]['times_ms']['forward_median']:.4f} ms, span {1000 * p['span_ms']:.1f} us; "
+      + "; ".join(f"{(k.get('device_kernel') or k.get('launch'))[:40]} {1000 * k['ms']:.1f} us" for k in ks))
+PY
+  done
+  rm -f "$OUTDIR/exchange-prof.json" "$OUTDIR/exchange-rec.json"
+  if [ "${EXCHANGE_BLESS:-1}" = 1 ] && [ $rc -eq 0 ]; then
+    # the goldens it changes are max-autotune's of world size 2 (on one
+    # rank it does not run, and the default policy never runs it): those
+    # re-blessed, every cuda golden of world size 2 checked
+    why="${BLESS_WHY:-allreduce_sum: the last all-reduce of the block as the one-shot exchange}"
+    $FG bless --backend cuda --fusion max-autotune --mode C --world-size 2 --why "$why" 2>>"$OUTDIR/bless.err" | tail -1
+    phase blessed
+    for fu in default max-autotune; do
+      $FG check --strict --backend cuda --fusion $fu --world-size 2 >"$OUTDIR/check-$fu.txt" 2>>"$OUTDIR/bless.err"
+      r=$?; [ $r -ne 0 ] && rc=$r
+      grep -E "^[0-9]+ checks:|\((FAIL|IMPROVED)" -A4 "$OUTDIR/check-$fu.txt" | head -20
+    done
+    phase checked
+  fi
+  tar czf "$OUTDIR/exchange.tgz" golden/proofs/cuda golden/cuda "$OUTDIR"/ab-allreduce_sum-*.txt 2>/dev/null
+  rm -f "$OUTDIR"/ab-allreduce_sum-*.txt
 fi
 if [ "$what" = missing ]; then
   # two GPUs: bless the goldens no file holds yet, then check every cuda

@@ -96,6 +96,7 @@ WARMUP_MS = int(os.environ.get("GPU_BENCH_WARMUP_MS", "2000"))
 PROFILE_ITERS = 20          # iterations of the extra fusegate --profile run
 FUSEGATE_TIMEOUT_S = 500    # one `fusegate run`
 TORCH_TIMEOUT_S = 1800      # all PyTorch configurations together
+TORCH_EXIT_GRACE_S = 20     # for the ranks to exit once every figure is written
 JSON_LIMIT = 1_000_000      # bytes per raw JSON file under --out
 
 GRAPHS, HOST = "CUDA graphs", "host launches"
@@ -680,30 +681,64 @@ def run_torch(world, out):
     never reported comes back as a failed row."""
     path = pathlib.Path(out, "torch.json")
     path.unlink(missing_ok=True)
-    why = None
+    why, teardown = None, None
+    want = {label for label, _, _ in torch_configs()}
     try:
         ctx = mp.spawn(torch_worker, args=(world, free_port(), out), nprocs=world, join=False)
         deadline = time.monotonic() + TORCH_TIMEOUT_S
-        while not ctx.join(timeout=10):
-            if time.monotonic() > deadline:
+        written = None  # when rank 0's file first held every configuration
+        while not ctx.join(timeout=5):
+            now = time.monotonic()
+            if written is None and want <= reported(path):
+                written = now
+            # At world size 2 the ranks once sat in their teardown (the
+            # barrier and destroy_process_group after the last row, with
+            # reduce-overhead's graphs alive) until the call's time ran
+            # out, twice, after every figure was written: the figures are
+            # kept, and the hung ranks stopped and named
+            if written is not None and now - written > TORCH_EXIT_GRACE_S:
+                stuck = [i for i, p in enumerate(ctx.processes) if p.is_alive()]
+                for p in ctx.processes:
+                    if p.is_alive():
+                        p.kill()
+                teardown = (f"rank(s) {', '.join(map(str, stuck))} still in their teardown "
+                            f"{TORCH_EXIT_GRACE_S} s after the last figure was written: stopped")
+                log(f"torch: {teardown}")
+                break
+            if now > deadline:
                 for p in ctx.processes:
                     if p.is_alive():
                         p.kill()
                 why = f"torch workers stopped after {TORCH_TIMEOUT_S} s"
                 break
     except Exception as e:
-        why = f"torch workers: {last_line(str(e))}"
+        if want <= reported(path):  # a rank that failed after the last figure
+            teardown = f"a rank failed in its teardown, after the last figure: {last_line(str(e))}"
+        else:
+            why = f"torch workers: {last_line(str(e))}"
     try:
         data = json.loads(path.read_text()) if path.exists() else {}
     except json.JSONDecodeError:
         data = {}
     rows, traces = data.get("rows", []), data.get("traces", {})
     done = {r["name"] for r in rows}
+    for r in rows:
+        if teardown:
+            r["teardown"] = teardown
     for label, cls, _ in torch_configs():
         if label not in done:
             rows.append({"name": label, "class": cls, "source": "torch", "ms": None,
                          "note": f"failed: {why or 'no result'}"})
     return rows, traces
+
+
+def reported(path):
+    """The configurations rank 0's torch.json holds (empty while it is being
+    written or absent)."""
+    try:
+        return {r["name"] for r in json.loads(path.read_text()).get("rows", [])}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return set()
 
 
 # ---- fusegate ---------------------------------------------------------------
@@ -901,6 +936,8 @@ def interleaved_rounds(fg, world, out, fg_row, t_row, n, on_round=None):
                     ok = rows and rows[0].get("class") == GRAPHS
                     got["torch"] = rows[0].get("ms") if ok else None
                     got["torch_energy"] = rows[0].get("energy") if rows else None
+                    if rows and rows[0].get("teardown"):
+                        got["torch_teardown"] = rows[0]["teardown"]
             rounds.append(got)
             if on_round:
                 on_round(rounds)
@@ -924,6 +961,7 @@ def rounds_lines(fg_row, t_row, rounds):
                      f"| {fmt(q, '.3f')} | {energy_cell(r.get('fusegate_energy'))} / "
                      f"{energy_cell(r.get('torch_energy'))} |")
     lines.append("")
+    lines += [f"- round {i + 1}: torch's {r['torch_teardown']}" for i, r in enumerate(rounds) if r.get("torch_teardown")]
     if len(ratios) < len(rounds) or not ratios:
         lines.append(f"- CUDA graphs, interleaved: {len(rounds) - len(ratios)} of {len(rounds)} rounds failed: "
                      "no ratio claimed")
@@ -1160,6 +1198,7 @@ def main():
         torch_rows, traces = run_torch(world, a.out)
     rows = fg_rows + torch_rows
     notes += [f"{r['name']}: {r['note']}" for r in rows if r.get("note")]
+    notes += sorted({f"torch: {r['teardown']}" for r in torch_rows if r.get("teardown")})
 
     # per-kernel profiles side by side
     plines = ["## Per-kernel profiles: best CUDA-graph configuration of each side, one forward", ""]

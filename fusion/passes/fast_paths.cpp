@@ -162,6 +162,8 @@ int fast_path_status_order(const std::string& s) {
 std::string fast_path_cost_refusal(const FastPathSpec& spec, const FastPathTarget& target) {
   if (spec.max_autotune_only && target.fusion != FusionPolicy::MaxAutotune)
     return "not used: max-autotune only (the default policy stays faithful to Inductor)";
+  if (spec.exchange_alone && target.world_size == 1)
+    return "not used: cost model (one rank: nothing to exchange)";
   if (spec.exchange_only_gain && target.world_size == 1 && target.backend == Backend::Cuda)
     return "not used: cost model (no exchange to save on one rank; the generic path is faster)";
   if (spec.cuda_gain_only && target.backend == Backend::Cpu)
@@ -187,7 +189,10 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
     if (st.status == kFastPathNotSelected) continue;
     for (FastPathSite& s : spec.match(g)) {
       if (!self_contained(g, s, users) || !orderable(g, s, users)) continue;
-      st.shape_classes.push_back(s.shape_class);
+      // each class once: two sites of one class (the block's two
+      // all-reduces) are one class its proof must cover
+      if (std::find(st.shape_classes.begin(), st.shape_classes.end(), s.shape_class) == st.shape_classes.end())
+        st.shape_classes.push_back(s.shape_class);
       std::string why;
       if (proofs.forced.count(spec.name)) {
         why = "";

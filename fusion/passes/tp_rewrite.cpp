@@ -38,7 +38,9 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
         rep[static_cast<size_t>(n.id)] = false;
         if (n.op == Op::FastPath)
           if (const FastPathSpec* f = find_fast_path(attr_str_or(n.attrs, "name", ""));
-              f && !f->replicated_given.empty()) {
+              f && f->replicated_always) {
+            rep[static_cast<size_t>(n.id)] = true;
+          } else if (f && !f->replicated_given.empty()) {
             bool given = true;
             for (int i : f->replicated_given)
               given = given && i < static_cast<int>(n.inputs.size()) && rep[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])];
@@ -52,6 +54,16 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
   }
   return rep;
 }
+
+namespace {
+// A summing all-reduce: the collective, or the allreduce_sum fast path that
+// stands in its place (the fast paths pass runs first); the hoist puts the
+// residual on the GEMM that feeds either.
+bool is_sum_all_reduce(const Node& s) {
+  if (s.op == Op::AllReduce) return attr_str_or(s.attrs, "reduce_op", "sum") == "sum";
+  return s.op == Op::FastPath && attr_str_or(s.attrs, "name", "") == "allreduce_sum" && s.inputs.size() == 1;
+}
+}  // namespace
 
 std::string residual_site(const LedgerEntry& e) { return e.first + " + " + e.second; }
 
@@ -71,7 +83,7 @@ Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& re
     for (int side = 0; side < 2; ++side) {
       const Node& s = g.node(n.inputs[static_cast<size_t>(side)]);
       const Node& r = g.node(n.inputs[static_cast<size_t>(1 - side)]);
-      if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum") continue;
+      if (!is_sum_all_reduce(s)) continue;
       const Node& gm = g.node(s.inputs[0]);
       if (gm.op != Op::Linear || gm.inputs.size() != 2 || !attr_str_or(gm.attrs, "epilogue", "").empty() ||
           uses[static_cast<size_t>(gm.id)] != 1 ||

@@ -286,6 +286,34 @@ std::vector<FastPathSite> match_allreduce_norm(const Graph& g) {
   return r;
 }
 
+// s = all_reduce(g), summed, bf16, its last dim a multiple of 8: the
+// exchange alone (the block's last all-reduce, whose sum no norm reads)
+std::vector<FastPathSite> match_allreduce_sum(const Graph& g) {
+  std::vector<FastPathSite> r;
+  for (const Node& s : g.nodes) {
+    if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum" ||
+        s.type.dtype != DType::BF16 || s.type.shape.empty() || s.inputs.size() != 1)
+      continue;
+    const Node& in = g.node(s.inputs[0]);
+    const int64_t H = s.type.shape.back();
+    if (in.type != s.type || H <= 0 || H % 8 != 0) continue;  // chunks of 8
+    FastPathSite site;
+    site.name = "allreduce_sum";
+    site.covered = {s.id};
+    site.inputs = {in.id};
+    site.replaced = {s.id};
+    site.shape_class = "bf16,hidden=" + std::to_string(H) + ",vec=" + std::to_string(widest_vector(H));
+    const Shape shape = s.type.shape;
+    site.emit = [=](Graph& out, const std::vector<int>& ids) {
+      Attrs a = fast_attrs("allreduce_sum", "", shape, DType::BF16);
+      a["hidden"] = H;
+      return std::vector<int>{out.add(Op::FastPath, {ids[0]}, a)};
+    };
+    r.push_back(std::move(site));
+  }
+  return r;
+}
+
 // silu(linear(h, Wg)) * linear(h, Wu), the MLP's SwiGLU (either operand
 // order of the mul): both linears without bias or epilogue, over the same
 // bf16 h, weights [N, K] alike and two distinct graph inputs; N a multiple
@@ -457,6 +485,24 @@ std::vector<FastPathSpec> make_catalog() {
                {1, 2}});
   c.back().one_host = true;
   c.back().exchange_only_gain = true;
+  // The exchange alone, where no norm follows the all-reduce (the block's
+  // last one): allreduce_residual_rmsnorm (10) takes every all-reduce that
+  // a norm reads.
+  c.push_back({"allreduce_sum", 4,
+               "replicated output: one-shot all-reduce over the ranks' buffers (shared memory on cpu, CUDA IPC on "
+               "cuda; ranks on one host), summed in rank order in f32 and rounded once, so every rank holds the "
+               "same bits",
+               "all_reduce(g), summed, of bf16 whose last dim is a multiple of 8", false, match_allreduce_sum,
+               // the partials differ by rank; the sum is the same on
+               // every rank by construction
+               {}});
+  c.back().replicated_always = true;
+  c.back().one_host = true;
+  c.back().exchange_only_gain = true;
+  c.back().exchange_alone = true;
+  // a win over the collective Inductor calls: max-autotune's, as every
+  // fast path since (the default policy stays faithful to Inductor)
+  c.back().max_autotune_only = true;
   // The MLP's two fast paths. Where the norm before the MLP also ends an
   // all-reduce + residual (world size 2 and up), allreduce_residual_rmsnorm
   // (10) takes the norm: its exchange saves more than the normalized copy

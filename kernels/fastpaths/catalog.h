@@ -51,6 +51,9 @@ struct FastPathSpec {
   // result the same on every rank; empty: the result is never (a shard).
   // What passes/tp_rewrite's proof of replication reads of a fast path.
   std::vector<int> replicated_given;
+  // its result is the same on every rank whatever its inputs (a sum over the
+  // ranks, computed in one order everywhere): replicated by construction
+  bool replicated_always = false;
   // its exchange maps the other ranks' memory (POSIX shared memory, CUDA
   // IPC): every rank must be on one host, so a multi-node run blocks it
   bool one_host = false;
@@ -58,6 +61,9 @@ struct FastPathSpec {
   // there is none, and the cost model (passes/fast_paths.h) refuses it where
   // it was measured slower than the generic path's kernels
   bool exchange_only_gain = false;
+  // it is the exchange alone (no arithmetic of the graph's besides the
+  // sum): on one rank it has nothing to do, on any backend
+  bool exchange_alone = false;
   // the default fusion policy stays faithful to Inductor: the fast path runs
   // only in max-autotune (forced runs, ab and prove, take it in any policy)
   bool max_autotune_only = false;

@@ -120,6 +120,10 @@ class CudaFastPaths : public DeviceFastPaths {
       FG_CHECK(in[i].is_contiguous() && in[i].is_cuda(), "fast path " + fn + ": input " + std::to_string(i) +
                                                              " is not a contiguous device tensor");
     CUfunction f = function(name, fn);
+    if (name == "allreduce_sum") {
+      allreduce_sum(f, fn, in, out, stream);
+      return;
+    }
     if (name == "allreduce_residual_rmsnorm") {
       long long H = attr_int(n.attrs, "hidden", n.op);
       FG_CHECK(in.size() == 3 && H > 0 && in[0].numel() % H == 0 && in[1].numel() == in[0].numel() &&
@@ -523,15 +527,51 @@ class CudaFastPaths : public DeviceFastPaths {
     return f;
   }
 
+  // allreduce_sum.cu: a block of 512 threads owns a contiguous range of
+  // chunks of 8 elements; every block resident at once (each waits on the
+  // same block of the other ranks), at most kMaxBlocks
+  void allreduce_sum(CUfunction f, const std::string& fn, const std::vector<at::Tensor>& in, at::Tensor& out,
+                     cudaStream_t stream) {
+    FG_CHECK(in.size() == 1 && in[0].numel() == out.numel() && in[0].scalar_type() == at::kBFloat16 &&
+                 out.scalar_type() == at::kBFloat16,
+             "fast path " + fn + ": takes one bf16 input of its output's size");
+    long long n = in[0].numel();
+    if (n == 0) return;
+    if (n % 8 != 0) throw std::runtime_error("fast path " + fn + ": " + std::to_string(n) + " elements is not a multiple of 8");
+    constexpr unsigned kThreads = 512;
+    const long long chunks = n / 8;
+    long long blocks = std::min<long long>((chunks + kThreads - 1) / kThreads, kMaxBlocks);
+    FgRegions regs{};
+    if (world_ > 1) {
+      if (world_ > kMaxRanks)
+        throw std::runtime_error("fast path " + fn + ": at most " + std::to_string(kMaxRanks) + " ranks (GPUs of one host)");
+      int per_sm = 0;
+      check_cu(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(kThreads), 0), "occupancy");
+      if (per_sm < 1) throw std::runtime_error("fast path " + fn + ": no block of 512 threads fits on an SM");
+      blocks = std::min<long long>(blocks, static_cast<long long>(per_sm) * sms_);
+      // its own regions: the key names the fast path, so that the two
+      // exchanges' launch counters (one per block) never mix
+      regs = region(1, n, blocks, kThreads, stream, "allreduce_sum ");
+      coll_->record("one_shot_all_reduce", in[0]);
+    }
+    const void* partial = in[0].data_ptr();
+    void* o = out.data_ptr();
+    int world = world_, rank = rank_;
+    void* params[] = {&partial, &o, &regs, &n, &world, &rank};
+    check_cu(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, stream, params, nullptr),
+             "launch " + fn);
+  }
+
   // Every rank's region for one call shape, mapped here (made on first use:
   // every rank reaches it at the same launch of the same graph). Keyed by
   // rows, width and grid: block b must own the same rows at every epoch of a
   // region (the double buffering rests on it), and every rank must run the
   // same grid (a block waits on the same block of the others), which the
-  // exchange checks.
-  FgRegions region(long long rows, long long H, long long blocks, unsigned threads, cudaStream_t stream) {
-    const std::string shape = std::to_string(rows) + "x" + std::to_string(H) + " grid " + std::to_string(blocks) + "x" +
-                              std::to_string(threads);
+  // exchange checks. `tag` keeps two fast paths' regions of one shape apart.
+  FgRegions region(long long rows, long long H, long long blocks, unsigned threads, cudaStream_t stream,
+                   const std::string& tag = "") {
+    const std::string shape = tag + std::to_string(rows) + "x" + std::to_string(H) + " grid " + std::to_string(blocks) +
+                              "x" + std::to_string(threads);
     auto it = regions_.find(shape);
     if (it != regions_.end()) return it->second;
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;

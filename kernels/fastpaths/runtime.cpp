@@ -142,6 +142,22 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
     f(p.data(), iv.data(), dv);
     return;
   }
+  if (name == "allreduce_sum") {
+    FG_CHECK(in.size() == 1 && out.numel() == in[0].numel() && in[0].scalar_type() == at::kBFloat16 &&
+                 out.scalar_type() == at::kBFloat16,
+             "fast path " + fn + ": takes one bf16 input of its output's size");
+    std::vector<int64_t> iv = {in[0].numel(), world_, rank_, 0};
+    if (world_ > 1) {
+      // the same regions as allreduce_residual_rmsnorm's of this size: the
+      // calls run one at a time, each with the next epoch
+      Shared& s = shared(in[0].numel() * 2);
+      iv[3] = ++s.epoch;
+      for (void* r : s.regions) p.push_back(r);
+      coll_->record("one_shot_all_reduce", in[0]);
+    }
+    f(p.data(), iv.data(), nullptr);
+    return;
+  }
   if (name == "gate_up_swiglu" || name == "rmsnorm_gate_up_swiglu") {
     const bool norm = name == "rmsnorm_gate_up_swiglu";
     const size_t w = norm ? 2 : 1;  // the gate weight's position

@@ -128,10 +128,14 @@ FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>>
   return p;
 }
 
-TEST(FastPaths, CatalogListsTheSixWithTheTpAwareOneFirst) {
+TEST(FastPaths, CatalogListsTheSevenWithTheTpAwareOneFirst) {
   EXPECT_EQ(fast_path_names(),
-            "allreduce_residual_rmsnorm, causal_attention, gate_up_swiglu, qkv_rmsnorm_local, qkv_rmsnorm_tp, "
-            "rmsnorm_gate_up_swiglu");
+            "allreduce_residual_rmsnorm, allreduce_sum, causal_attention, gate_up_swiglu, qkv_rmsnorm_local, "
+            "qkv_rmsnorm_tp, rmsnorm_gate_up_swiglu");
+  // an all-reduce that a norm reads goes to the fused exchange + norm
+  EXPECT_GT(find_fast_path("allreduce_residual_rmsnorm")->priority, find_fast_path("allreduce_sum")->priority);
+  EXPECT_TRUE(find_fast_path("allreduce_sum")->replicated_always);
+  EXPECT_FALSE(find_fast_path("allreduce_residual_rmsnorm")->replicated_always);
   ASSERT_NE(find_fast_path("qkv_rmsnorm_tp"), nullptr);
   EXPECT_GT(find_fast_path("qkv_rmsnorm_tp")->priority, find_fast_path("qkv_rmsnorm_local")->priority);
   EXPECT_TRUE(find_fast_path("qkv_rmsnorm_local")->generic_order(Backend::Cpu));
@@ -193,6 +197,66 @@ TEST(FastPaths, CostModelRefusesTheExchangeFastPathOnOneCudaRank) {
   forced.forced = {"allreduce_residual_rmsnorm"};
   Applied f = apply(parse_fast_paths("allreduce_residual_rmsnorm"), forced, {Backend::Cuda, 1});
   EXPECT_EQ(f.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
+}
+
+// The block's last all-reduce: no norm reads its sum. A summed f32
+// all-reduce beside it (a norm's sum of squares) is not the pattern.
+const char* kLastAllReduce = R"(
+graph g(%h: bf16[8,64], %w: bf16[64,64], %x: bf16[8,64], %v: f32[8,1]) {
+  %4 = linear(%h, %w) : bf16[8,64]
+  %5 = all_reduce(%4) {reduce_op = "sum"} : bf16[8,64]
+  %6 = add(%x, %5) : bf16[8,64]
+  %7 = all_reduce(%v) {reduce_op = "sum"} : f32[8,1]
+  %8 = all_reduce(%4) {reduce_op = "max"} : bf16[8,64]
+  return %6, %7, %8
+}
+)";
+
+// The exchange alone: it runs at world size 2 with its proof (or forced),
+// on one rank it has nothing to exchange on any backend, and where a norm
+// reads the sum the fused exchange + norm takes the all-reduce.
+TEST(FastPaths, TheExchangeAloneRunsOnSeveralRanksOnly) {
+  const FastPathProofs p = proven({{"allreduce_sum", "bf16,hidden=64,vec=8"}});
+  const FastPathSelection sel = parse_fast_paths("proven");
+  for (const FastPathTarget t : {FastPathTarget{Backend::Cuda, 2}, FastPathTarget{Backend::Cpu, 2},
+                                 FastPathTarget{Backend::Cuda, 0}}) {
+    Applied r = apply_to(kLastAllReduce, sel, p, t);
+    EXPECT_EQ(r.status["allreduce_sum"].status, kFastPathUsed) << t.world_size;
+    // the bf16 sum only: not the f32 one, not the max
+    EXPECT_EQ(r.status["allreduce_sum"].shape_classes, std::vector<std::string>{"bf16,hidden=64,vec=8"});
+    ASSERT_EQ(count(r.out, Op::FastPath), 1) << print_graph(r.out);
+    EXPECT_EQ(count(r.out, Op::AllReduce), 2) << print_graph(r.out);
+    for (const Node& n : r.out.nodes)
+      if (n.op == Op::FastPath) {
+        EXPECT_EQ(attr_str_or(n.attrs, "name", ""), "allreduce_sum");
+        EXPECT_EQ(n.type.shape, (Shape{8, 64}));
+        EXPECT_EQ(r.out.node(n.inputs[0]).op, Op::Linear);
+      }
+  }
+  for (const Backend b : {Backend::Cuda, Backend::Cpu}) {
+    Applied one = apply_to(kLastAllReduce, sel, p, {b, 1});
+    expect_refused(one, "allreduce_sum", "not used: cost model (one rank: nothing to exchange)",
+                   "fast_path_cost_model");
+  }
+  Applied unproven = apply_to(kLastAllReduce, sel, {}, {Backend::Cuda, 2});
+  expect_refused(unproven, "allreduce_sum", kFastPathUnproven, "fast_path_unproven");
+  // a win over the collective Inductor calls: max-autotune's only
+  for (const Backend b : {Backend::Cuda, Backend::Cpu}) {
+    Applied def = apply_to(kLastAllReduce, sel, p, {b, 2, FusionPolicy::Default});
+    expect_refused(def, "allreduce_sum", "not used: max-autotune only", "fast_path_policy");
+  }
+  FastPathProofs forced;
+  forced.forced = {"allreduce_sum"};
+  Applied f = apply_to(kLastAllReduce, parse_fast_paths("allreduce_sum"), forced, {Backend::Cuda, 1});
+  EXPECT_EQ(f.status["allreduce_sum"].status, kFastPathUsed);
+
+  // kBlock's all-reduce feeds the residual add and the norm: both match it,
+  // the fused one takes it
+  const FastPathProofs both = proven({{"allreduce_sum", "bf16,hidden=64,vec=8"},
+                                      {"allreduce_residual_rmsnorm", "bf16,hidden=64,vec=8"}});
+  Applied r = apply(sel, both, {Backend::Cuda, 2});
+  EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
+  EXPECT_EQ(r.status["allreduce_sum"].status, "not used: lower priority than allreduce_residual_rmsnorm");
 }
 
 // The MLP's SwiGLU: gate and up linears over one h, silu of the gate times

@@ -39,6 +39,44 @@ graph g(%p: bf16[8,64], %x: bf16[8,64], %ln: bf16[64]) {
   EXPECT_FALSE(replicated_nodes(g, {"x"})[3]);
 }
 
+// The exchange alone stands for the all-reduce it replaced: its sum is the
+// same on every rank whatever its input, and the residual hoist puts the
+// add on the GEMM that feeds it as it would for the collective.
+TEST(TpRewrite, TheAllReduceFastPathIsReplicatedAndTakesTheHoist) {
+  const char* text = R"(
+graph g(%x: bf16[8,64], %w: bf16[64,64]) {
+  %2 = linear(%x, %w) : bf16[8,64]
+  %3 = fast_path(%2) {dtype = "bf16", hidden = 64, name = "allreduce_sum", shape = [8, 64]} : bf16[8,64]
+  %4 = add(%x, %3) : bf16[8,64]
+  return %4
+}
+)";
+  Graph g = parse_graph(text, "t.fg");
+  EXPECT_FALSE(replicated_nodes(g, {})[2]);
+  EXPECT_TRUE(replicated_nodes(g, {})[3]);  // whatever the ranks fed it
+  EXPECT_TRUE(replicated_nodes(g, {"x"})[4]);
+  std::vector<LedgerEntry> ledger;
+  Graph h = hoist_replicated_residuals(g, {"x"}, &ledger);
+  verify(h);
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger[0].reason, Reject::TpResidualHoisted);
+  const Node& out = h.node(h.outputs[0]);
+  ASSERT_EQ(out.op, Op::FastPath) << print_graph(h);
+  EXPECT_EQ(h.node(out.inputs[0]).op, Op::LinearAddRank0) << print_graph(h);
+  // another fast path (the q/k norm) is no all-reduce: no hoist through it
+  Graph other = parse_graph(R"(
+graph g(%x: bf16[8,64], %w: bf16[64,64]) {
+  %2 = linear(%x, %w) : bf16[8,64]
+  %3 = fast_path(%2) {dtype = "bf16", hidden = 64, name = "causal_attention", shape = [8, 64]} : bf16[8,64]
+  %4 = add(%x, %3) : bf16[8,64]
+  return %4
+}
+)", "t.fg");
+  ledger.clear();
+  EXPECT_EQ(print_graph(hoist_replicated_residuals(other, {"x"}, &ledger)), print_graph(other));
+  EXPECT_TRUE(ledger.empty());
+}
+
 TEST(TpRewrite, ReplicatedValuesFollowInputsCollectivesAndPointwiseOps) {
   Graph g = parse_graph(kBlock, "t.fg");
   std::vector<bool> rep = replicated_nodes(g, {"x"});
