@@ -72,6 +72,8 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 import xxhash
 
+from rank_wait import wait_for_ranks  # bench/rank_wait.py: no torch, tested in CI
+
 # the block sizes (`--block`; repros/registry.cpp's GPU sizes of tp_block_llama):
 # name -> (batch, seq, hidden, heads, head_dim, mlp)
 BLOCKS = {
@@ -681,41 +683,12 @@ def run_torch(world, out):
     never reported comes back as a failed row."""
     path = pathlib.Path(out, "torch.json")
     path.unlink(missing_ok=True)
-    why, teardown = None, None
     want = {label for label, _, _ in torch_configs()}
     try:
         ctx = mp.spawn(torch_worker, args=(world, free_port(), out), nprocs=world, join=False)
-        deadline = time.monotonic() + TORCH_TIMEOUT_S
-        written = None  # when rank 0's file first held every configuration
-        while not ctx.join(timeout=5):
-            now = time.monotonic()
-            if written is None and want <= reported(path):
-                written = now
-            # At world size 2 the ranks once sat in their teardown (the
-            # barrier and destroy_process_group after the last row, with
-            # reduce-overhead's graphs alive) until the call's time ran
-            # out, twice, after every figure was written: the figures are
-            # kept, and the hung ranks stopped and named
-            if written is not None and now - written > TORCH_EXIT_GRACE_S:
-                stuck = [i for i, p in enumerate(ctx.processes) if p.is_alive()]
-                for p in ctx.processes:
-                    if p.is_alive():
-                        p.kill()
-                teardown = (f"rank(s) {', '.join(map(str, stuck))} still in their teardown "
-                            f"{TORCH_EXIT_GRACE_S} s after the last figure was written: stopped")
-                log(f"torch: {teardown}")
-                break
-            if now > deadline:
-                for p in ctx.processes:
-                    if p.is_alive():
-                        p.kill()
-                why = f"torch workers stopped after {TORCH_TIMEOUT_S} s"
-                break
-    except Exception as e:
-        if want <= reported(path):  # a rank that failed after the last figure
-            teardown = f"a rank failed in its teardown, after the last figure: {last_line(str(e))}"
-        else:
-            why = f"torch workers: {last_line(str(e))}"
+        why, teardown = wait_for_ranks(ctx, path, want, TORCH_TIMEOUT_S, TORCH_EXIT_GRACE_S, log=log)
+    except Exception as e:  # the spawn itself failed
+        why, teardown = f"torch workers: {last_line(str(e))}", None
     try:
         data = json.loads(path.read_text()) if path.exists() else {}
     except json.JSONDecodeError:
@@ -730,15 +703,6 @@ def run_torch(world, out):
             rows.append({"name": label, "class": cls, "source": "torch", "ms": None,
                          "note": f"failed: {why or 'no result'}"})
     return rows, traces
-
-
-def reported(path):
-    """The configurations rank 0's torch.json holds (empty while it is being
-    written or absent)."""
-    try:
-        return {r["name"] for r in json.loads(path.read_text()).get("rows", [])}
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        return set()
 
 
 # ---- fusegate ---------------------------------------------------------------
