@@ -695,8 +695,8 @@ def run_torch(world, out):
         data = {}
     rows, traces = data.get("rows", []), data.get("traces", {})
     done = {r["name"] for r in rows}
-    for r in rows:
-        if teardown:
+    if teardown:
+        for r in rows:
             r["teardown"] = teardown
     for label, cls, _ in torch_configs():
         if label not in done:

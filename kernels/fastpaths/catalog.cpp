@@ -498,7 +498,6 @@ std::vector<FastPathSpec> make_catalog() {
                {}});
   c.back().replicated_always = true;
   c.back().one_host = true;
-  c.back().exchange_only_gain = true;
   c.back().exchange_alone = true;
   // a win over the collective Inductor calls: max-autotune's, as every
   // fast path since (the default policy stays faithful to Inductor)

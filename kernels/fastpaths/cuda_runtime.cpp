@@ -152,14 +152,7 @@ class CudaFastPaths : public DeviceFastPaths {
       long long blocks = rows;
       FgRegions regs{};
       if (world_ > 1) {
-        if (world_ > kMaxRanks)
-          throw std::runtime_error("fast path " + name + ": at most " + std::to_string(kMaxRanks) +
-                                   " ranks (GPUs of one host)");
-        int per_sm = 0;
-        check_cu(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), 0), "occupancy");
-        if (per_sm < 1) throw std::runtime_error("fast path " + fn + ": no block of " + std::to_string(threads) +
-                                                 " threads fits on an SM");
-        blocks = std::min<long long>({rows, static_cast<long long>(per_sm) * sms_, kMaxBlocks});
+        blocks = resident_blocks(f, fn, threads, rows);
         regs = region(rows, H, blocks, threads, stream);
         coll_->record("one_shot_all_reduce", in[0]);
       }
@@ -527,6 +520,21 @@ class CudaFastPaths : public DeviceFastPaths {
     return f;
   }
 
+  // The grid of a one-shot exchange with other ranks: at most `want`
+  // blocks, and no more than the device holds at once (each block waits on
+  // the same block of the other ranks) nor than the region has launch
+  // counters for; at most kMaxRanks ranks.
+  long long resident_blocks(CUfunction f, const std::string& fn, unsigned threads, long long want) {
+    if (world_ > kMaxRanks)
+      throw std::runtime_error("fast path " + fn + ": at most " + std::to_string(kMaxRanks) +
+                               " ranks (GPUs of one host)");
+    int per_sm = 0;
+    check_cu(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(threads), 0), "occupancy");
+    if (per_sm < 1)
+      throw std::runtime_error("fast path " + fn + ": no block of " + std::to_string(threads) + " threads fits on an SM");
+    return std::min<long long>({want, static_cast<long long>(per_sm) * sms_, kMaxBlocks});
+  }
+
   // allreduce_sum.cu: a block of 512 threads owns a contiguous range of
   // chunks of 8 elements; every block resident at once (each waits on the
   // same block of the other ranks), at most kMaxBlocks
@@ -543,12 +551,7 @@ class CudaFastPaths : public DeviceFastPaths {
     long long blocks = std::min<long long>((chunks + kThreads - 1) / kThreads, kMaxBlocks);
     FgRegions regs{};
     if (world_ > 1) {
-      if (world_ > kMaxRanks)
-        throw std::runtime_error("fast path " + fn + ": at most " + std::to_string(kMaxRanks) + " ranks (GPUs of one host)");
-      int per_sm = 0;
-      check_cu(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, static_cast<int>(kThreads), 0), "occupancy");
-      if (per_sm < 1) throw std::runtime_error("fast path " + fn + ": no block of 512 threads fits on an SM");
-      blocks = std::min<long long>(blocks, static_cast<long long>(per_sm) * sms_);
+      blocks = resident_blocks(f, fn, kThreads, blocks);
       // its own regions: the key names the fast path, so that the two
       // exchanges' launch counters (one per block) never mix
       regs = region(1, n, blocks, kThreads, stream, "allreduce_sum ");

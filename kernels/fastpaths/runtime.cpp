@@ -93,6 +93,15 @@ FastPathRunner::Shared& FastPathRunner::shared(int64_t bytes) {
   return *shared_.emplace(bytes, std::move(s)).first->second;
 }
 
+int64_t FastPathRunner::exchange(const at::Tensor& partial, std::vector<void*>* p) {
+  // one set of regions per size, whichever one-shot fast path calls: the
+  // calls run one at a time, each with the next epoch
+  Shared& s = shared(partial.numel() * 2);
+  for (void* r : s.regions) p->push_back(r);
+  coll_->record("one_shot_all_reduce", partial);
+  return ++s.epoch;
+}
+
 void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) {
   const std::string name = attr_str_or(n.attrs, "name", "");
   const std::string stage = attr_str_or(n.attrs, "stage", "");
@@ -132,12 +141,7 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
     const int64_t H = attr_int(n.attrs, "hidden", n.op);
     const int64_t rows = in[0].numel() / H;
     std::vector<int64_t> iv = {rows, H, world_, rank_, 0};
-    if (world_ > 1) {
-      Shared& s = shared(in[0].numel() * 2);
-      iv[4] = ++s.epoch;
-      for (void* r : s.regions) p.push_back(r);
-      coll_->record("one_shot_all_reduce", in[0]);
-    }
+    if (world_ > 1) iv[4] = exchange(in[0], &p);
     const double dv[1] = {attr_float(n.attrs, "eps", n.op)};
     f(p.data(), iv.data(), dv);
     return;
@@ -147,14 +151,7 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
                  out.scalar_type() == at::kBFloat16,
              "fast path " + fn + ": takes one bf16 input of its output's size");
     std::vector<int64_t> iv = {in[0].numel(), world_, rank_, 0};
-    if (world_ > 1) {
-      // the same regions as allreduce_residual_rmsnorm's of this size: the
-      // calls run one at a time, each with the next epoch
-      Shared& s = shared(in[0].numel() * 2);
-      iv[3] = ++s.epoch;
-      for (void* r : s.regions) p.push_back(r);
-      coll_->record("one_shot_all_reduce", in[0]);
-    }
+    if (world_ > 1) iv[3] = exchange(in[0], &p);
     f(p.data(), iv.data(), nullptr);
     return;
   }

@@ -48,6 +48,10 @@ class FastPathRunner {
   struct Shared;  // the ranks' shared buffers of one size
   void* host_function(const std::string& name, const std::string& fn);
   Shared& shared(int64_t bytes);
+  // A one-shot all-reduce's call (world size 2 and up): every rank's region
+  // for `partial`'s size appended to the kernel's pointers `p`, the exchange
+  // recorded; returns the call's epoch.
+  int64_t exchange(const at::Tensor& partial, std::vector<void*>* p);
   Backend backend_;
   Collectives* coll_;
   int rank_, world_;
