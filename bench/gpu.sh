@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|placement|none|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|occupancy|placement|none|all]     (default: all)
 # none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
@@ -28,6 +28,11 @@
 # without it, then the max-autotune world-size-2 goldens re-blessed with it
 # (EXCHANGE_BLESS=0: not) and every world-size-2 cuda golden checked; packed as
 # $OUTDIR/exchange.tgz.
+# occupancy: the row kernels held to full occupancy (FG_FULL_OCCUPANCY)
+# against the same build without the bound (FUSEGATE_FAULT=occupancy_spill),
+# ABAB at world size 1 on OCC_BLOCKS (default tp_block_llama_h4096
+# tp_block_llama_h2048): the norm kernels' times in the profile, the
+# forward's median; then those blocks' cuda goldens checked at world size 1.
 # missing (two GPUs): `bless --missing` (the cuda goldens no file holds yet,
 # default and max-autotune C, at world sizes 1 and 2), then `check --strict`
 # of every cuda golden at world sizes 1 and 2.
@@ -67,7 +72,7 @@ set -uo pipefail
 what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode,
 # or a block the bench does not know (a typo used to cost a device call)
-modes="all attention attnproof bench bisect bless check exchange fastpaths fuzz gateup kernels missing multinode none placement prove seeds swiglu"
+modes="all attention attnproof bench bisect bless check exchange fastpaths fuzz gateup kernels missing multinode none occupancy placement prove seeds swiglu"
 [[ " $modes " == *" $what "* && "$what" != *" "* ]] || {
   echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 for blk in ${BENCH_BLOCKS:-h2048}; do
@@ -517,8 +522,11 @@ PY
     why="${BLESS_WHY:-allreduce_sum: the last all-reduce of the block as the one-shot exchange}"
     $FG bless --backend cuda --fusion max-autotune --mode C --world-size 2 --why "$why" 2>>"$OUTDIR/bless.err" | tail -1
     phase blessed
+    # max-autotune goldens exist for mode C only: without --mode C its
+    # modes A and B count as missing and --strict fails
     for fu in default max-autotune; do
-      $FG check --strict --backend cuda --fusion $fu --world-size 2 >"$OUTDIR/check-$fu.txt" 2>>"$OUTDIR/bless.err"
+      sel=$([ $fu = max-autotune ] && echo "--mode C")
+      $FG check --strict --backend cuda --fusion $fu $sel --world-size 2 >"$OUTDIR/check-$fu.txt" 2>>"$OUTDIR/bless.err"
       r=$?; [ $r -ne 0 ] && rc=$r
       grep -E "^[0-9]+ checks:|\((FAIL|IMPROVED)" -A4 "$OUTDIR/check-$fu.txt" | head -20
     done
@@ -526,6 +534,37 @@ PY
   fi
   tar czf "$OUTDIR/exchange.tgz" golden/proofs/cuda golden/cuda "$OUTDIR/prove-allreduce_sum.txt" 2>/dev/null
   rm -f "$OUTDIR/prove-allreduce_sum.txt"
+fi
+if [ "$what" = occupancy ]; then
+  # the row kernels held to full occupancy (FG_FULL_OCCUPANCY) against the
+  # same build without the bound (FUSEGATE_FAULT=occupancy_spill), in turn
+  # (ABAB), at world size 1: each norm kernel's time in the forward's
+  # profile and the forward's median; then the goldens of those blocks
+  # checked (the bound must not move a digest)
+  for blk in ${OCC_BLOCKS:-tp_block_llama_h4096 tp_block_llama_h2048}; do
+    for turn in bound plain bound plain; do
+      fault=$([ $turn = plain ] && echo occupancy_spill)
+      FUSEGATE_FAULT=$fault $FG run "$blk" --backend cuda --mode C --world-size 1 --fusion max-autotune --cuda-graphs \
+        --iters 100 --warmup-ms 2000 --profile "$OUTDIR/occ-prof.json" --out "$OUTDIR/occ-rec.json" \
+        2>>"$OUTDIR/occupancy.err" >/dev/null || { rc=1; echo "$blk $turn: run failed"; continue; }
+      python3 - "$OUTDIR" "$blk" "$turn" <<'PY'
+import json, sys
+out, blk, turn = sys.argv[1:]
+p = json.load(open(f"{out}/occ-prof.json")); r = json.load(open(f"{out}/occ-rec.json"))
+ks = [k for k in p["kernels"] if (k.get("device_kernel") or "").startswith("cuda_red")]
+print(f"{blk} {turn:5}: median {r['ranks'][0]['times_ms']['forward_median']:.4f} ms, span {1000 * p['span_ms']:.1f} us; "
+      + "; ".join(f"{k['device_kernel'][-8:]} {1000 * k['ms']:.1f} us" for k in ks))
+PY
+    done
+    for fu in default max-autotune; do
+      sel=$([ $fu = max-autotune ] && echo "--mode C")
+      $FG check "$blk" --strict --backend cuda --fusion $fu $sel --world-size 1 2>>"$OUTDIR/occupancy.err" | grep -E "^[0-9]+ checks:"
+      r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
+    done
+  done
+  grep -m3 "full-occupancy" "$OUTDIR/occupancy.err"
+  rm -f "$OUTDIR/occ-prof.json" "$OUTDIR/occ-rec.json"
+  phase "occupancy done"
 fi
 if [ "$what" = missing ]; then
   # two GPUs: bless the goldens no file holds yet, then check every cuda

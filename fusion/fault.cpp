@@ -30,7 +30,7 @@ bool is_rank(const std::string& s) {
 
 std::vector<Item> parse() {
   static const char* const with_arg[] = {"crash", "hang", "crash_in_fast_path", "diverge_fusion", "crash_at"};
-  static const char* const plain[] = {"attention_fallback"};
+  static const char* const plain[] = {"attention_fallback", "occupancy_spill"};
   std::vector<Item> out;
   const char* env = std::getenv("FUSEGATE_FAULT");
   if (!env || !*env) return out;

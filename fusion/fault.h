@@ -9,6 +9,9 @@
 //   attention_fallback  attention runs the composite (matmul, mask, softmax,
 //                       matmul) instead of LibTorch's fused kernel, so the
 //                       device-kernel count must catch it
+//   occupancy_spill     cuda: every module with a row kernel held to full
+//                       occupancy is compiled again without the bound, as
+//                       when such a kernel spills (kernels/cuda/cuda_module.cpp)
 //   fastpath_edit:NAME  fast path NAME's kernel source gets one more line, as
 //                       an edit of its file would: its proof must be
 //                       invalidated, and so must the proof of a fast path

@@ -232,6 +232,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   }
   sig_numel_ = X;
   sig_rnumel_ = R;
+  sig_row_words_ = em.row_words;
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   chunks_allowed_ = true;
   narrow_index_ = false;

@@ -26,6 +26,9 @@ class CStylePrinter {
   // The kernel being printed runs over (numel, rnumel): what signature() may
   // need (CUDA: its block size).
   int64_t sig_numel_ = 0, sig_rnumel_ = 1;
+  // 32-bit registers a thread its rows hold in registers (-1: none held;
+  // KernelEmitter::row_words)
+  int64_t sig_row_words_ = -1;
 
  public:
   // The dialect's table, used by the emitter that prints kernel bodies.

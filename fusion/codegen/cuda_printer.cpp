@@ -124,8 +124,29 @@ std::string CudaPrinter::signature(const std::string& name) const {
   // kernel that cannot launch ("too many resources requested", found by
   // fusegate fuzz on a var over 15841 elements: 1024 threads, 16 cached each)
   const int threads = sig_rnumel_ > 1 ? cuda_row_threads(sig_rnumel_) : kPointwiseThreads;
-  const std::string bounds = threads >= 512 ? "__launch_bounds__(" + std::to_string(threads) + ") " : "";
+  std::string bounds = threads >= 512 ? "__launch_bounds__(" + std::to_string(threads) + ") " : "";
+  if (cuda_full_occupancy(sig_rnumel_, sig_row_words_))
+    bounds = "FG_FULL_OCCUPANCY(" + std::to_string(threads) + ") ";
   return "extern \"C\" __global__ void " + bounds + name + "(FgArgs args)";
+}
+
+// A row kernel runs a block a row, its rows in flight as many as fit on the
+// chip at once: the block's registers decide how many. RMSNorm over 1024 x
+// 4096 bf16 (a block of 256 threads a row, the row and the weight held in
+// registers: 16 words a thread) took 40 registers a thread from NVRTC, so
+// 6 blocks fit on an SM: 792 rows on an H100's 132 SMs, and the other 232
+// ran as a second wave (9.5 us where Triton's kernel took 5.4, measured on
+// two H100 on 2026-11-26). Held to 32 registers (8 blocks of 256 an SM, 2048
+// threads) ptxas compiles it without a spill and every row runs in one
+// wave. A kernel whose rows hold more than kFullOccupancyWords registers a
+// thread (add + RMSNorm holds three rows: 24) keeps the compiler's own
+// count, which the bound would turn into spills (60 bytes a thread at 32).
+// The bound is a macro, FG_FULL_OCCUPANCY: the module is compiled again
+// without it when a kernel that asks for it spills anyway
+// (kernels/cuda/cuda_module.cpp).
+bool cuda_full_occupancy(int64_t rnumel, int64_t row_words) {
+  constexpr int64_t kFullOccupancyWords = 16;
+  return rnumel > 1 && cuda_row_threads(rnumel) < 512 && row_words >= 0 && row_words <= kFullOccupancyWords;
 }
 
 std::string CudaPrinter::prelude() const { return cuda_kernel_prelude() + cuda_generated_extras(); }
@@ -133,6 +154,15 @@ std::string CudaPrinter::prelude() const { return cuda_kernel_prelude() + cuda_g
 const std::string& cuda_generated_extras() {
   static const std::string text = R"(
 // helpers of generated kernels only (not hashed into fast path proofs)
+// a row kernel held to the registers that let 2048 threads an SM run
+// (cuda_full_occupancy); the module is compiled with FG_NO_FULL_OCCUPANCY
+// when such a kernel spills; an SM runs 2048 threads in at most 32 blocks
+#define FG_BLOCKS_AN_SM(threads) (2048 / (threads) < 32 ? 2048 / (threads) : 32)
+#ifdef FG_NO_FULL_OCCUPANCY
+#define FG_FULL_OCCUPANCY(threads)
+#else
+#define FG_FULL_OCCUPANCY(threads) __launch_bounds__(threads, FG_BLOCKS_AN_SM(threads))
+#endif
 typedef int int32_t;
 typedef unsigned char uint8_t;
 // argmax: NaN is the largest value; ties and NaNs go to the first index

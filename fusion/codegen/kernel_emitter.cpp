@@ -186,6 +186,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
   bool looped_before = false;
   int64_t regs = p_.row_registers(R);
   if (regs > 0) {
+    row_words = std::max<int64_t>(row_words, 0);
     std::map<std::string, std::set<size_t>> phases_of_load;
     std::map<std::string, DType> load_type;
     std::map<std::string, IndexP> load_index;
@@ -240,10 +241,12 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
         IndexP base;
         if (p_.chunked(1, R) && wide(load_type[k]) && chunk_access(load_index[k], "r", R, &base)) {
           row_chunked.insert(k);
+          row_words += regs * static_cast<int64_t>(dtype_size(load_type[k])) / 4;  // in storage type
           line(p_.chunk_decl(p_.storage_type(load_type[k]),
                              name + "[" + std::to_string(regs / CStylePrinter::kChunkLanes) + "]"));
         } else {
           line(p_.compute_type(load_type[k]) + " " + name + "[" + std::to_string(regs) + "];");
+          row_words += regs * (dtype_size(load_type[k]) == 8 ? 2 : 1);  // in compute type
         }
       }
     }

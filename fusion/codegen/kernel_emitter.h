@@ -53,6 +53,10 @@ class KernelEmitter {
   // on no memory after the block-wide combine: load key -> its buffer and
   // the chunk's start (an index over q).
   std::map<std::string, std::pair<int, std::string>> row_prefetch;
+  // 32-bit registers a thread the row caches and prefetches hold (-1: the
+  // kernel holds no row in registers): what CudaPrinter::signature weighs
+  // before it asks for full occupancy
+  int64_t row_words = -1;
   size_t current_phase = 0;
   bool in_row_loop = false;  // emitting inside a loop over r (an inner phase)
   // Chunk accesses of the current chunk (see CStylePrinter::chunked).

@@ -27,6 +27,7 @@
 
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "kernels/cpu/aten_ops.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
@@ -96,21 +97,24 @@ std::string cubin_for(const std::string& source, const std::string& arch) {
 class CudaModule : public KernelModule {
  public:
   explicit CudaModule(const KernelProgram& p) {
-    std::string cubin = cubin_for(p.module_source, arch_of_current_device());
-    check(cuModuleLoadData(&module_, cubin.data()), "load module");
-    int dev = 0, sms = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    for (const auto& k : p.kernels) {
-      CUfunction f = nullptr;
-      if (k.generated()) check(cuModuleGetFunction(&f, module_, k.name.c_str()), "find kernel " + k.name);
-      fns_.push_back(f);
-      shapes_.push_back(cuda_launch_shape(k.numel, k.rnumel, sms, k.chunked));
+    const std::string arch = arch_of_current_device();
+    load(p, cubin_for(p.module_source, arch));
+    // A row kernel the printer held to full occupancy (FG_FULL_OCCUPANCY,
+    // fusion/codegen/cuda_printer.cpp) that spills anyway: the module is
+    // compiled again without the bound (the printer's rule is a count of
+    // the registers its rows hold, not of everything the kernel keeps).
+    // FUSEGATE_FAULT=occupancy_spill takes this path for every module
+    // that has such a kernel: it tests the path, and times the kernels
+    // without the bound in the same build.
+    const std::string spilled = bounded_kernel_that_spills(p);
+    if (!spilled.empty()) {
+      std::fprintf(stderr, "fusegate: %s: compiled without the full-occupancy bound (FG_NO_FULL_OCCUPANCY)\n",
+                   spilled.c_str());
+      unload();
+      load(p, cubin_for("#define FG_NO_FULL_OCCUPANCY\n" + p.module_source, arch));
     }
   }
-  ~CudaModule() override {
-    if (module_) cuModuleUnload(module_);
-  }
+  ~CudaModule() override { unload(); }
   void launch(size_t index, const std::vector<void*>& ptrs) override {
     FG_CHECK(ptrs.size() <= 32, "a kernel with more than 32 buffers");
     FgArgs args{};
@@ -124,6 +128,39 @@ class CudaModule : public KernelModule {
   }
 
  private:
+  void load(const KernelProgram& p, const std::string& cubin) {
+    check(cuModuleLoadData(&module_, cubin.data()), "load module");
+    int dev = 0, sms = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    for (const auto& k : p.kernels) {
+      CUfunction f = nullptr;
+      if (k.generated()) check(cuModuleGetFunction(&f, module_, k.name.c_str()), "find kernel " + k.name);
+      fns_.push_back(f);
+      shapes_.push_back(cuda_launch_shape(k.numel, k.rnumel, sms, k.chunked));
+    }
+  }
+  void unload() {
+    if (module_) cuModuleUnload(module_);
+    module_ = nullptr;
+    fns_.clear();
+    shapes_.clear();
+  }
+  // The first kernel held to full occupancy that uses local memory (a
+  // spill), as "kernel NAME spills N bytes a thread"; "" when none does.
+  std::string bounded_kernel_that_spills(const KernelProgram& p) const {
+    const bool forced = fault_active("occupancy_spill");
+    for (size_t i = 0; i < p.kernels.size(); ++i) {
+      const Kernel& k = p.kernels[i];
+      if (!k.generated() || k.source.find("FG_FULL_OCCUPANCY(") == std::string::npos) continue;
+      if (forced) return "FUSEGATE_FAULT=occupancy_spill";
+      int local = 0;
+      check(cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fns_[i]), "attributes of " + k.name);
+      if (local > 0) return "kernel " + k.name + " spills " + std::to_string(local) + " bytes a thread";
+    }
+    return "";
+  }
+
   CUmodule module_ = nullptr;
   std::vector<CUfunction> fns_;
   std::vector<LaunchShape> shapes_;

@@ -2,6 +2,8 @@
 
 #include <nvrtc.h>
 
+#include <cctype>
+#include <sstream>
 #include <vector>
 
 #include "fusion/errors.h"
@@ -20,12 +22,14 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch) {
+NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
+                          bool ptxas_info) {
   nvrtcProgram prog;
   check(nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr), "create");
   std::string arch_opt = "--gpu-architecture=" + arch;
   // fast math stays off: results must match the eager reference's rounding
   std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "-default-device"};
+  if (ptxas_info) opts.push_back("--ptxas-options=-v");
   nvrtcResult rc = nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
   NvrtcResult out;
   size_t log_size = 0;
@@ -39,6 +43,53 @@ NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, co
     check(nvrtcGetCUBIN(prog, out.cubin.data()), "cubin");
   }
   nvrtcDestroyProgram(&prog);
+  return out;
+}
+
+// ptxas -v writes, for each kernel:
+//   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+//   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//   ptxas info    : Used 32 registers, used 1 barriers, 128 bytes smem
+std::map<std::string, PtxasUsage> ptxas_usage(const std::string& log) {
+  std::map<std::string, PtxasUsage> out;
+  std::istringstream in(log);
+  std::string line, current;
+  auto number_before = [](const std::string& l, const std::string& word) {
+    size_t at = l.find(word);
+    if (at == std::string::npos || at == 0) return -1;
+    size_t end = at;
+    while (end > 0 && l[end - 1] == ' ') --end;
+    size_t begin = end;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(l[begin - 1]))) --begin;
+    return begin < end ? std::stoi(l.substr(begin, end - begin)) : -1;
+  };
+  while (std::getline(in, line)) {
+    const std::string entry = "Compiling entry function '";
+    size_t at = line.find(entry);
+    if (at != std::string::npos) {
+      size_t b = at + entry.size(), e = line.find('\'', b);
+      current = e == std::string::npos ? "" : line.substr(b, e - b);
+      if (!current.empty()) out[current];
+      continue;
+    }
+    // a device function's own block (not inlined) is not the kernel's
+    const std::string props = "Function properties for ";
+    at = line.find(props);
+    if (at != std::string::npos) {
+      std::string fn = line.substr(at + props.size());
+      while (!fn.empty() && (fn.back() == ' ' || fn.back() == '\r')) fn.pop_back();
+      current = out.count(fn) ? fn : "";
+      continue;
+    }
+    if (current.empty()) continue;
+    PtxasUsage& u = out[current];
+    if (line.find("spill stores") != std::string::npos) {
+      u.spill_store_bytes = number_before(line, "bytes spill stores");
+      u.spill_load_bytes = number_before(line, "bytes spill loads");
+    }
+    if (line.find(" registers") != std::string::npos && line.find("Used ") != std::string::npos)
+      u.registers = number_before(line, "registers");
+  }
   return out;
 }
 

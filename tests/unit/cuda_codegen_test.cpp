@@ -2,7 +2,10 @@
 // and has the structure the launcher relies on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/compile.h"
@@ -21,14 +24,32 @@ CompiledProgram compile_cuda(const std::string& text, FusionPolicy p = FusionPol
   return compile(parse_graph(text, "case.fg"), o);
 }
 
-void expect_compiles(const CompiledProgram& c) {
-  NvrtcResult r = nvrtc_compile(c.program.module_source, c.captured.name + ".cu");
+// Compiles with NVRTC and checks every generated kernel; returns how many
+// of them asked for full occupancy (FG_FULL_OCCUPANCY), each of which must
+// have compiled without a spill: the printer's rule (cuda_full_occupancy)
+// counts only the registers its rows hold.
+int expect_compiles(const CompiledProgram& c) {
+  NvrtcResult r = nvrtc_compile(c.program.module_source, c.captured.name + ".cu", "sm_90", /*ptxas_info=*/true);
   EXPECT_FALSE(r.cubin.empty()) << r.log << "\n" << c.program.module_source;
+  const std::map<std::string, PtxasUsage> usage = ptxas_usage(r.log);
+  int bounded = 0;
   for (const auto& k : c.program.kernels)
     if (k.generated()) {
       EXPECT_EQ(k.name.rfind("cuda_", 0), 0u) << k.name;
       EXPECT_NE(k.source.find("__global__"), std::string::npos);
+      if (k.source.find("FG_FULL_OCCUPANCY(") == std::string::npos) continue;
+      ++bounded;
+      auto u = usage.find(k.name);
+      if (u == usage.end()) {
+        ADD_FAILURE() << "ptxas did not report " << k.name << ":\n" << r.log;
+        continue;
+      }
+      EXPECT_EQ(u->second.spill_store_bytes, 0) << k.name << " spills under its bound:\n" << k.source;
+      EXPECT_GT(u->second.registers, 0) << r.log;
+      const int threads = cuda_row_threads(k.rnumel), blocks = std::min(2048 / threads, 32);
+      EXPECT_LE(u->second.registers, 65536 / (threads * blocks)) << k.name;
     }
+  return bounded;
 }
 
 const char* kCases[] = {
@@ -86,7 +107,7 @@ TEST(CudaCodegen, EveryCaseCompilesForSm90) {
 // The op tests of the text IR (tests/lit/ops: argmax, pad, flip, arange,
 // log_softmax, split reductions, ...), through NVRTC, under every policy.
 TEST(CudaCodegen, EveryOpsLitCaseCompilesForSm90) {
-  int cases = 0;
+  int cases = 0, bounded = 0;
   for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEGATE_SOURCE_DIR) + "/tests/lit/ops")) {
     if (e.path().extension() != ".fg") continue;
     for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::None}) {
@@ -94,11 +115,77 @@ TEST(CudaCodegen, EveryOpsLitCaseCompilesForSm90) {
       o.backend = Backend::Cuda;
       o.fusion = p;
       SCOPED_TRACE(e.path().string());
-      expect_compiles(compile(parse_graph_file(e.path().string()).at(0), o));
+      bounded += expect_compiles(compile(parse_graph_file(e.path().string()).at(0), o));
     }
     ++cases;
   }
   EXPECT_GE(cases, 10);  // the folder was found and holds the cases
+  EXPECT_GE(bounded, 1);  // some kernel asked for full occupancy, none spilled
+}
+
+// ptxas's resource lines, read back per kernel
+TEST(CudaCodegen, PtxasUsageReadsEachKernelsRegistersAndSpills) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'k_a' for 'sm_90'\n"
+      "ptxas info    : Function properties for k_a\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 32 registers, used 1 barriers, 128 bytes smem\n"
+      "ptxas info    : Compiling entry function 'k_b' for 'sm_90'\n"
+      "ptxas info    : Function properties for k_b\n"
+      "ptxas         .     64 bytes stack frame, 60 bytes spill stores, 56 bytes spill loads\n"
+      "ptxas info    : Used 128 registers, used 0 barriers\n"
+      "ptxas info    : Function properties for helper\n"
+      "ptxas         .     8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n";
+  std::map<std::string, PtxasUsage> u = ptxas_usage(log);
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u["k_a"].registers, 32);
+  EXPECT_EQ(u["k_a"].spill_store_bytes, 0);
+  EXPECT_EQ(u["k_b"].registers, 128);
+  EXPECT_EQ(u["k_b"].spill_store_bytes, 60);
+  EXPECT_EQ(u["k_b"].spill_load_bytes, 56);
+  EXPECT_TRUE(ptxas_usage("").empty());
+}
+
+// A row kernel whose rows hold few registers runs every block of a wave:
+// RMSNorm over 1024 x 4096 bf16 (256 threads a row, the row and the weight
+// held: 16 words a thread) asks for 2048 threads an SM and gets them
+// without a spill; add + RMSNorm holds three rows (24 words) and keeps the
+// compiler's count. NVRTC's real resources, for sm_90.
+TEST(CudaCodegen, RowKernelsHoldingFewRegistersAskForFullOccupancy) {
+  CompiledProgram norm = compile_cuda(R"(graph n(%x: bf16[1024,4096], %w: bf16[4096]) {
+  %2 = rms_norm(%x, %w) {eps = 1e-06} : bf16[1024,4096]
+  return %2
+})");
+  ASSERT_EQ(norm.program.kernels.size(), 1u);
+  EXPECT_NE(norm.program.kernels[0].source.find("FG_FULL_OCCUPANCY(256) "), std::string::npos)
+      << norm.program.kernels[0].source;
+  EXPECT_EQ(expect_compiles(norm), 1);
+  // the bound is what holds it there: without it (the module as the
+  // runtime compiles it after a spill) it still compiles
+  NvrtcResult plain = nvrtc_compile("#define FG_NO_FULL_OCCUPANCY\n" + norm.program.module_source, "plain.cu",
+                                    "sm_90", true);
+  ASSERT_FALSE(plain.cubin.empty()) << plain.log;
+  const auto u = ptxas_usage(plain.log);
+  ASSERT_EQ(u.count(norm.program.kernels[0].name), 1u) << plain.log;
+  std::printf("RMSNorm 1024 x 4096: %d registers without the bound\n", u.at(norm.program.kernels[0].name).registers);
+
+  CompiledProgram add_norm = compile_cuda(R"(graph a(%x: bf16[1024,4096], %y: bf16[1024,4096], %w: bf16[4096]) {
+  %3 = add(%x, %y) : bf16[1024,4096]
+  %4 = rms_norm(%3, %w) {eps = 1e-06} : bf16[1024,4096]
+  return %4
+})");
+  ASSERT_EQ(add_norm.program.kernels.size(), 1u);
+  EXPECT_EQ(add_norm.program.kernels[0].source.find("FG_FULL_OCCUPANCY("), std::string::npos)
+      << add_norm.program.kernels[0].source;
+  EXPECT_EQ(expect_compiles(add_norm), 0);
+  // the rule itself: rows of one warp or of 512 threads and more, and rows
+  // the kernel strides over, never ask
+  EXPECT_TRUE(cuda_full_occupancy(4096, 16));
+  EXPECT_FALSE(cuda_full_occupancy(4096, 17));
+  EXPECT_FALSE(cuda_full_occupancy(4096, -1));
+  EXPECT_FALSE(cuda_full_occupancy(8192, 8));  // 512 threads
+  EXPECT_FALSE(cuda_full_occupancy(1, 0));     // not a row kernel
 }
 
 TEST(CudaCodegen, RowReductionIsOneBlockPerRowWithCombinedPartials) {
