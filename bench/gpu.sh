@@ -23,8 +23,9 @@
 # as $OUT/proofs-cuda.tgz. fastpaths: bench/fastpath_bench.py (the blocks with
 # and without the proven fast paths, and the one-shot all-reduce + norm
 # against NCCL + the norm kernel: bench/fg/allreduce_norm_h2048.fg).
-# exchange (two GPUs): the allreduce_sum fast path's proof at world size 2
-# (its A/B on every cuda repro it matches), tp_block_llama_h4096's forward profiled with and
+# exchange (two GPUs): the proof at world size 2 of EXCHANGE_FAST_PATH
+# (allreduce_residual by default, or allreduce_sum; its A/B on every cuda
+# repro it matches), tp_block_llama_h4096's forward profiled with and
 # without it, then the max-autotune world-size-2 goldens re-blessed with it
 # (EXCHANGE_BLESS=0: not) and every world-size-2 cuda golden checked; packed as
 # $OUTDIR/exchange.tgz.
@@ -79,6 +80,10 @@ for blk in ${BENCH_BLOCKS:-h2048}; do
   case "$blk" in h2048 | h2048_s2048 | h4096) ;;
   *) echo "gpu.sh: BENCH_BLOCKS names '$blk'; the blocks: h2048 h2048_s2048 h4096" >&2; exit 2 ;; esac
 done
+case "${EXCHANGE_FAST_PATH:-allreduce_residual}" in
+  allreduce_residual | allreduce_sum) ;;
+  *) echo "gpu.sh: EXCHANGE_FAST_PATH is allreduce_residual or allreduce_sum, not '$EXCHANGE_FAST_PATH'" >&2; exit 2 ;;
+esac
 case "${BENCH_ROUNDS_ONLY:-0}" in
   0) ;;
   1) [[ "${BENCH_ROUNDS:-0}" =~ ^[1-9][0-9]*$ ]] || {
@@ -207,7 +212,13 @@ PY
   tar czf "$OUTDIR/golden-ma.tgz" golden/cuda
 fi
 if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
-  ./build-gpu/tests/test_cuda_codegen 2>&1 | tail -1
+  # the failing tests' names and messages stay in $OUTDIR (a summary line
+  # alone once hid which test failed)
+  ./build-gpu/tests/test_cuda_codegen >"$OUTDIR/test_cuda_codegen.txt" 2>&1
+  r=$?; [ $r -ne 0 ] && rc=$r
+  echo "test_cuda_codegen: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUTDIR/test_cuda_codegen.txt" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$OUTDIR/test_cuda_codegen.txt" | head -5
+  grep -E -A3 'Failure$' "$OUTDIR/test_cuda_codegen.txt" | head -12
   FUSEGATE_TEST_BACKEND=cuda ./build-gpu/tests/test_runtime >"$OUTDIR/test_runtime_cuda.txt" 2>&1
   r=$?; [ $r -ne 0 ] && rc=$r
   echo "test_runtime on cuda: $(grep -E '^\[  (PASSED|FAILED) ' "$OUTDIR/test_runtime_cuda.txt" | tr '\n' ' ')"
@@ -485,31 +496,37 @@ if [ "$what" = attnproof ]; then
   rm -f "$OUTDIR"/ab-causal_attention-*.txt
 fi
 if [ "$what" = exchange ]; then
-  # two GPUs: the allreduce_sum fast path (the block's last all-reduce as
-  # the one-shot exchange alone): its proof at world size 2 (its A/B on
-  # every cuda repro it matches), its all-reduce kernel against NCCL's in
-  # tp_block_llama_h4096's forward (profiles with and without it), then the
-  # max-autotune mode C world-size-2 goldens it changes re-blessed
-  # (EXCHANGE_BLESS=0: not) and every world-size-2 cuda golden checked;
-  # proofs, goldens and the proof's A/Bs packed as $OUTDIR/exchange.tgz
+  # two GPUs: an exchange fast path of the block's last all-reduce,
+  # EXCHANGE_FAST_PATH (default allreduce_residual: the exchange with the
+  # residual add after it; allreduce_sum: the exchange alone): its proof at
+  # world size 2 (its A/B on every cuda repro it matches), tp_block_llama_h4096's
+  # forward profiled with the proven fast paths and with the same set less
+  # it (allreduce_residual's "without" keeps allreduce_sum, so the residual
+  # hoist runs), then the max-autotune mode C world-size-2 goldens it
+  # changes re-blessed (EXCHANGE_BLESS=0: not) and every world-size-2 cuda
+  # golden checked; proofs, goldens and the proof's A/Bs packed as
+  # $OUTDIR/exchange.tgz
   [ "$ngpu" -ge 2 ] || { echo "exchange: needs two GPUs"; exit 125; }
+  xfp="${EXCHANGE_FAST_PATH:-allreduce_residual}"  # checked before the build
   # proven at world size 2 only: on one rank the cost model never runs it
   # (nothing to exchange); prove A/Bs it on every cuda repro it matches
-  $FG prove --backend cuda --fast-path allreduce_sum --world-size 2 2>"$OUTDIR/prove-allreduce_sum.err" |
-    tee "$OUTDIR/prove-allreduce_sum.txt" | grep -E "^fusegate prove|FAIL|proven|verdict"
-  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-allreduce_sum.err"; }
+  $FG prove --backend cuda --fast-path "$xfp" --world-size 2 2>"$OUTDIR/prove-$xfp.err" |
+    tee "$OUTDIR/prove-$xfp.txt" | grep -E "^fusegate prove|FAIL|proven|verdict"
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-$xfp.err"; }
   phase proved
   others=qkv_rmsnorm_local,qkv_rmsnorm_tp,allreduce_residual_rmsnorm,gate_up_swiglu,causal_attention
+  [ "$xfp" = allreduce_residual ] && others="$others,allreduce_sum"
   for fp in proven $others; do
     $FG run tp_block_llama_h4096 --backend cuda --mode C --world-size 2 --fusion max-autotune --cuda-graphs \
       --iters 100 --warmup-ms 2000 --fast-paths "$fp" --profile "$OUTDIR/exchange-prof.json" \
       --out "$OUTDIR/exchange-rec.json" 2>>"$OUTDIR/exchange.err" >/dev/null || { rc=1; continue; }
-    python3 - "$OUTDIR" "$fp" <<'PY'
+    python3 - "$OUTDIR" "$fp" "$xfp" <<'PY'
 import json, sys
-out, fp = sys.argv[1], sys.argv[2]
+out, fp, xfp = sys.argv[1:]
 p = json.load(open(f"{out}/exchange-prof.json")); r = json.load(open(f"{out}/exchange-rec.json"))
-ks = [k for k in p["kernels"] if any(w in (k.get("device_kernel") or k.get("launch") or "") for w in ("allreduce", "AllReduce"))]
-print(f"h4096 world size 2, fast paths {'proven' if fp == 'proven' else 'without allreduce_sum'}: "
+ks = [k for k in p["kernels"] if any(w in (k.get("device_kernel") or k.get("launch") or "")
+                                     for w in ("allreduce", "AllReduce", "addmm", "_add"))]
+print(f"h4096 world size 2, fast paths {'proven' if fp == 'proven' else 'without ' + xfp}: "
       f"median {r['ranks'][0]['times_ms']['forward_median']:.4f} ms, span {1000 * p['span_ms']:.1f} us; "
       + "; ".join(f"{(k.get('device_kernel') or k.get('launch'))[:40]} {1000 * k['ms']:.1f} us" for k in ks))
 PY
@@ -519,7 +536,7 @@ PY
     # the goldens it changes are max-autotune's of world size 2 (on one
     # rank it does not run, and the default policy never runs it): those
     # re-blessed, every cuda golden of world size 2 checked
-    why="${BLESS_WHY:-allreduce_sum: the last all-reduce of the block as the one-shot exchange}"
+    why="${BLESS_WHY:-$xfp: the last all-reduce of the block as the one-shot exchange}"
     $FG bless --backend cuda --fusion max-autotune --mode C --world-size 2 --why "$why" 2>>"$OUTDIR/bless.err" | tail -1
     phase blessed
     # max-autotune goldens exist for mode C only: without --mode C its
@@ -532,8 +549,8 @@ PY
     done
     phase checked
   fi
-  tar czf "$OUTDIR/exchange.tgz" golden/proofs/cuda golden/cuda "$OUTDIR/prove-allreduce_sum.txt" 2>/dev/null
-  rm -f "$OUTDIR/prove-allreduce_sum.txt"
+  tar czf "$OUTDIR/exchange.tgz" golden/proofs/cuda golden/cuda "$OUTDIR/prove-$xfp.txt" 2>/dev/null
+  rm -f "$OUTDIR/prove-$xfp.txt"
 fi
 if [ "$what" = occupancy ]; then
   # the row kernels held to full occupancy (FG_FULL_OCCUPANCY) against the

@@ -314,6 +314,40 @@ std::vector<FastPathSite> match_allreduce_sum(const Graph& g) {
   return r;
 }
 
+// x2 = r + all_reduce(g), summed, bf16, last dim a multiple of 8: the
+// block's last all-reduce and the residual add after it (where a norm reads
+// x2, allreduce_residual_rmsnorm outranks it)
+std::vector<FastPathSite> match_allreduce_residual(const Graph& g) {
+  std::vector<FastPathSite> r;
+  for (const Node& x2 : g.nodes) {
+    if (x2.op != Op::Add || x2.inputs.size() != 2 || x2.type.dtype != DType::BF16 || x2.type.shape.empty()) continue;
+    const int64_t H = x2.type.shape.back();
+    if (H <= 0 || H % 8 != 0) continue;  // chunks of 8
+    for (int side = 0; side < 2; ++side) {
+      const Node& s = g.node(x2.inputs[static_cast<size_t>(side)]);
+      const Node& res = g.node(x2.inputs[static_cast<size_t>(1 - side)]);
+      if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum" || s.inputs.size() != 1 ||
+          s.type != x2.type || res.type != x2.type || g.node(s.inputs[0]).type != x2.type)
+        continue;
+      FastPathSite site;
+      site.name = "allreduce_residual";
+      site.covered = sorted_unique({s.id, x2.id});
+      site.inputs = {s.inputs[0], res.id};
+      site.replaced = {x2.id};
+      site.shape_class = "bf16,hidden=" + std::to_string(H) + ",vec=" + std::to_string(widest_vector(H));
+      const Shape shape = x2.type.shape;
+      site.emit = [=](Graph& out, const std::vector<int>& ids) {
+        Attrs a = fast_attrs("allreduce_residual", "", shape, DType::BF16);
+        a["hidden"] = H;
+        return std::vector<int>{out.add(Op::FastPath, {ids[0], ids[1]}, a)};
+      };
+      r.push_back(std::move(site));
+      break;
+    }
+  }
+  return r;
+}
+
 // silu(linear(h, Wg)) * linear(h, Wu), the MLP's SwiGLU (either operand
 // order of the mul): both linears without bias or epilogue, over the same
 // bf16 h, weights [N, K] alike and two distinct graph inputs; N a multiple
@@ -485,9 +519,30 @@ std::vector<FastPathSpec> make_catalog() {
                {1, 2}});
   c.back().one_host = true;
   c.back().exchange_only_gain = true;
+  // The block's last all-reduce and the residual add after it, where no
+  // norm reads the sum: the add done as each chunk's sum is stored, so that
+  // the GEMM before the all-reduce stays the plain one on every rank. The
+  // residual hoist (passes/tp_rewrite) would put the add into rank 0's GEMM
+  // as its C operand instead: on two H100 at tp_block_llama_h4096 that GEMM
+  // took 84.1 us where the plain one takes 79.1, and every rank's exchange
+  // waits for it (bench/RESULTS.md, "Issue 17, fourteenth step"). Below
+  // allreduce_residual_rmsnorm (10), above allreduce_sum (4), which it
+  // contains.
+  c.push_back({"allreduce_residual", 6,
+               "replicated output when the residual is: one-shot all-reduce over the ranks' buffers (shared memory "
+               "on cpu, CUDA IPC on cuda; ranks on one host), summed in rank order in f32 and rounded once, then the "
+               "residual added and rounded once, so every rank holds the same bits",
+               "all_reduce(g) + r, summed, of bf16 whose last dim is a multiple of 8, the sum read by nothing else",
+               false, match_allreduce_residual,
+               // every rank sums the same partials in the same order: the
+               // result is replicated when the residual is
+               {1}});
+  c.back().one_host = true;
+  c.back().exchange_alone = true;
+  c.back().max_autotune_only = true;
   // The exchange alone, where no norm follows the all-reduce (the block's
   // last one): allreduce_residual_rmsnorm (10) takes every all-reduce that
-  // a norm reads.
+  // a norm reads, allreduce_residual (6) one that a residual add reads.
   c.push_back({"allreduce_sum", 4,
                "replicated output: one-shot all-reduce over the ranks' buffers (shared memory on cpu, CUDA IPC on "
                "cuda; ranks on one host), summed in rank order in f32 and rounded once, so every rank holds the "

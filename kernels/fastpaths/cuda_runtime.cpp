@@ -120,8 +120,8 @@ class CudaFastPaths : public DeviceFastPaths {
       FG_CHECK(in[i].is_contiguous() && in[i].is_cuda(), "fast path " + fn + ": input " + std::to_string(i) +
                                                              " is not a contiguous device tensor");
     CUfunction f = function(name, fn);
-    if (name == "allreduce_sum") {
-      allreduce_sum(f, fn, in, out, stream);
+    if (name == "allreduce_sum" || name == "allreduce_residual") {
+      allreduce_sum(f, fn, in, out, stream, name == "allreduce_residual");
       return;
     }
     if (name == "allreduce_residual_rmsnorm") {
@@ -535,14 +535,18 @@ class CudaFastPaths : public DeviceFastPaths {
     return std::min<long long>({want, static_cast<long long>(per_sm) * sms_, kMaxBlocks});
   }
 
-  // allreduce_sum.cu: a block of 512 threads owns a contiguous range of
-  // chunks of 8 elements; every block resident at once (each waits on the
-  // same block of the other ranks), at most kMaxBlocks
+  // allreduce_sum.cu and allreduce_residual.cu (`residual`: the second
+  // input is added to the sum): a block of 512 threads owns a contiguous
+  // range of chunks of 8 elements; every block resident at once (each waits
+  // on the same block of the other ranks), at most kMaxBlocks
   void allreduce_sum(CUfunction f, const std::string& fn, const std::vector<at::Tensor>& in, at::Tensor& out,
-                     cudaStream_t stream) {
-    FG_CHECK(in.size() == 1 && in[0].numel() == out.numel() && in[0].scalar_type() == at::kBFloat16 &&
-                 out.scalar_type() == at::kBFloat16,
-             "fast path " + fn + ": takes one bf16 input of its output's size");
+                     cudaStream_t stream, bool residual) {
+    const size_t inputs = residual ? 2 : 1;
+    bool fits = in.size() == inputs && out.scalar_type() == at::kBFloat16;
+    for (size_t i = 0; fits && i < in.size(); ++i)
+      fits = in[i].numel() == out.numel() && in[i].scalar_type() == at::kBFloat16;
+    FG_CHECK(fits, "fast path " + fn + ": takes " + (residual ? "a bf16 partial and a bf16 residual" : "one bf16 input") +
+                       " of its output's size");
     long long n = in[0].numel();
     if (n == 0) return;
     if (n % 8 != 0) throw std::runtime_error("fast path " + fn + ": " + std::to_string(n) + " elements is not a multiple of 8");
@@ -554,14 +558,17 @@ class CudaFastPaths : public DeviceFastPaths {
       blocks = resident_blocks(f, fn, kThreads, blocks);
       // its own regions: the key names the fast path, so that the two
       // exchanges' launch counters (one per block) never mix
-      regs = region(1, n, blocks, kThreads, stream, "allreduce_sum ");
+      regs = region(1, n, blocks, kThreads, stream, residual ? "allreduce_residual " : "allreduce_sum ");
       coll_->record("one_shot_all_reduce", in[0]);
     }
     const void* partial = in[0].data_ptr();
+    const void* res = residual ? in[1].data_ptr() : nullptr;
     void* o = out.data_ptr();
     int world = world_, rank = rank_;
-    void* params[] = {&partial, &o, &regs, &n, &world, &rank};
-    check_cu(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, stream, params, nullptr),
+    void* sum_params[] = {&partial, &o, &regs, &n, &world, &rank};
+    void* residual_params[] = {&partial, &res, &o, &regs, &n, &world, &rank};
+    check_cu(cuLaunchKernel(f, static_cast<unsigned>(blocks), 1, 1, kThreads, 1, 1, 0, stream,
+                            residual ? residual_params : sum_params, nullptr),
              "launch " + fn);
   }
 

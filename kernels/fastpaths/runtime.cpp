@@ -146,10 +146,14 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
     f(p.data(), iv.data(), dv);
     return;
   }
-  if (name == "allreduce_sum") {
-    FG_CHECK(in.size() == 1 && out.numel() == in[0].numel() && in[0].scalar_type() == at::kBFloat16 &&
-                 out.scalar_type() == at::kBFloat16,
-             "fast path " + fn + ": takes one bf16 input of its output's size");
+  if (name == "allreduce_sum" || name == "allreduce_residual") {
+    // the partial, and for allreduce_residual the residual, of the output's size
+    const size_t inputs = name == "allreduce_residual" ? 2 : 1;
+    bool fits = in.size() == inputs && out.scalar_type() == at::kBFloat16;
+    for (size_t i = 0; fits && i < in.size(); ++i)
+      fits = in[i].numel() == out.numel() && in[i].scalar_type() == at::kBFloat16;
+    FG_CHECK(fits, "fast path " + fn + ": takes " + (inputs == 2 ? "a bf16 partial and a bf16 residual" : "one bf16 input") +
+                       " of its output's size");
     std::vector<int64_t> iv = {in[0].numel(), world_, rank_, 0};
     if (world_ > 1) iv[3] = exchange(in[0], &p);
     f(p.data(), iv.data(), nullptr);

@@ -128,12 +128,17 @@ FastPathProofs proven(std::initializer_list<std::pair<const char*, const char*>>
   return p;
 }
 
-TEST(FastPaths, CatalogListsTheSevenWithTheTpAwareOneFirst) {
+TEST(FastPaths, CatalogListsTheEightWithTheTpAwareOneFirst) {
   EXPECT_EQ(fast_path_names(),
-            "allreduce_residual_rmsnorm, allreduce_sum, causal_attention, gate_up_swiglu, qkv_rmsnorm_local, "
-            "qkv_rmsnorm_tp, rmsnorm_gate_up_swiglu");
-  // an all-reduce that a norm reads goes to the fused exchange + norm
-  EXPECT_GT(find_fast_path("allreduce_residual_rmsnorm")->priority, find_fast_path("allreduce_sum")->priority);
+            "allreduce_residual, allreduce_residual_rmsnorm, allreduce_sum, causal_attention, gate_up_swiglu, "
+            "qkv_rmsnorm_local, qkv_rmsnorm_tp, rmsnorm_gate_up_swiglu");
+  // an all-reduce that a norm reads goes to the fused exchange + norm, one
+  // that a residual add reads to the exchange + add, the rest to the
+  // exchange alone
+  EXPECT_GT(find_fast_path("allreduce_residual_rmsnorm")->priority, find_fast_path("allreduce_residual")->priority);
+  EXPECT_GT(find_fast_path("allreduce_residual")->priority, find_fast_path("allreduce_sum")->priority);
+  EXPECT_FALSE(find_fast_path("allreduce_residual")->replicated_always);
+  EXPECT_EQ(find_fast_path("allreduce_residual")->replicated_given, std::vector<int>{1});
   EXPECT_TRUE(find_fast_path("allreduce_sum")->replicated_always);
   EXPECT_FALSE(find_fast_path("allreduce_residual_rmsnorm")->replicated_always);
   ASSERT_NE(find_fast_path("qkv_rmsnorm_tp"), nullptr);
@@ -257,6 +262,63 @@ TEST(FastPaths, TheExchangeAloneRunsOnSeveralRanksOnly) {
   Applied r = apply(sel, both, {Backend::Cuda, 2});
   EXPECT_EQ(r.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
   EXPECT_EQ(r.status["allreduce_sum"].status, "not used: lower priority than allreduce_residual_rmsnorm");
+}
+
+// The residual add after the block's last all-reduce joins the exchange
+// where allreduce_residual is proven (max-autotune, several ranks): the
+// linear before it stays a plain GEMM. Unproven, the exchange alone takes
+// the all-reduce (what cuda runs until its proof), and where a norm reads
+// the sum the fused exchange + norm takes both.
+TEST(FastPaths, TheResidualAddJoinsTheLastExchangeWhereProven) {
+  const FastPathProofs p = proven({{"allreduce_sum", "bf16,hidden=64,vec=8"},
+                                   {"allreduce_residual", "bf16,hidden=64,vec=8"}});
+  const FastPathSelection sel = parse_fast_paths("proven");
+  for (const FastPathTarget t : {FastPathTarget{Backend::Cuda, 2}, FastPathTarget{Backend::Cpu, 4}}) {
+    Applied r = apply_to(kLastAllReduce, sel, p, t);
+    EXPECT_EQ(r.status["allreduce_residual"].status, kFastPathUsed) << t.world_size;
+    EXPECT_EQ(r.status["allreduce_residual"].shape_classes, std::vector<std::string>{"bf16,hidden=64,vec=8"});
+    EXPECT_EQ(r.status["allreduce_sum"].status, "not used: lower priority than allreduce_residual");
+    ASSERT_EQ(count(r.out, Op::FastPath), 1) << print_graph(r.out);
+    EXPECT_EQ(count(r.out, Op::Add), 0) << print_graph(r.out);  // the add is in the fast path
+    for (const Node& n : r.out.nodes)
+      if (n.op == Op::FastPath) {
+        EXPECT_EQ(attr_str_or(n.attrs, "name", ""), "allreduce_residual");
+        ASSERT_EQ(n.inputs.size(), 2u);
+        EXPECT_EQ(r.out.node(n.inputs[0]).op, Op::Linear);
+        EXPECT_EQ(r.out.node(n.inputs[1]).op, Op::Input);  // %x, the residual
+        EXPECT_EQ(n.type.shape, (Shape{8, 64}));
+      }
+  }
+  // one rank: nothing to exchange; default policy: Inductor's collective
+  Applied one = apply_to(kLastAllReduce, sel, p, {Backend::Cpu, 1});
+  expect_refused(one, "allreduce_residual", "not used: cost model (one rank: nothing to exchange)",
+                 "fast_path_cost_model");
+  Applied def = apply_to(kLastAllReduce, sel, p, {Backend::Cuda, 2, FusionPolicy::Default});
+  expect_refused(def, "allreduce_residual", "not used: max-autotune only", "fast_path_policy");
+  // unproven: the exchange alone takes the all-reduce, the add stays
+  Applied alone = apply_to(kLastAllReduce, sel, proven({{"allreduce_sum", "bf16,hidden=64,vec=8"}}), {Backend::Cuda, 2});
+  expect_refused_but(alone, "allreduce_residual", kFastPathUnproven, "fast_path_unproven", 1);
+  EXPECT_EQ(alone.status["allreduce_sum"].status, kFastPathUsed);
+  EXPECT_EQ(count(alone.out, Op::Add), 1) << print_graph(alone.out);
+  // a norm reads the sum: the fused exchange + norm outranks it
+  FastPathProofs all = p;
+  all.shape_classes["allreduce_residual_rmsnorm"].insert("bf16,hidden=64,vec=8");
+  Applied normed = apply(sel, all, {Backend::Cuda, 2});
+  EXPECT_EQ(normed.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
+  EXPECT_EQ(normed.status["allreduce_residual"].status, "not used: lower priority than allreduce_residual_rmsnorm");
+  // the sum read by something else too: not the pattern (the add alone
+  // cannot stand for it)
+  Applied shared = apply_to(R"(
+graph g(%h: bf16[8,64], %w: bf16[64,64], %x: bf16[8,64]) {
+  %3 = linear(%h, %w) : bf16[8,64]
+  %4 = all_reduce(%3) {reduce_op = "sum"} : bf16[8,64]
+  %5 = add(%x, %4) : bf16[8,64]
+  return %5, %4
+}
+)",
+                            sel, p, {Backend::Cuda, 2});
+  EXPECT_EQ(shared.status["allreduce_residual"].status, kFastPathNotMatched);
+  EXPECT_EQ(shared.status["allreduce_sum"].status, kFastPathUsed);
 }
 
 // The MLP's SwiGLU: gate and up linears over one h, silu of the gate times

@@ -310,6 +310,7 @@ TEST(FastPathCuda, EverySourceCompilesWithItsEntryPoints) {
       {"qkv_rmsnorm_tp", {"fastpath_qkv_rmsnorm_tp_sumsq", "fastpath_qkv_rmsnorm_tp_apply"}},
       {"allreduce_residual_rmsnorm", {"fastpath_allreduce_residual_rmsnorm"}},
       {"allreduce_sum", {"fastpath_allreduce_sum"}},
+      {"allreduce_residual", {"fastpath_allreduce_residual"}},
       {"gate_up_swiglu", {"fastpath_gate_up_swiglu", "fastpath_gate_up_swiglu_pair"}},
       {"rmsnorm_gate_up_swiglu", {"fastpath_rmsnorm_gate_up_swiglu", "fastpath_rmsnorm_gate_up_swiglu_pair"}},
       {"causal_attention", {"fastpath_causal_attention"}}};
