@@ -61,8 +61,10 @@ struct FastPathSpec {
   // there is none, and the cost model (passes/fast_paths.h) refuses it where
   // it was measured slower than the generic path's kernels
   bool exchange_only_gain = false;
-  // it is the exchange alone (no arithmetic of the graph's besides the
-  // sum): on one rank it has nothing to do, on any backend
+  // it is the exchange, with no arithmetic of the graph's besides the sum
+  // and at most the residual add after it (allreduce_sum,
+  // allreduce_residual): on one rank it has nothing to exchange, on any
+  // backend
   bool exchange_alone = false;
   // the default fusion policy stays faithful to Inductor: the fast path runs
   // only in max-autotune (forced runs, ab and prove, take it in any policy)
