@@ -514,9 +514,11 @@ if [ "$what" = exchange ]; then
     tee "$OUTDIR/prove-$xfp.txt" | grep -E "^fusegate prove|FAIL|proven|verdict"
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-$xfp.err"; }
   phase proved
+  # with: the other fast paths and this one; without: the others (and for
+  # allreduce_residual, allreduce_sum, so that the residual hoist runs)
   others=qkv_rmsnorm_local,qkv_rmsnorm_tp,allreduce_residual_rmsnorm,gate_up_swiglu,causal_attention
-  [ "$xfp" = allreduce_residual ] && others="$others,allreduce_sum"
-  for fp in proven $others; do
+  without=$others; [ "$xfp" = allreduce_residual ] && without="$others,allreduce_sum"
+  for fp in "$others,$xfp" "$without"; do
     $FG run tp_block_llama_h4096 --backend cuda --mode C --world-size 2 --fusion max-autotune --cuda-graphs \
       --iters 100 --warmup-ms 2000 --fast-paths "$fp" --profile "$OUTDIR/exchange-prof.json" \
       --out "$OUTDIR/exchange-rec.json" 2>>"$OUTDIR/exchange.err" >/dev/null || { rc=1; continue; }
@@ -524,11 +526,13 @@ if [ "$what" = exchange ]; then
 import json, sys
 out, fp, xfp = sys.argv[1:]
 p = json.load(open(f"{out}/exchange-prof.json")); r = json.load(open(f"{out}/exchange-rec.json"))
-ks = [k for k in p["kernels"] if any(w in (k.get("device_kernel") or k.get("launch") or "")
-                                     for w in ("allreduce", "AllReduce", "addmm", "_add"))]
-print(f"h4096 world size 2, fast paths {'proven' if fp == 'proven' else 'without ' + xfp}: "
+# the all-reduces and the GEMMs around them (launch names: extern_mm,
+# extern_addmm for a GEMM with the residual as C, the fast paths)
+name = lambda k: (k.get("launch") or "") + " " + (k.get("device_kernel") or "")
+ks = [k for k in p["kernels"] if any(w in name(k) for w in ("allreduce", "AllReduce", "extern_addmm", "extern_mm"))]
+print(f"h4096 world size 2, fast paths {'with' if fp.endswith(',' + xfp) else 'without'} {xfp}: "
       f"median {r['ranks'][0]['times_ms']['forward_median']:.4f} ms, span {1000 * p['span_ms']:.1f} us; "
-      + "; ".join(f"{(k.get('device_kernel') or k.get('launch'))[:40]} {1000 * k['ms']:.1f} us" for k in ks))
+      + "; ".join(f"{(k.get('launch') or k.get('device_kernel'))[:40]} {1000 * k['ms']:.1f} us" for k in ks))
 PY
   done
   rm -f "$OUTDIR/exchange-prof.json" "$OUTDIR/exchange-rec.json"

@@ -141,12 +141,17 @@ std::string CudaPrinter::signature(const std::string& name) const {
 // wave. A kernel whose rows hold more than kFullOccupancyWords registers a
 // thread (add + RMSNorm holds three rows: 24) keeps the compiler's own
 // count, which the bound would turn into spills (60 bytes a thread at 32).
-// The bound is a macro, FG_FULL_OCCUPANCY: the module is compiled again
-// without it when a kernel that asks for it spills anyway
-// (kernels/cuda/cuda_module.cpp).
+// Rows of one warp are left alone: an SM runs at most 32 blocks, so 32
+// threads a block reach 1024 threads an SM at up to 64 registers without
+// any bound, and a kernel that takes more needs them (qwen3_block's RoPE +
+// q/k RMSNorm, 32 threads a row, took 118 registers; held to 64 it spilled
+// 240 bytes a thread). The bound is a macro, FG_FULL_OCCUPANCY: the module
+// is compiled again without it when a kernel that asks for it spills
+// anyway (kernels/cuda/cuda_module.cpp).
 bool cuda_full_occupancy(int64_t rnumel, int64_t row_words) {
   constexpr int64_t kFullOccupancyWords = 16;
-  return rnumel > 1 && cuda_row_threads(rnumel) < 512 && row_words >= 0 && row_words <= kFullOccupancyWords;
+  const int threads = rnumel > 1 ? cuda_row_threads(rnumel) : 0;
+  return threads >= 64 && threads < 512 && row_words >= 0 && row_words <= kFullOccupancyWords;
 }
 
 std::string CudaPrinter::prelude() const { return cuda_kernel_prelude() + cuda_generated_extras(); }
@@ -156,12 +161,13 @@ const std::string& cuda_generated_extras() {
 // helpers of generated kernels only (not hashed into fast path proofs)
 // a row kernel held to the registers that let 2048 threads an SM run
 // (cuda_full_occupancy); the module is compiled with FG_NO_FULL_OCCUPANCY
-// when such a kernel spills; an SM runs 2048 threads in at most 32 blocks
+// when such a kernel spills; an SM of sm_80 and sm_90 runs 2048 threads in
+// at most 32 blocks (other architectures hold fewer: no bound there)
 #define FG_BLOCKS_AN_SM(threads) (2048 / (threads) < 32 ? 2048 / (threads) : 32)
-#ifdef FG_NO_FULL_OCCUPANCY
-#define FG_FULL_OCCUPANCY(threads)
-#else
+#if !defined(FG_NO_FULL_OCCUPANCY) && (__CUDA_ARCH__ == 800 || __CUDA_ARCH__ == 900)
 #define FG_FULL_OCCUPANCY(threads) __launch_bounds__(threads, FG_BLOCKS_AN_SM(threads))
+#else
+#define FG_FULL_OCCUPANCY(threads)
 #endif
 typedef int int32_t;
 typedef unsigned char uint8_t;

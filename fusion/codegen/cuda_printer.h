@@ -70,7 +70,8 @@ LaunchShape cuda_launch_shape(int64_t numel, int64_t rnumel, int sm_count, bool 
 int cuda_row_threads(int64_t rnumel);
 // Whether a row kernel over rnumel whose rows hold row_words 32-bit
 // registers a thread (-1: none held) is compiled for 2048 threads an SM
-// (the FG_FULL_OCCUPANCY bound; why and when: cuda_printer.cpp).
+// (the FG_FULL_OCCUPANCY bound: rows of 64 to 256 threads holding at most
+// 16 registers; why: cuda_printer.cpp).
 bool cuda_full_occupancy(int64_t rnumel, int64_t row_words);
 
 // The helpers every CUDA kernel source starts with (bf16/f16 conversions,

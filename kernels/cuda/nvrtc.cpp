@@ -84,6 +84,7 @@ std::map<std::string, PtxasUsage> ptxas_usage(const std::string& log) {
     if (current.empty()) continue;
     PtxasUsage& u = out[current];
     if (line.find("spill stores") != std::string::npos) {
+      u.stack_frame_bytes = number_before(line, "bytes stack frame");
       u.spill_store_bytes = number_before(line, "bytes spill stores");
       u.spill_load_bytes = number_before(line, "bytes spill loads");
     }

@@ -21,6 +21,7 @@ std::string nvrtc_version();
 // A kernel's resources as ptxas reported them in a ptxas_info log.
 struct PtxasUsage {
   int registers = -1;
+  int stack_frame_bytes = -1;  // local memory, spills or not
   int spill_store_bytes = -1;
   int spill_load_bytes = -1;
 };

@@ -252,8 +252,8 @@ std::vector<FastPathSite> match_allreduce_norm(const Graph& g) {
     for (int side = 0; side < 2; ++side) {
       const Node& s = g.node(x2.inputs[static_cast<size_t>(side)]);
       const Node& res = g.node(x2.inputs[static_cast<size_t>(1 - side)]);
-      if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum" || s.type != x2.type ||
-          res.type != x2.type)
+      if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum" || res.id == s.id ||
+          s.type != x2.type || res.type != x2.type)
         continue;
       FastPathSite site;
       site.name = "allreduce_residual_rmsnorm";
@@ -326,8 +326,10 @@ std::vector<FastPathSite> match_allreduce_residual(const Graph& g) {
     for (int side = 0; side < 2; ++side) {
       const Node& s = g.node(x2.inputs[static_cast<size_t>(side)]);
       const Node& res = g.node(x2.inputs[static_cast<size_t>(1 - side)]);
+      // the residual is another value than the sum (ar + ar is not the
+      // pattern: the site would read what it replaces)
       if (s.op != Op::AllReduce || attr_str_or(s.attrs, "reduce_op", "sum") != "sum" || s.inputs.size() != 1 ||
-          s.type != x2.type || res.type != x2.type || g.node(s.inputs[0]).type != x2.type)
+          res.id == s.id || s.type != x2.type || res.type != x2.type || g.node(s.inputs[0]).type != x2.type)
         continue;
       FastPathSite site;
       site.name = "allreduce_residual";

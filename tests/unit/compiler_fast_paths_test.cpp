@@ -319,6 +319,23 @@ graph g(%h: bf16[8,64], %w: bf16[64,64], %x: bf16[8,64]) {
                             sel, p, {Backend::Cuda, 2});
   EXPECT_EQ(shared.status["allreduce_residual"].status, kFastPathNotMatched);
   EXPECT_EQ(shared.status["allreduce_sum"].status, kFastPathUsed);
+  // the sum added to itself: no residual to take (the site would read what
+  // it replaces), for neither exchange + add fast path; the exchange alone
+  // still takes the all-reduce
+  FastPathProofs all3 = all;
+  Applied twice = apply_to(R"(
+graph g(%h: bf16[8,64], %w: bf16[64,64], %ln: bf16[64]) {
+  %3 = linear(%h, %w) : bf16[8,64]
+  %4 = all_reduce(%3) {reduce_op = "sum"} : bf16[8,64]
+  %5 = add(%4, %4) : bf16[8,64]
+  %6 = rms_norm(%5, %ln) {eps = 1e-06} : bf16[8,64]
+  return %5, %6
+}
+)",
+                           sel, all3, {Backend::Cuda, 2});
+  EXPECT_EQ(twice.status["allreduce_residual"].status, kFastPathNotMatched);
+  EXPECT_EQ(twice.status["allreduce_residual_rmsnorm"].status, kFastPathNotMatched);
+  EXPECT_EQ(twice.status["allreduce_sum"].status, kFastPathUsed);
 }
 
 // The MLP's SwiGLU: gate and up linears over one h, silu of the gate times
