@@ -504,15 +504,14 @@ if [ "$what" = exchange ]; then
   # it (allreduce_residual's "without" keeps allreduce_sum, so the residual
   # hoist runs), then the max-autotune mode C world-size-2 goldens it
   # changes re-blessed (EXCHANGE_BLESS=0: not) and every world-size-2 cuda
-  # golden checked; proofs, goldens and the proof's A/Bs packed as
-  # $OUTDIR/exchange.tgz
+  # golden checked (with bless_max_autotune's table of their records);
+  # proofs and goldens packed as $OUTDIR/exchange.tgz, the proof's log in
+  # $OUTDIR/prove-<fast path>.err
   [ "$ngpu" -ge 2 ] || { echo "exchange: needs two GPUs"; exit 125; }
   xfp="${EXCHANGE_FAST_PATH:-allreduce_residual}"  # checked before the build
   # proven at world size 2 only: on one rank the cost model never runs it
   # (nothing to exchange); prove A/Bs it on every cuda repro it matches
-  $FG prove --backend cuda --fast-path "$xfp" --world-size 2 2>"$OUTDIR/prove-$xfp.err" |
-    tee "$OUTDIR/prove-$xfp.txt" | grep -E "^fusegate prove|FAIL|proven|verdict"
-  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && { rc=$r; tail -20 "$OUTDIR/prove-$xfp.err"; }
+  worlds="--world-size 2" prove_fast_path "$xfp"
   phase proved
   # with: the other fast paths and this one; without: the others (and for
   # allreduce_residual, allreduce_sum, so that the residual hoist runs)
@@ -536,25 +535,12 @@ print(f"h4096 world size 2, fast paths {'with' if fp.endswith(',' + xfp) else 'w
 PY
   done
   rm -f "$OUTDIR/exchange-prof.json" "$OUTDIR/exchange-rec.json"
-  if [ "${EXCHANGE_BLESS:-1}" = 1 ] && [ $rc -eq 0 ]; then
-    # the goldens it changes are max-autotune's of world size 2 (on one
-    # rank it does not run, and the default policy never runs it): those
-    # re-blessed, every cuda golden of world size 2 checked
-    why="${BLESS_WHY:-$xfp: the last all-reduce of the block as the one-shot exchange}"
-    $FG bless --backend cuda --fusion max-autotune --mode C --world-size 2 --why "$why" 2>>"$OUTDIR/bless.err" | tail -1
-    phase blessed
-    # max-autotune goldens exist for mode C only: without --mode C its
-    # modes A and B count as missing and --strict fails
-    for fu in default max-autotune; do
-      sel=$([ $fu = max-autotune ] && echo "--mode C")
-      $FG check --strict --backend cuda --fusion $fu $sel --world-size 2 >"$OUTDIR/check-$fu.txt" 2>>"$OUTDIR/bless.err"
-      r=$?; [ $r -ne 0 ] && rc=$r
-      grep -E "^[0-9]+ checks:|\((FAIL|IMPROVED)" -A4 "$OUTDIR/check-$fu.txt" | head -20
-    done
-    phase checked
-  fi
-  tar czf "$OUTDIR/exchange.tgz" golden/proofs/cuda golden/cuda "$OUTDIR/prove-$xfp.txt" 2>/dev/null
-  rm -f "$OUTDIR/prove-$xfp.txt"
+  # the goldens it changes are max-autotune's of world size 2 (on one rank
+  # it does not run, and the default policy never runs it): those
+  # re-blessed, every cuda golden of world size 2 checked
+  [ "${EXCHANGE_BLESS:-1}" = 1 ] && [ $rc -eq 0 ] &&
+    worlds="--world-size 2" bless_max_autotune "${BLESS_WHY:-$xfp: the last all-reduce of the block as the one-shot exchange}" all
+  tar czf "$OUTDIR/exchange.tgz" golden/proofs/cuda golden/cuda 2>/dev/null
 fi
 if [ "$what" = occupancy ]; then
   # the row kernels held to full occupancy (FG_FULL_OCCUPANCY) against the

@@ -106,21 +106,32 @@ TEST(CudaCodegen, EveryCaseCompilesForSm90) {
   for (const char* text : kCases) expect_compiles(compile_cuda(text));
 }
 
-// The op tests of the text IR (tests/lit/ops: argmax, pad, flip, arange,
-// log_softmax, split reductions, ...), through NVRTC, under every policy.
-TEST(CudaCodegen, EveryOpsLitCaseCompilesForSm90) {
-  int cases = 0, bounded = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEGATE_SOURCE_DIR) + "/tests/lit/ops")) {
+// Every .fg file of the source folder `rel` compiled for cuda under each
+// policy and through NVRTC (expect_compiles); `files` counts the files,
+// the result the kernels that asked for full occupancy.
+int compile_folder(const std::string& rel, std::initializer_list<FusionPolicy> policies, int* files) {
+  int bounded = 0;
+  *files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEGATE_SOURCE_DIR) + "/" + rel)) {
     if (e.path().extension() != ".fg") continue;
-    for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::None}) {
+    for (FusionPolicy p : policies) {
       CompileOptions o;
       o.backend = Backend::Cuda;
       o.fusion = p;
+      o.fast_paths = parse_fast_paths("none");
       SCOPED_TRACE(e.path().string());
       bounded += expect_compiles(compile(parse_graph_file(e.path().string()).at(0), o));
     }
-    ++cases;
+    ++*files;
   }
+  return bounded;
+}
+
+// The op tests of the text IR (tests/lit/ops: argmax, pad, flip, arange,
+// log_softmax, split reductions, ...), through NVRTC, under every policy.
+TEST(CudaCodegen, EveryOpsLitCaseCompilesForSm90) {
+  int cases = 0;
+  const int bounded = compile_folder("tests/lit/ops", {FusionPolicy::Default, FusionPolicy::None}, &cases);
   EXPECT_GE(cases, 10);  // the folder was found and holds the cases
   EXPECT_GE(bounded, 1);  // some kernel asked for full occupancy, none spilled
 }
@@ -132,18 +143,7 @@ TEST(CudaCodegen, EveryOpsLitCaseCompilesForSm90) {
 // 32-thread rows alone.)
 TEST(CudaCodegen, EveryTextReproCompilesWithoutABoundedSpill) {
   int repros = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg")) {
-    if (e.path().extension() != ".fg") continue;
-    for (FusionPolicy p : {FusionPolicy::Default, FusionPolicy::MaxAutotune}) {
-      CompileOptions o;
-      o.backend = Backend::Cuda;
-      o.fusion = p;
-      o.fast_paths = parse_fast_paths("none");
-      SCOPED_TRACE(e.path().string());
-      expect_compiles(compile(parse_graph_file(e.path().string()).at(0), o));
-    }
-    ++repros;
-  }
+  compile_folder("repros/fg", {FusionPolicy::Default, FusionPolicy::MaxAutotune}, &repros);
   EXPECT_GE(repros, 4);  // the folder was found and holds the repros
 }
 
