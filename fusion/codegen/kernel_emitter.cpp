@@ -241,6 +241,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
         IndexP base;
         if (p_.chunked(1, R) && wide(load_type[k]) && chunk_access(load_index[k], "r", R, &base)) {
           row_chunked.insert(k);
+          row_chunk_at[k] = {load_buffer[k], base->key};
           row_words += regs * static_cast<int64_t>(dtype_size(load_type[k])) / 4;  // in storage type
           line(p_.chunk_decl(p_.storage_type(load_type[k]),
                              name + "[" + std::to_string(regs / CStylePrinter::kChunkLanes) + "]"));
@@ -284,6 +285,23 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     current_phase = pi;
     in_row_loop = true;
     const bool chunks = p_.chunked(1, R);
+    if (chunks && regs / CStylePrinter::kChunkLanes >= 2) {
+      // loads first: this loop's row caches filled by a loop of loads alone
+      // (see row_chunk_at); the loop after it reads them from registers
+      std::vector<std::string> first;
+      for (const auto& [k, at] : row_chunk_at)
+        if (row_cache_first[k] == pi) first.push_back(k);
+      if (!first.empty()) {
+        open(p_.chunk_loop(1, R));
+        line(p_.chunk_prologue(1, R));
+        for (const std::string& k : first) {
+          const auto& at = row_chunk_at.at(k);
+          line(p_.chunk_assign(row_cache[k] + "[c]", ptr(at.first) + " + (" + at.second + ")"));
+          row_cache_first[k] = kFilledBefore;
+        }
+        close();
+      }
+    }
     if (chunks) {
       open(p_.chunk_loop(1, R));
       line(p_.chunk_prologue(1, R));

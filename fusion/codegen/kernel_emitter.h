@@ -47,12 +47,20 @@ class KernelEmitter {
   // dialect keeps rows in registers: the second pass reads no memory.
   std::map<std::string, std::string> row_cache;        // load key -> array
   std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
+  static constexpr size_t kFilledBefore = static_cast<size_t>(-1);  // filled by a loop of loads alone
   std::set<std::string> row_chunked;                    // cached as chunks (in storage type), not as values
   // Loads only a later loop reads (a norm's weight, read after the row's
   // sum), prefetched in chunks by the first loop so that the later one waits
   // on no memory after the block-wide combine: load key -> its buffer and
   // the chunk's start (an index over q).
   std::map<std::string, std::pair<int, std::string>> row_prefetch;
+  // Every row cache kept in chunks: load key -> its buffer and the chunk's
+  // start (an index over q). When a thread holds two or more chunks of a row,
+  // the loop that fills the caches is preceded by a loop of their loads alone
+  // (loads first), so that every chunk is in flight at once: fused with the
+  // arithmetic, the second chunk's load followed the first chunk's use
+  // behind the alignment branch, two waits on memory a row instead of one.
+  std::map<std::string, std::pair<int, std::string>> row_chunk_at;
   // 32-bit registers a thread the row caches and prefetches hold (-1: the
   // kernel holds no row in registers): what CudaPrinter::signature weighs
   // before it asks for full occupancy

@@ -133,14 +133,19 @@ class CudaFastPaths : public DeviceFastPaths {
         FG_CHECK(t->scalar_type() == at::kBFloat16, "fast path " + fn + ": a tensor that is not bf16");
       long long rows = in[0].numel() / H;
       if (rows == 0) return;
-      // a thread a chunk of 8 elements, up to 4 chunks a thread
+      // a thread a chunk of 8 elements: as many threads as a generated row
+      // kernel of this width (about two chunks a thread, the same occupancy
+      // and work per thread), more where that leaves a thread more than two
+      // (the kernel's entry for up to 2); past 1024 threads, the entry for
+      // up to 4 (`_wide`)
       const long long chunks = H / 8;
       if (H % 8 != 0 || chunks > 4 * 1024)
         throw std::runtime_error("fast path " + name + ": hidden size " + std::to_string(H) +
                                  " is not a multiple of 8 up to 32768");
-      // as many threads as a generated row kernel of this width (about two
-      // chunks a thread): the same occupancy and work per thread
-      const unsigned threads = static_cast<unsigned>(std::max<long long>(cuda_row_threads(H), (chunks + 3) / 4));
+      const bool wide = (chunks + 1) / 2 > 1024;
+      const unsigned threads =
+          static_cast<unsigned>(std::max<long long>(cuda_row_threads(H), (chunks + (wide ? 3 : 1)) / (wide ? 4 : 2)));
+      if (wide) f = function(name, fn + "_wide");
       int max_threads = 0;
       check_cu(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), "kernel limits");
       if (static_cast<int>(threads) > max_threads)

@@ -265,16 +265,22 @@ TEST(FastPaths, TheExchangeAloneRunsOnSeveralRanksOnly) {
 }
 
 // The residual add after the block's last all-reduce joins the exchange
-// where allreduce_residual is proven (max-autotune, several ranks): the
-// linear before it stays a plain GEMM. Unproven, the exchange alone takes
-// the all-reduce (what cuda runs until its proof), and where a norm reads
-// the sum the fused exchange + norm takes both.
+// where allreduce_residual is proven (max-autotune, several ranks, cpu or a
+// forced run): the linear before it stays a plain GEMM. On cuda the cost
+// model refuses it (measured no faster than the exchange alone and the
+// hoist) before any proof is read, and forced it runs. Unproven, the
+// exchange alone takes the all-reduce, and where a norm reads the sum the
+// fused exchange + norm takes both.
 TEST(FastPaths, TheResidualAddJoinsTheLastExchangeWhereProven) {
   const FastPathProofs p = proven({{"allreduce_sum", "bf16,hidden=64,vec=8"},
                                    {"allreduce_residual", "bf16,hidden=64,vec=8"}});
   const FastPathSelection sel = parse_fast_paths("proven");
-  for (const FastPathTarget t : {FastPathTarget{Backend::Cuda, 2}, FastPathTarget{Backend::Cpu, 4}}) {
-    Applied r = apply_to(kLastAllReduce, sel, p, t);
+  FastPathProofs forced = p;
+  forced.forced = {"allreduce_residual"};
+  for (const auto& [t, proofs] : std::vector<std::pair<FastPathTarget, FastPathProofs>>{
+           {FastPathTarget{Backend::Cpu, 2}, p}, {FastPathTarget{Backend::Cpu, 4}, p},
+           {FastPathTarget{Backend::Cuda, 2}, forced}}) {
+    Applied r = apply_to(kLastAllReduce, sel, proofs, t);
     EXPECT_EQ(r.status["allreduce_residual"].status, kFastPathUsed) << t.world_size;
     EXPECT_EQ(r.status["allreduce_residual"].shape_classes, std::vector<std::string>{"bf16,hidden=64,vec=8"});
     EXPECT_EQ(r.status["allreduce_sum"].status, "not used: lower priority than allreduce_residual");
@@ -289,6 +295,11 @@ TEST(FastPaths, TheResidualAddJoinsTheLastExchangeWhereProven) {
         EXPECT_EQ(n.type.shape, (Shape{8, 64}));
       }
   }
+  // cuda, proven: the cost model's refusal, the exchange alone and the add
+  Applied cuda = apply_to(kLastAllReduce, sel, p, {Backend::Cuda, 2});
+  expect_refused_but(cuda, "allreduce_residual", "not used: cost model (measured slower: ", "fast_path_cost_model", 1);
+  EXPECT_EQ(cuda.status["allreduce_sum"].status, kFastPathUsed);
+  EXPECT_EQ(count(cuda.out, Op::Add), 1) << print_graph(cuda.out);
   // one rank: nothing to exchange; default policy: Inductor's collective
   Applied one = apply_to(kLastAllReduce, sel, p, {Backend::Cpu, 1});
   expect_refused(one, "allreduce_residual", "not used: cost model (one rank: nothing to exchange)",
@@ -296,14 +307,14 @@ TEST(FastPaths, TheResidualAddJoinsTheLastExchangeWhereProven) {
   Applied def = apply_to(kLastAllReduce, sel, p, {Backend::Cuda, 2, FusionPolicy::Default});
   expect_refused(def, "allreduce_residual", "not used: max-autotune only", "fast_path_policy");
   // unproven: the exchange alone takes the all-reduce, the add stays
-  Applied alone = apply_to(kLastAllReduce, sel, proven({{"allreduce_sum", "bf16,hidden=64,vec=8"}}), {Backend::Cuda, 2});
+  Applied alone = apply_to(kLastAllReduce, sel, proven({{"allreduce_sum", "bf16,hidden=64,vec=8"}}), {Backend::Cpu, 2});
   expect_refused_but(alone, "allreduce_residual", kFastPathUnproven, "fast_path_unproven", 1);
   EXPECT_EQ(alone.status["allreduce_sum"].status, kFastPathUsed);
   EXPECT_EQ(count(alone.out, Op::Add), 1) << print_graph(alone.out);
   // a norm reads the sum: the fused exchange + norm outranks it
   FastPathProofs all = p;
   all.shape_classes["allreduce_residual_rmsnorm"].insert("bf16,hidden=64,vec=8");
-  Applied normed = apply(sel, all, {Backend::Cuda, 2});
+  Applied normed = apply(sel, all, {Backend::Cpu, 2});
   EXPECT_EQ(normed.status["allreduce_residual_rmsnorm"].status, kFastPathUsed);
   EXPECT_EQ(normed.status["allreduce_residual"].status, "not used: lower priority than allreduce_residual_rmsnorm");
   // the sum read by something else too: not the pattern (the add alone

@@ -83,13 +83,19 @@ extern "C" __global__ void fastpath_allreduce_residual(const uint16_t* __restric
   }
   __syncthreads();
   const int64_t first = static_cast<int64_t>(epoch & 1) * world * n;
-  // push: FG_BATCH chunks loaded, then stored to every other rank
+  // per batch of FG_BATCH chunks a thread: the partial's chunks loaded
+  // (and kept), stored to every other rank, then the others' taken and
+  // summed in rank order, the residual added, and stored. Its own chunks are
+  // never read twice, and a batch's loads are all in flight at once.
+  uint16_t* slots = reinterpret_cast<uint16_t*>(mine + FG_DATA_AT) + first;
   for (int64_t c0 = lo + threadIdx.x; c0 < hi; c0 += FG_BATCH * static_cast<int64_t>(blockDim.x)) {
     uint4 v[FG_BATCH];
+    uint4 rc[FG_BATCH];  // the residual's chunks, loaded with the partial's
 #pragma unroll
     for (int k = 0; k < FG_BATCH; ++k) {
       const int64_t c = c0 + k * static_cast<int64_t>(blockDim.x);
       if (c < hi) v[k] = fg_res_no_neg_zero(fg_load_chunk(partial + 8 * c).w);
+      if (c < hi) rc[k] = fg_load_chunk(res + 8 * c).w;
     }
     for (int r = 0; r < world; ++r) {
       if (r == rank) continue;
@@ -100,22 +106,23 @@ extern "C" __global__ void fastpath_allreduce_residual(const uint16_t* __restric
         if (c < hi) *reinterpret_cast<uint4*>(to + 8 * c) = v[k];
       }
     }
-  }
-  // receive, sum in rank order, add the residual, store
-  uint16_t* slots = reinterpret_cast<uint16_t*>(mine + FG_DATA_AT) + first;
-  for (int64_t c = lo + threadIdx.x; c < hi; c += blockDim.x) {
-    const uint4 own = fg_res_no_neg_zero(fg_load_chunk(partial + 8 * c).w);
-    const FgChunk<uint16_t> rc = fg_load_chunk(res + 8 * c);  // loaded before the wait
-    float s[8];
-    for (int r = 0; r < world; ++r) {
-      FgChunk<uint16_t> t;
-      t.w = r == rank ? own : fg_res_take(slots + r * n + 8 * c);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) s[j] = r == 0 ? fg_bf16_to_float(t[j]) : s[j] + fg_bf16_to_float(t[j]);
+    for (int k = 0; k < FG_BATCH; ++k) {
+      const int64_t c = c0 + k * static_cast<int64_t>(blockDim.x);
+      if (c >= hi) break;
+      float s[8];
+      for (int r = 0; r < world; ++r) {
+        FgChunk<uint16_t> t;
+        t.w = r == rank ? v[k] : fg_res_take(slots + r * n + 8 * c);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) s[j] = r == 0 ? fg_bf16_to_float(t[j]) : s[j] + fg_bf16_to_float(t[j]);
+      }
+      FgChunk<uint16_t> r0;
+      r0.w = rc[k];
+      FgOutChunk o;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) o.s[j] = fg_bf16_to_float(r0[j]) + fg_round_bf16(s[j]);
+      fg_store_chunk_bf16(out + 8 * c, o);
     }
-    FgOutChunk o;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) o.s[j] = fg_bf16_to_float(rc[j]) + fg_round_bf16(s[j]);
-    fg_store_chunk_bf16(out + 8 * c, o);
   }
 }

@@ -31,9 +31,9 @@
 // this rank's epoch-e+1 rows, which this rank sends only after its epoch-e
 // kernel (resets included) finished, in stream order.
 //
-// Each thread handles up to 4 chunks of 8 elements (the prelude's 16-byte
-// chunk loads and stores), kept in registers between the sum and the
-// normalization.
+// Each thread handles up to 2 chunks of 8 elements (4 in the `_wide`
+// entry; the prelude's 16-byte chunk loads and stores), the rounded sum kept
+// in registers between the all-reduce and the normalization.
 //   partial, residual bf16 [rows, H]; weight bf16 [H]; out bf16 [2, rows, H]
 //   (residual sum, normalized); H a multiple of 8, at most 32768.
 struct FgRegions { void* p[8]; };
@@ -68,12 +68,23 @@ __device__ __forceinline__ uint4 fg_take_chunk(uint16_t* p) {
   return v;
 }
 
-extern "C" __global__ void fastpath_allreduce_residual_rmsnorm(const uint16_t* __restrict__ partial,
-                                                               const uint16_t* __restrict__ residual,
-                                                               const uint16_t* __restrict__ weight,
-                                                               uint16_t* __restrict__ out, FgRegions regions,
-                                                               int64_t rows, int64_t H, int world, int rank,
-                                                               float eps) {
+// One row of `rows` a block at a time, C chunks a thread at most. Loads
+// first: the thread's chunks of the partial and the residual are all in
+// flight before it waits on any peer's, so that the row waits on memory
+// once. Held across the block-wide sum: the rounded sum of the partials as
+// bf16 (4 registers a chunk); the residual is read again with the weight
+// after it (from L2), and res + sum is recomputed there to the same f32
+// bits. Holding the f32 row instead (8 registers a chunk, 4 chunks by a
+// runtime bound) took 87 registers: two blocks of 256 threads an SM, so that
+// on an H100 a block ran about four of the 1024 rows of a 4096-wide norm
+// one after another.
+template <int C>
+__device__ __forceinline__ void fg_allreduce_residual_rmsnorm(const uint16_t* __restrict__ partial,
+                                                              const uint16_t* __restrict__ residual,
+                                                              const uint16_t* __restrict__ weight,
+                                                              uint16_t* __restrict__ out, const FgRegions& regions,
+                                                              int64_t rows, int64_t H, int world, int rank,
+                                                              float eps) {
   __shared__ unsigned epoch;
   const int64_t n = rows * H, chunks = H / 8;
   uint16_t* slots = nullptr;  // this rank's slot[e&1][0]
@@ -86,52 +97,99 @@ extern "C" __global__ void fastpath_allreduce_residual_rmsnorm(const uint16_t* _
     }
     __syncthreads();
     const int64_t first = static_cast<int64_t>(epoch & 1) * world * n;
-    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)
-      for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-        const uint4 v = fg_no_neg_zero(fg_load_chunk(partial + row * H + 8 * c).w);
-        for (int r = 0; r < world; ++r)
-          if (r != rank)
-            *reinterpret_cast<uint4*>(reinterpret_cast<uint16_t*>(static_cast<char*>(regions.p[r]) + FG_DATA_AT) +
-                                      first + rank * n + row * H + 8 * c) = v;
+    // push every row of this block first: the others' waits on this rank
+    // never wait on this block's own waits
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+      uint4 v[C];
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        const int64_t c = threadIdx.x + k * static_cast<int64_t>(blockDim.x);
+        if (c < chunks) v[k] = fg_no_neg_zero(fg_load_chunk(partial + row * H + 8 * c).w);
       }
+      for (int r = 0; r < world; ++r) {
+        if (r == rank) continue;
+        uint16_t* to = reinterpret_cast<uint16_t*>(static_cast<char*>(regions.p[r]) + FG_DATA_AT) + first + rank * n;
+#pragma unroll
+        for (int k = 0; k < C; ++k) {
+          const int64_t c = threadIdx.x + k * static_cast<int64_t>(blockDim.x);
+          if (c < chunks) *reinterpret_cast<uint4*>(to + row * H + 8 * c) = v[k];
+        }
+      }
+    }
     slots = reinterpret_cast<uint16_t*>(mine + FG_DATA_AT) + first;
   }
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    FgOutChunk v[FG_CHUNKS];
+    uint4 own[C], res[C];
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      const int64_t c = threadIdx.x + k * static_cast<int64_t>(blockDim.x);
+      if (c >= chunks) break;
+      own[k] = fg_load_chunk(partial + row * H + 8 * c).w;
+      res[k] = fg_load_chunk(residual + row * H + 8 * c).w;
+    }
+    uint4 sum[C];  // the all-reduce's result, bf16
     float acc = 0.f;
 #pragma unroll
-    for (int k = 0; k < FG_CHUNKS; ++k) {
+    for (int k = 0; k < C; ++k) {
       const int64_t c = threadIdx.x + k * static_cast<int64_t>(blockDim.x);
       if (c >= chunks) break;
       const int64_t i = row * H + 8 * c;
-      // local loads first, so that they overlap the wait for the others
-      const uint4 own = world == 1 ? fg_load_chunk(partial + i).w : fg_no_neg_zero(fg_load_chunk(partial + i).w);
-      const FgChunk<uint16_t> res = fg_load_chunk(residual + i);
       float s[8];
       for (int r = 0; r < world; ++r) {
         FgChunk<uint16_t> t;
-        t.w = r == rank ? own : fg_take_chunk(slots + r * n + i);
+        t.w = r == rank ? (world == 1 ? own[k] : fg_no_neg_zero(own[k])) : fg_take_chunk(slots + r * n + i);
 #pragma unroll
         for (int j = 0; j < 8; ++j) s[j] = r == 0 ? fg_bf16_to_float(t[j]) : s[j] + fg_bf16_to_float(t[j]);
       }
+      FgChunk<uint16_t> rc, sc;
+      rc.w = res[k];
+      FgOutChunk v;
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        v[k].s[j] = fg_bf16_to_float(res[j]) + fg_round_bf16(s[j]);
-        acc += v[k].s[j] * v[k].s[j];
+        sc.set(j, fg_float_to_bf16(s[j]));
+        v.s[j] = fg_bf16_to_float(rc[j]) + fg_bf16_to_float(sc[j]);
+        acc += v.s[j] * v.s[j];
       }
-      fg_store_chunk_bf16(out + i, v[k]);
+      sum[k] = sc.w;
+      fg_store_chunk_bf16(out + i, v);
     }
     acc = fg_block_sum(acc);
     const float inv = 1.f / sqrtf(acc / static_cast<float>(H) + eps);
 #pragma unroll
-    for (int k = 0; k < FG_CHUNKS; ++k) {
+    for (int k = 0; k < C; ++k) {
       const int64_t c = threadIdx.x + k * static_cast<int64_t>(blockDim.x);
       if (c >= chunks) break;
-      const FgChunk<uint16_t> w = fg_load_chunk(weight + 8 * c);
+      const FgChunk<uint16_t> w = fg_load_chunk(weight + 8 * c), rc = fg_load_chunk(residual + row * H + 8 * c);
+      FgChunk<uint16_t> sc;
+      sc.w = sum[k];
       FgOutChunk h;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) h.s[j] = fg_round_bf16(v[k].s[j] * inv) * fg_bf16_to_float(w[j]);
+      for (int j = 0; j < 8; ++j)
+        h.s[j] = fg_round_bf16((fg_bf16_to_float(rc[j]) + fg_bf16_to_float(sc[j])) * inv) * fg_bf16_to_float(w[j]);
       fg_store_chunk_bf16(out + n + row * H + 8 * c, h);
     }
   }
+}
+
+// Two entries: up to 2 chunks a thread (hidden sizes up to 16384 at 1024
+// threads; the launcher's usual pick), and up to 4 (up to 32768). Both are
+// bounded to 64 registers (blocks of up to 1024 threads must fit): the
+// first then holds 4 blocks of 256 threads an SM (72 registers unbounded,
+// no spill at 64, ptxas for sm_90), 528 of 4096-wide rows in flight on an
+// H100; the second spills (200 bytes at 64), a width no repro has.
+extern "C" __global__ void __launch_bounds__(1024) fastpath_allreduce_residual_rmsnorm(const uint16_t* __restrict__ partial,
+                                                               const uint16_t* __restrict__ residual,
+                                                               const uint16_t* __restrict__ weight,
+                                                               uint16_t* __restrict__ out, FgRegions regions,
+                                                               int64_t rows, int64_t H, int world, int rank,
+                                                               float eps) {
+  fg_allreduce_residual_rmsnorm<2>(partial, residual, weight, out, regions, rows, H, world, rank, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024) fastpath_allreduce_residual_rmsnorm_wide(const uint16_t* __restrict__ partial,
+                                                                    const uint16_t* __restrict__ residual,
+                                                                    const uint16_t* __restrict__ weight,
+                                                                    uint16_t* __restrict__ out, FgRegions regions,
+                                                                    int64_t rows, int64_t H, int world, int rank,
+                                                                    float eps) {
+  fg_allreduce_residual_rmsnorm<4>(partial, residual, weight, out, regions, rows, H, world, rank, eps);
 }

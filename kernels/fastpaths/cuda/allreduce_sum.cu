@@ -82,7 +82,11 @@ extern "C" __global__ void fastpath_allreduce_sum(const uint16_t* __restrict__ p
   }
   __syncthreads();
   const int64_t first = static_cast<int64_t>(epoch & 1) * world * n;
-  // push: FG_BATCH chunks loaded, then stored to every other rank
+  // per batch of FG_BATCH chunks a thread: the partial's chunks loaded
+  // (and kept), stored to every other rank, then the others' taken and
+  // summed in rank order and stored. Its own chunks are
+  // never read twice, and a batch's loads are all in flight at once.
+  uint16_t* slots = reinterpret_cast<uint16_t*>(mine + FG_DATA_AT) + first;
   for (int64_t c0 = lo + threadIdx.x; c0 < hi; c0 += FG_BATCH * static_cast<int64_t>(blockDim.x)) {
     uint4 v[FG_BATCH];
 #pragma unroll
@@ -99,21 +103,21 @@ extern "C" __global__ void fastpath_allreduce_sum(const uint16_t* __restrict__ p
         if (c < hi) *reinterpret_cast<uint4*>(to + 8 * c) = v[k];
       }
     }
-  }
-  // receive, sum in rank order, store
-  uint16_t* slots = reinterpret_cast<uint16_t*>(mine + FG_DATA_AT) + first;
-  for (int64_t c = lo + threadIdx.x; c < hi; c += blockDim.x) {
-    const uint4 own = fg_sum_no_neg_zero(fg_load_chunk(partial + 8 * c).w);
-    float s[8];
-    for (int r = 0; r < world; ++r) {
-      FgChunk<uint16_t> t;
-      t.w = r == rank ? own : fg_sum_take(slots + r * n + 8 * c);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) s[j] = r == 0 ? fg_bf16_to_float(t[j]) : s[j] + fg_bf16_to_float(t[j]);
+    for (int k = 0; k < FG_BATCH; ++k) {
+      const int64_t c = c0 + k * static_cast<int64_t>(blockDim.x);
+      if (c >= hi) break;
+      float s[8];
+      for (int r = 0; r < world; ++r) {
+        FgChunk<uint16_t> t;
+        t.w = r == rank ? v[k] : fg_sum_take(slots + r * n + 8 * c);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) s[j] = r == 0 ? fg_bf16_to_float(t[j]) : s[j] + fg_bf16_to_float(t[j]);
+      }
+      FgOutChunk o;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) o.s[j] = s[j];
+      fg_store_chunk_bf16(out + 8 * c, o);
     }
-    FgOutChunk o;
-#pragma unroll
-    for (int j = 0; j < 8; ++j) o.s[j] = s[j];
-    fg_store_chunk_bf16(out + 8 * c, o);
   }
 }
