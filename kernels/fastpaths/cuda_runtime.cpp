@@ -134,10 +134,11 @@ class CudaFastPaths : public DeviceFastPaths {
       long long rows = in[0].numel() / H;
       if (rows == 0) return;
       // a thread a chunk of 8 elements: as many threads as a generated row
-      // kernel of this width (about two chunks a thread, the same occupancy
-      // and work per thread), more where that leaves a thread more than two
-      // (the kernel's entry for up to 2); past 1024 threads, the entry for
-      // up to 4 (`_wide`)
+      // kernel of this width (cuda_row_threads: at most two chunks a thread
+      // up to 1024 threads, the same occupancy and work per thread), for
+      // the kernel's entry for up to 2 chunks; past 16384 wide, 1024 threads
+      // and the entry for up to 4 (`_wide`). The max() keeps the count
+      // right whatever cuda_row_threads gives.
       const long long chunks = H / 8;
       if (H % 8 != 0 || chunks > 4 * 1024)
         throw std::runtime_error("fast path " + name + ": hidden size " + std::to_string(H) +
