@@ -235,7 +235,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
         std::string name = "row" + std::to_string(row_cache.size());
         row_cache[k] = name;
         row_cache_first[k] = prefetch ? first_inner : *pset.begin();
-        if (prefetch) row_prefetch[k] = {load_buffer[k], pre_base->key};
+        if (prefetch) row_prefetch.insert(k);
         // in chunks, a row read at contiguous aligned places stays in its
         // chunks (bf16: two elements a register)
         IndexP base;
@@ -435,9 +435,11 @@ void KernelEmitter::chunk_begin(const std::vector<int>& nodes, const std::map<in
     }
   }
   // the later loops' loads this loop prefetches (no node of it reads them)
-  for (const auto& [k, at] : row_prefetch)
-    if (row_cache_first[k] == current_phase && !vec_load.count(k))
+  for (const std::string& k : row_prefetch)
+    if (row_cache_first[k] == current_phase && !vec_load.count(k)) {
+      const auto& at = row_chunk_at.at(k);
       line(p_.chunk_assign(row_cache[k] + "[c]", ptr(at.first) + " + (" + at.second + ")"));
+    }
   for (int n : nodes) {
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     DType t = g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype;

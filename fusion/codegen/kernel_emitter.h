@@ -51,9 +51,9 @@ class KernelEmitter {
   std::set<std::string> row_chunked;                    // cached as chunks (in storage type), not as values
   // Loads only a later loop reads (a norm's weight, read after the row's
   // sum), prefetched in chunks by the first loop so that the later one waits
-  // on no memory after the block-wide combine: load key -> its buffer and
-  // the chunk's start (an index over q).
-  std::map<std::string, std::pair<int, std::string>> row_prefetch;
+  // on no memory after the block-wide combine (load keys; each is a chunked
+  // row cache, its place in row_chunk_at).
+  std::set<std::string> row_prefetch;
   // Every row cache kept in chunks: load key -> its buffer and the chunk's
   // start (an index over q). When a thread holds two or more chunks of a row,
   // the loop that fills the caches is preceded by a loop of their loads alone
