@@ -56,8 +56,11 @@
 # BENCH_ROUNDS_ONLY=1: no sweep, only the BENCH_ROUNDS interleaved rounds of
 # fusegate C max-autotune + CUDA graphs against BENCH_TORCH_CONFIG (default
 # torch.compile reduce-overhead): a world-size-2 call cannot hold both.
-# BENCH_WARMUP_MS (default 2000, at most 60000): each side runs its forward
-# back to back this long before it is timed (the GPU at its power cap).
+# BENCH_WARMUP_MS (default 6000, at most 60000): each side runs its forward
+# back to back this long before it is timed (the GPU at its power cap; after
+# a real 2000 ms fusegate's forward at h4096, world size 2, still got about
+# 1.5% faster through its timings: bench/RESULTS.md, "Issue 17, sixteenth
+# step").
 # placement: the max-autotune C goldens' residual placement tables dropped,
 # measured again by `bless`, checked, the forced opposite placement caught;
 # PLACEMENT_GEMMS=1: their GEMM algorithm tables (gemm_algos) dropped too, so
@@ -91,7 +94,7 @@ case "${BENCH_ROUNDS_ONLY:-0}" in
        echo "gpu.sh: BENCH_ROUNDS_ONLY=1 times only the interleaved rounds: set BENCH_ROUNDS to 1 or more, not '${BENCH_ROUNDS:-}'" >&2; exit 2; } ;;
   *) echo "gpu.sh: BENCH_ROUNDS_ONLY must be 0 or 1, not '$BENCH_ROUNDS_ONLY'" >&2; exit 2 ;;
 esac
-if ! { [[ "${BENCH_WARMUP_MS:-2000}" =~ ^[0-9]{1,5}$ ]] && [ "${BENCH_WARMUP_MS:-2000}" -le 60000 ]; }; then
+if ! { [[ "${BENCH_WARMUP_MS:-6000}" =~ ^[0-9]{1,5}$ ]] && [ "${BENCH_WARMUP_MS:-6000}" -le 60000 ]; }; then
   echo "gpu.sh: BENCH_WARMUP_MS must be milliseconds (0 to 60000), not '$BENCH_WARMUP_MS'" >&2; exit 2
 fi
 case "${PLACEMENT_GEMMS:-0}" in 0 | 1) ;; *) echo "gpu.sh: PLACEMENT_GEMMS must be 0 or 1, not '$PLACEMENT_GEMMS'" >&2; exit 2 ;; esac
@@ -418,13 +421,13 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   # BENCH_BLOCKS: the block sizes (gpu_bench.py --block), h2048 by default;
   # BENCH_QUICK=1: only the rows the headline compares; BENCH_ROUNDS=N: N
   # interleaved rounds of each side's best CUDA-graph configuration;
-  # BENCH_WARMUP_MS (default 2000): back-to-back untimed forwards before
+  # BENCH_WARMUP_MS (default 6000): back-to-back untimed forwards before
   # each side's timings, so that both are timed at the GPU's sustained state
   for blk in ${BENCH_BLOCKS:-h2048}; do
     o=$(bench_dir "$blk")
     PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$o" --world-size "$bench_world" \
       --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) --rounds "${BENCH_ROUNDS:-0}" \
-      --warmup-ms "${BENCH_WARMUP_MS:-2000}" $([ "${BENCH_ROUNDS_ONLY:-0}" = 1 ] && echo --rounds-only) \
+      --warmup-ms "${BENCH_WARMUP_MS:-6000}" $([ "${BENCH_ROUNDS_ONLY:-0}" = 1 ] && echo --rounds-only) \
       ${BENCH_TORCH_CONFIG:+--torch-config "$BENCH_TORCH_CONFIG"} \
       2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
     phase "bench $blk done"

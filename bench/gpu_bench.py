@@ -23,7 +23,7 @@ time:
   max-autotune-no-cudagraphs. Median of ITERS CUDA-event timings after
   warm-up; kernels per forward from torch.profiler; relative error against
   an fp64 run of the block.
-- with a warm-up (--warmup-ms, default 2000): each configuration's energy
+- with a warm-up (--warmup-ms, default 6000): each configuration's energy
   a forward (mJ), mean watts and SM clock over half as many forwards again
   right after its timings (fusegate's `times_ms.energy`, the torch side
   through the same NVML counter via ctypes), and the energy ratio of the
@@ -93,8 +93,10 @@ WARMUP, ITERS = 20, 200
 # `run --warmup-ms`). Under sustained load an H100 settles at its 700 W cap
 # with the SM clock near 1.4-1.6 GHz instead of 1.98; a run that times from
 # a cool start straddles the change, and its median moved 5-10% from process
-# to process (bench/RESULTS.md, tenth step). 0: the old way.
-WARMUP_MS = int(os.environ.get("GPU_BENCH_WARMUP_MS", "2000"))
+# to process (bench/RESULTS.md, tenth step). 6000 since 2026-11-27: after
+# a real 2000 ms fusegate's forward at h4096 on two H100 still got about
+# 1.5% faster through its 200 timings (sixteenth step). 0: the old way.
+WARMUP_MS = int(os.environ.get("GPU_BENCH_WARMUP_MS", "6000"))
 PROFILE_ITERS = 20          # iterations of the extra fusegate --profile run
 FUSEGATE_TIMEOUT_S = 500    # one `fusegate run`
 TORCH_TIMEOUT_S = 1800      # all PyTorch configurations together
@@ -1065,7 +1067,7 @@ def main():
                     help="only the rows the headline compares (no eager or compiled-disabled rows, no kernel table)")
     ap.add_argument("--warmup-ms", type=int, default=WARMUP_MS,
                     help="untimed back-to-back forwards for this long before each side's timings (default "
-                         "GPU_BENCH_WARMUP_MS or 2000): the GPU settles at its power cap first")
+                         "GPU_BENCH_WARMUP_MS or 6000): the GPU settles at its power cap first")
     ap.add_argument("--rounds", type=int, default=0,
                     help="after the sweep, time each side's best CUDA-graph configuration again in this many "
                          "interleaved rounds (ABBA) and report the median ratio; each round is a fresh process a "

@@ -11,6 +11,7 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o swiglu_gemm bench/swiglu_gemm.cu -lcublasLt
 //   ./swiglu_gemm                    # the three sizes, a few lines each, then a table
 //   SWIGLU_CLUSTER=1 ./swiglu_gemm   # the fused kernel without CTA pairs
+//   SWIGLU_SIZES="1024,7168,4096;1024,8448,4096" ./swiglu_gemm   # other sizes
 //   SWIGLU_WARMUP_MS=2000 ./swiglu_gemm  # each graph replayed back to back this
 //                                    # long before it is timed: the GPU at its
 //                                    # power cap, as the forward runs (0 to 60000)
@@ -45,6 +46,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -480,7 +482,24 @@ int main() {
   }
   const char* cluster_env = std::getenv("SWIGLU_CLUSTER");
   const int cluster_pref = cluster_env ? std::atoi(cluster_env) : 2;
-  const long sizes[3][3] = {{1024, 8192, 2048}, {4096, 8192, 2048}, {1024, 14336, 4096}};
+  std::vector<std::array<long, 3>> sizes = {{1024, 8192, 2048}, {4096, 8192, 2048}, {1024, 14336, 4096}};
+  if (const char* env = std::getenv("SWIGLU_SIZES")) {
+    // "M,N,K;M,N,K..." in place of the three sizes
+    sizes.clear();
+    const std::string text = env;
+    size_t at = 0;
+    while (at <= text.size()) {
+      const size_t end = std::min(text.find(';', at), text.size());
+      std::array<long, 3> s{};
+      char tail = 0;
+      if (std::sscanf(text.substr(at, end - at).c_str(), "%ld,%ld,%ld%c", &s[0], &s[1], &s[2], &tail) != 3) {
+        std::printf("SWIGLU_SIZES must be M,N,K;M,N,K...: '%s' is not\n", text.substr(at, end - at).c_str());
+        return 2;
+      }
+      sizes.push_back(s);
+      at = end + 1;
+    }
+  }
   std::vector<Row> rows;
   bool all_pass = true;
   for (const auto& s : sizes) {

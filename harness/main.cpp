@@ -75,11 +75,12 @@ int run_main(int argc, char** argv) {
         ->capture_default_str();
   };
   auto add_require = [&](CLI::App* c) {
-    c->add_option("--require-fast-path", required, "fail (exit 1) unless this fast path runs (repeatable)");
+    c->add_option("--require-fast-path", required, "fail (exit 1) unless this fast path runs (repeatable)")
+        ->allow_extra_args(false);
   };
   auto add_common = [&](CLI::App* c) {
     c->add_option("--golden-dir", sel.golden_dir, "folder of golden files");
-    c->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
+    c->add_option("--repro-dir", extra_dirs, "more folders of .fg repros")->allow_extra_args(false);
     c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
     c->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
   };
@@ -95,8 +96,11 @@ int run_main(int argc, char** argv) {
   };
   auto add_filters = [&](CLI::App* c) {
     c->add_option("repros", sel.repros, "repros (default: all)");
-    c->add_option("--mode", mode_texts, "A, B or C (repeatable; default all)");
-    c->add_option("--world-size", sel.worlds, "world sizes (repeatable; default 1 2 4)");
+    // a repeatable option takes one value a time, so that the repros may
+    // follow it ("--world-size 1 --world-size 2 NAME": before, CLI11 took
+    // NAME as a second world size and failed to convert it)
+    c->add_option("--mode", mode_texts, "A, B or C (repeatable; default all)")->allow_extra_args(false);
+    c->add_option("--world-size", sel.worlds, "world sizes (repeatable; default 1 2 4)")->allow_extra_args(false);
     c->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
     add_common(c);
     add_fast(c);
@@ -163,7 +167,7 @@ int run_main(int argc, char** argv) {
   explain->add_option("--graph", graph_file, ".fg file")->excludes(erepro_opt);
   explain->add_option("--mode", mode_text, "B or C (repro only)")->capture_default_str();
   explain->add_option("--world-size", eworld, "world size (repro only)")->capture_default_str();
-  explain->add_option("--repro-dir", extra_dirs, "more folders of .fg repros");
+  explain->add_option("--repro-dir", extra_dirs, "more folders of .fg repros")->allow_extra_args(false);
   explain->add_option("--backend", backend_text, "cpu or cuda: the code printer and backend passes")->capture_default_str();
   explain->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
@@ -185,7 +189,7 @@ int run_main(int argc, char** argv) {
   auto* prove = app.add_subcommand("prove", "A/B a fast path on every repro it matches at each world size; write "
                                             "its proof when all pass");
   prove->add_option("--fast-path", prove_name, "the fast path")->required();
-  prove->add_option("--world-size", prove_worlds, "world sizes to prove (repeatable)")->required();
+  prove->add_option("--world-size", prove_worlds, "world sizes to prove (repeatable)")->required()->allow_extra_args(false);
   add_common(prove);
   add_nodes(prove, &sel.nodes);
 

@@ -781,8 +781,13 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   std::vector<double> times;
   std::string timing_note = one ? "compiled graph replayed behind its guards" : "capture each forward";
   // warm clocks and caches before timing; --warmup-ms: as many more untimed
-  // forwards as fill it at the pace of these, run as the timed ones run
-  const double pace = paced_ms(ex, body, std::min(10, spec.iters));
+  // forwards as fill it at the pace of these, run as the timed ones run (on
+  // cuda, replays of its CUDA graph where the timings replay one: before
+  // 2026-11-27 the pace was the host launches', and a replayed h4096 forward
+  // at world size 2 on two H100 got 1893-4411 forwards of 0.49 ms for 2000
+  // ms, 0.9-2.2 s, and was still getting faster through its timings)
+  const double pace = cuda ? cuda_step_pace_ms(std::min(10, spec.iters), body, spec.cuda_graphs && one)
+                           : paced_ms(ex, body, std::min(10, spec.iters));
   int warm_steps = 0;
   if (spec.warmup_ms > 0) {
     warm_steps = agreed_warm_steps(coll, "warmup_steps", spec.warmup_ms, pace);

@@ -187,6 +187,30 @@ std::string cuda_cubin(const std::string& source, const std::string& arch) {
 
 void cuda_synchronize() { c10::cuda::device_synchronize(); }
 
+namespace {
+
+// Captures one call of `body` into `g` on a side stream, as CUDA graphs
+// require, after one call outside the capture so that library handles and
+// workspaces exist before it: "" or why it failed (the device drained then).
+// Every rank calls body once outside the capture either way.
+std::string capture_one(const std::function<void()>& body, at::cuda::CUDAGraph* g) {
+  at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
+  try {
+    c10::cuda::CUDAStreamGuard guard(side);
+    body();
+    c10::cuda::device_synchronize();
+    g->capture_begin();
+    body();
+    g->capture_end();
+  } catch (const std::exception& e) {
+    c10::cuda::device_synchronize();
+    return e.what()[0] ? e.what() : "an exception without a message";
+  }
+  return "";
+}
+
+}  // namespace
+
 // How often the energy window's thread reads NVML: the counter steps about
 // every 100 ms, so a step's instant is known to within this
 constexpr int kEnergyPollMs = 2;
@@ -307,20 +331,9 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
     trace(body);
     return ms;
   }
-  // capture on a side stream, as CUDA graphs require; one call first so that
-  // library handles and workspaces exist before capture
-  at::cuda::CUDAStream side = at::cuda::getStreamFromPool();
   at::cuda::CUDAGraph g;
-  try {
-    c10::cuda::CUDAStreamGuard guard(side);
-    body();
-    c10::cuda::device_synchronize();
-    g.capture_begin();
-    body();
-    g.capture_end();
-  } catch (const std::exception& e) {
-    if (note) *note = std::string("CUDA graph capture failed: ") + e.what();
-    c10::cuda::device_synchronize();
+  if (const std::string failed = capture_one(body, &g); !failed.empty()) {
+    if (note) *note = "CUDA graph capture failed: " + failed;
     warm(body);
     time_each(body);
     energy_window(body);
@@ -333,6 +346,25 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
   energy_window([&] { g.replay(); });
   trace([&] { g.replay(); });
   return ms;
+}
+
+double cuda_step_pace_ms(int n, const std::function<void()>& body, bool graph) {
+  n = std::max(1, n);
+  auto pace = [n](const std::function<void()>& step) {
+    step();  // a graph's first replay uploads it
+    c10::cuda::device_synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) step();
+    c10::cuda::device_synchronize();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+  };
+  if (!graph) {
+    body();  // as the capture's call below: every rank runs body n + 2 times
+    return pace(body);
+  }
+  at::cuda::CUDAGraph g;
+  if (!capture_one(body, &g).empty()) return pace(body);  // cuda_time times host launches then, and says why
+  return pace([&] { g.replay(); });
 }
 
 void cuda_peaks(double* copy_gbps, double* gemm_tflops) {

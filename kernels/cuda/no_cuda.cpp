@@ -34,6 +34,9 @@ std::vector<double> cuda_time(int, const std::function<void()>&, bool, std::stri
                               EnergyWindow*) {
   user_error("this fusegate was built without the cuda runtime: use --backend cpu");
 }
+double cuda_step_pace_ms(int, const std::function<void()>&, bool) {
+  user_error("this fusegate was built without the cuda runtime: use --backend cpu");
+}
 void cuda_peaks(double*, double*) { user_error("this fusegate was built without the cuda runtime: use --backend cpu"); }
 std::unique_ptr<LaunchProbe> make_device_kernel_probe(std::string* why) {
   if (why) *why = "this fusegate was built without the cuda runtime";

@@ -64,6 +64,19 @@ PY
     expect_out "unknown repro 'no_such_block'"; expect_out "tp_block_llama"; expect_out "tp_block_wan" ;;
   bad_flag)
     "$FG" run tp_block_llama --mode Z >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown mode 'Z'" ;;
+  repros_after_repeated_flags)
+    # a repeatable flag takes one value a time: the repro may follow it
+    # (before, "--world-size 1 --world-size 2 ffn_allreduce" failed: the
+    # name was taken as a third world size)
+    "$FG" check --mode C --world-size 1 --world-size 2 ffn_allreduce --repro-dir "$T/repros" \
+      --golden-dir "$T/golden" >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "^2 checks: 2 passed"
+    "$FG" check --mode C --world-size 1 ffn_allreduce --mode A --repro-dir "$T/repros" --golden-dir "$T/golden" \
+      >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "^2 checks: 2 passed"
+    # a second value after one flag is a repro name now, and an unknown one
+    "$FG" check --world-size 1 2 --repro-dir "$T/repros" --golden-dir "$T/golden" >"$T/out" 2>&1
+    expect_rc $? 2; expect_out "unknown repro '2'" ;;
   rank_crash)
     # a leaked segment is one whose owner (/fusegate-<pid>-...) is gone; the
     # segments of tests running beside this one belong to live processes, and
