@@ -41,10 +41,10 @@ namespace {
 struct Shape { const char* what; long m, n, k; };
 
 struct Config {
-  int id = 0, tile = 0, stages = 0, swizzle = 0, custom = 0, cluster = 0, inner = 0;
+  int id = 0, tile = 0, stages = 0, swizzle = 0, custom = 0, cluster = 0, inner = 0, splitk = 1, reduction = 0;
   bool operator<(const Config& o) const {
-    return std::tie(id, tile, stages, swizzle, custom, cluster, inner) <
-           std::tie(o.id, o.tile, o.stages, o.swizzle, o.custom, o.cluster, o.inner);
+    return std::tie(id, tile, stages, swizzle, custom, cluster, inner, splitk, reduction) <
+           std::tie(o.id, o.tile, o.stages, o.swizzle, o.custom, o.cluster, o.inner, o.splitk, o.reduction);
   }
 };
 
@@ -65,13 +65,15 @@ Config config_of(const cublasLtMatmulAlgo_t& a) {
   c.custom = static_cast<int>(get_cfg<uint32_t>(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
   c.cluster = static_cast<int>(get_cfg<uint16_t>(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
   c.inner = static_cast<int>(get_cfg<uint16_t>(a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID));
+  c.splitk = get_cfg<int32_t>(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+  c.reduction = static_cast<int>(get_cfg<uint32_t>(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME));
   return c;
 }
 
 std::string name(const Config& c) {
-  char b[128];
-  std::snprintf(b, sizeof(b), "id %d tile %d stages %d swz %d opt %d cluster %d inner %d", c.id, c.tile, c.stages,
-                c.swizzle, c.custom, c.cluster, c.inner);
+  char b[160];
+  std::snprintf(b, sizeof(b), "id %d tile %d stages %d swz %d opt %d cluster %d inner %d splitk %d red %d", c.id,
+                c.tile, c.stages, c.swizzle, c.custom, c.cluster, c.inner, c.splitk, c.reduction);
   return b;
 }
 
@@ -143,6 +145,13 @@ int main(int argc, char** argv) {
     fill<<<1024, 256>>>(static_cast<__nv_bfloat16*>(a), s.m * s.k, 1);
     fill<<<1024, 256>>>(static_cast<__nv_bfloat16*>(w), s.n * s.k, 2);
     LtGemmPlan plan(h, s.m, s.n, s.k, ws_bytes, 32);
+    if (plan.found < 1) {
+      std::printf("| %s %ldx%ldx%ld | cuBLASLt's heuristic has no algorithm | | | | | |\n", s.what, s.m, s.n, s.k);
+      cudaFree(a);
+      cudaFree(w);
+      cudaFree(d);
+      continue;
+    }
     const float alpha = 1, beta = 0;
     auto run = [&](const cublasLtMatmulAlgo_t& al) {
       return cublasLtMatmul(h, plan.op, &alpha, w, plan.lw, a, plan.la, &beta, d, plan.ld, d, plan.ld, &al, ws,
@@ -203,13 +212,16 @@ int main(int argc, char** argv) {
                   space.emplace_back(cfg, al);
                 }
     }
-    // the heuristic's own, as it returned them (the top-1 first)
-    for (int i = plan.found - 1; i >= 0; --i) {
-      const Config c = config_of(plan.r[i].algo);
-      auto it = std::find_if(space.begin(), space.end(), [&](const auto& p) { return !(p.first < c) && !(c < p.first); });
-      if (it != space.end()) space.erase(it);
-      space.insert(space.begin(), {c, plan.r[i].algo});
+    // the heuristic's own first, as it returned them (space[i] is r[i] for
+    // i < found), each dropped from the rest of the space
+    std::vector<std::pair<Config, cublasLtMatmulAlgo_t>> listed;
+    for (int i = 0; i < plan.found; ++i) listed.emplace_back(config_of(plan.r[i].algo), plan.r[i].algo);
+    for (auto& p : space) {
+      const bool dup = std::any_of(listed.begin(), listed.begin() + plan.found,
+                                   [&](const auto& q) { return !(p.first < q.first) && !(q.first < p.first); });
+      if (!dup) listed.push_back(p);
     }
+    space.swap(listed);
     const cublasLtMatmulAlgo_t& top1 = plan.r[0].algo;
     // the sustained state
     const double one = time_us(top1, 10);

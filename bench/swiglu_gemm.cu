@@ -412,6 +412,35 @@ struct Row {
 };
 
 int main() {
+  // the sizes first: bad input fails before the GPU is touched
+  std::vector<std::array<long, 3>> sizes = {{1024, 8192, 2048}, {4096, 8192, 2048}, {1024, 14336, 4096}};
+  if (const char* env = std::getenv("SWIGLU_SIZES")) {
+    // "M,N,K;M,N,K..." in place of the three sizes
+    sizes.clear();
+    const std::string text = env;
+    size_t at = 0;
+    while (at <= text.size()) {
+      const size_t end = std::min(text.find(';', at), text.size());
+      const std::string item = text.substr(at, end - at);
+      std::array<long, 3> s{};
+      char tail = 0;
+      if (item.empty()) {
+        std::printf("SWIGLU_SIZES must be M,N,K;M,N,K...: an empty entry in '%s'\n", text.c_str());
+        return 2;
+      }
+      if (std::sscanf(item.c_str(), "%ld,%ld,%ld%c", &s[0], &s[1], &s[2], &tail) != 3) {
+        std::printf("SWIGLU_SIZES must be M,N,K;M,N,K...: '%s' is not\n", item.c_str());
+        return 2;
+      }
+      if (s[0] <= 0 || s[1] <= 0 || s[2] <= 0 || s[0] % BM || s[1] % BN_OUT || s[2] % BK) {
+        std::printf("SWIGLU_SIZES: %ld,%ld,%ld is not supported: need M %% %d, N %% %d, K %% %d == 0\n", s[0], s[1],
+                    s[2], BM, BN_OUT, BK);
+        return 2;
+      }
+      sizes.push_back(s);
+      at = end + 1;
+    }
+  }
   int dev = 0;
   CUDA_CHECK(cudaSetDevice(dev));
   cudaDeviceProp prop;
@@ -482,24 +511,6 @@ int main() {
   }
   const char* cluster_env = std::getenv("SWIGLU_CLUSTER");
   const int cluster_pref = cluster_env ? std::atoi(cluster_env) : 2;
-  std::vector<std::array<long, 3>> sizes = {{1024, 8192, 2048}, {4096, 8192, 2048}, {1024, 14336, 4096}};
-  if (const char* env = std::getenv("SWIGLU_SIZES")) {
-    // "M,N,K;M,N,K..." in place of the three sizes
-    sizes.clear();
-    const std::string text = env;
-    size_t at = 0;
-    while (at <= text.size()) {
-      const size_t end = std::min(text.find(';', at), text.size());
-      std::array<long, 3> s{};
-      char tail = 0;
-      if (std::sscanf(text.substr(at, end - at).c_str(), "%ld,%ld,%ld%c", &s[0], &s[1], &s[2], &tail) != 3) {
-        std::printf("SWIGLU_SIZES must be M,N,K;M,N,K...: '%s' is not\n", text.substr(at, end - at).c_str());
-        return 2;
-      }
-      sizes.push_back(s);
-      at = end + 1;
-    }
-  }
   std::vector<Row> rows;
   bool all_pass = true;
   for (const auto& s : sizes) {

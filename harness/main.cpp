@@ -128,7 +128,8 @@ int run_main(int argc, char** argv) {
   run->add_flag("--cuda-graphs", spec.cuda_graphs, "time CUDA-graph replays of a one-graph forward (cuda)");
   run->add_option("--warmup-ms", spec.warmup_ms,
                   "untimed forwards for about this long before the timed ones (as many as fill it at the pace of "
-                  "the first ten), run as they run: a GPU under sustained load settles at its power cap")
+                  "ten run as the timed ones run, on cuda CUDA-graph replays with --cuda-graphs), run as they run: "
+                  "a GPU under sustained load settles at its power cap")
       ->capture_default_str();
   run->add_option("--profile", spec.profile,
                   "cuda: write each device kernel's median time over 20 more steps (at most --iters) run as the "

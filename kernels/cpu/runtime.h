@@ -72,7 +72,8 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
 // drained device to a drained device. Every rank runs as many calls of body
 // either way (one, then n + 1), so steps holding collectives pair up. A
 // warm-up counted at the pace of host launches ran a replayed forward for
-// about half the time asked (bench/RESULTS.md, "Issue 17, sixteenth step").
+// as little as half the time asked (bench/RESULTS.md, "Issue 17, sixteenth
+// step").
 double cuda_step_pace_ms(int n, const std::function<void()>& body, bool graph);
 // The device's measured ceilings: a 1 GiB device-to-device copy (GB/s,
 // bytes read + written) and an 8192^3 bf16 GEMM (TFLOP/s); medians.
