@@ -786,8 +786,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // 2026-11-27 the pace was the host launches', and a replayed h4096 forward
   // at world size 2 on two H100 got 1893-4411 forwards of 0.49 ms for 2000
   // ms, 0.9-2.2 s, and was still getting faster through its timings)
-  const double pace = cuda ? cuda_step_pace_ms(std::min(10, spec.iters), body, spec.cuda_graphs && one)
-                           : paced_ms(ex, body, std::min(10, spec.iters));
+  const double pace = cuda && spec.cuda_graphs && one ? cuda_replay_pace_ms(std::min(10, spec.iters), body)
+                                                      : paced_ms(ex, body, std::min(10, spec.iters));
   int warm_steps = 0;
   if (spec.warmup_ms > 0) {
     warm_steps = agreed_warm_steps(coll, "warmup_steps", spec.warmup_ms, pace);

@@ -66,15 +66,15 @@ struct EnergyWindow {
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
                               std::vector<DeviceKernel>* profile = nullptr, int profile_steps = 1,
                               int warmup_steps = 0, EnergyWindow* energy = nullptr);
-// The pace of `body` as cuda_time runs it (ms a step, host clock): `n`
-// replays of a CUDA graph of one call (`graph`, captured as cuda_time
-// captures it, after one untimed replay) or `n` calls after one, from a
-// drained device to a drained device. Every rank runs as many calls of body
-// either way (one, then n + 1), so steps holding collectives pair up. A
-// warm-up counted at the pace of host launches ran a replayed forward for
-// as little as half the time asked (bench/RESULTS.md, "Issue 17, sixteenth
-// step").
-double cuda_step_pace_ms(int n, const std::function<void()>& body, bool graph);
+// The pace of `body` as cuda_time replays it (ms a step, host clock): `n`
+// replays of a CUDA graph of one call, captured as cuda_time captures it,
+// after one untimed replay, from a drained device to a drained device
+// (where the capture fails, as cuda_time then does, n calls after one).
+// Every rank runs as many calls of body either way (one, then n + 1), so
+// steps holding collectives pair up. A warm-up counted at the pace of host
+// launches ran a replayed forward for as little as half the time asked
+// (bench/RESULTS.md, "Issue 17, sixteenth step").
+double cuda_replay_pace_ms(int n, const std::function<void()>& body);
 // The device's measured ceilings: a 1 GiB device-to-device copy (GB/s,
 // bytes read + written) and an 8192^3 bf16 GEMM (TFLOP/s); medians.
 void cuda_peaks(double* copy_gbps, double* gemm_tflops);

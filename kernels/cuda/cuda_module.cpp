@@ -348,7 +348,7 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
   return ms;
 }
 
-double cuda_step_pace_ms(int n, const std::function<void()>& body, bool graph) {
+double cuda_replay_pace_ms(int n, const std::function<void()>& body) {
   n = std::max(1, n);
   auto pace = [n](const std::function<void()>& step) {
     step();  // a graph's first replay uploads it
@@ -358,10 +358,6 @@ double cuda_step_pace_ms(int n, const std::function<void()>& body, bool graph) {
     c10::cuda::device_synchronize();
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
   };
-  if (!graph) {
-    body();  // as the capture's call below: every rank runs body n + 2 times
-    return pace(body);
-  }
   at::cuda::CUDAGraph g;
   if (!capture_one(body, &g).empty()) return pace(body);  // cuda_time times host launches then, and says why
   return pace([&] { g.replay(); });

@@ -34,7 +34,7 @@ std::vector<double> cuda_time(int, const std::function<void()>&, bool, std::stri
                               EnergyWindow*) {
   user_error("this fusegate was built without the cuda runtime: use --backend cpu");
 }
-double cuda_step_pace_ms(int, const std::function<void()>&, bool) {
+double cuda_replay_pace_ms(int, const std::function<void()>&) {
   user_error("this fusegate was built without the cuda runtime: use --backend cpu");
 }
 void cuda_peaks(double*, double*) { user_error("this fusegate was built without the cuda runtime: use --backend cpu"); }

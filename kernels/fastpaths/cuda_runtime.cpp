@@ -144,8 +144,9 @@ class CudaFastPaths : public DeviceFastPaths {
         throw std::runtime_error("fast path " + name + ": hidden size " + std::to_string(H) +
                                  " is not a multiple of 8 up to 32768");
       const bool wide = (chunks + 1) / 2 > 1024;
+      const long long per_thread = wide ? 4 : 2;  // the entry's most chunks a thread
       const unsigned threads =
-          static_cast<unsigned>(std::max<long long>(cuda_row_threads(H), (chunks + (wide ? 3 : 1)) / (wide ? 4 : 2)));
+          static_cast<unsigned>(std::max<long long>(cuda_row_threads(H), (chunks + per_thread - 1) / per_thread));
       if (wide) f = function(name, fn + "_wide");
       int max_threads = 0;
       check_cu(cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), "kernel limits");
