@@ -51,7 +51,9 @@
 # re-blessed with it (ATTN_BLESS=0: not) and every cuda golden checked,
 # packed as $OUTDIR/attn.tgz.
 # swiglu: bench/swiglu_gemm.cu, the SwiGLU kernel against cuBLASLt + SiLU-mul
-# (SWIGLU_WARMUP_MS=MS: each timed graph replayed back to back that long first).
+# (SWIGLU_WARMUP_MS=MS: each timed graph replayed back to back that long first;
+# SWIGLU_TILE_N=112: the kernel's tiles of 112 output columns, SWIGLU_SIZES
+# then naming sizes whose N 112 divides).
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
 # BENCH_ROUNDS_ONLY=1: no sweep, only the BENCH_ROUNDS interleaved rounds of
 # fusegate C max-autotune + CUDA graphs against BENCH_TORCH_CONFIG (default

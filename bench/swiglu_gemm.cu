@@ -11,12 +11,16 @@
 //   nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o swiglu_gemm bench/swiglu_gemm.cu -lcublasLt
 //   ./swiglu_gemm                    # the three sizes, a few lines each, then a table
 //   SWIGLU_CLUSTER=1 ./swiglu_gemm   # the fused kernel without CTA pairs
+//   SWIGLU_TILE_N=112 ./swiglu_gemm  # its tiles of 112 output columns (N % 112 == 0;
+//                                    # default 128), as the compiler takes them where
+//                                    # they fill the rounds of tiles better
 //   SWIGLU_SIZES="1024,7168,4096;1024,8448,4096" ./swiglu_gemm   # other sizes
 //   SWIGLU_WARMUP_MS=2000 ./swiglu_gemm  # each graph replayed back to back this
 //                                    # long before it is timed: the GPU at its
 //                                    # power cap, as the forward runs (0 to 60000)
 // Exit status: 0 all PASS, 1 a correctness check failed, 2 a CUDA/cuBLASLt call
-// failed or a size is not supported (M % 128, N % 128, K % 64 must be 0).
+// failed or a size is not supported (M % 128, N % 128 (and % 112 with
+// SWIGLU_TILE_N=112), K % 64 must be 0).
 //
 // Baseline GEMM algorithm, chosen by timing as the project's GEMM tuning does:
 // up to 16 candidates of cublasLtMatmulAlgoGetHeuristic; each one call that
@@ -78,8 +82,9 @@
 
 // ---------------------------------------------------------------- tile configuration
 constexpr int BM = 128;          // rows of x per tile
-constexpr int BN_OUT = 128;      // output columns per tile
+constexpr int BN_OUT = 128;      // output columns per tile (the widest; SWIGLU_TILE_N)
 constexpr int BN = 2 * BN_OUT;   // W2 rows per tile (gate + up)
+static int g_tile_n = BN_OUT;    // SWIGLU_TILE_N: 128 or 112 output columns a tile
 constexpr int BK = 64;           // k per stage: 64 bf16 = 128 bytes = the swizzle width
 constexpr int STAGES = 4;
 constexpr int A_STAGE_BYTES = BM * BK * 2;   // 16 KiB
@@ -103,11 +108,12 @@ __device__ __forceinline__ unsigned fg_pack_bf16x2(float lo, float hi) {
 // (what TMA needs of a __grid_constant__ map): a CUtensorMap is one
 static_assert(sizeof(FgTensorMap) == sizeof(CUtensorMap) && alignof(CUtensorMap) % alignof(FgTensorMap) == 0,
               "the kernel's tensor-map parameter is a CUtensorMap");
-static_assert(FG_BM == BM && FG_BN_OUT == BN_OUT && FG_BK == BK && FG_STAGES == STAGES,
+static_assert(FG_BM == BM && FgTile<BN_OUT>::kBStage == B_STAGE_BYTES && FG_BK == BK && FG_STAGES == STAGES,
               "the bench's sizes are the kernel's");
 
 template <int CM>
 static void (*fused_kernel())(FgTensorMap, FgTensorMap, FgTensorMap, int, int, int) {
+  if (g_tile_n == 112) return CM == 2 ? fastpath_gate_up_swiglu_n112_pair : fastpath_gate_up_swiglu_n112;
   return CM == 2 ? fastpath_gate_up_swiglu_pair : fastpath_gate_up_swiglu;
 }
 static const FgTensorMap& as_map(const CUtensorMap& m) { return *reinterpret_cast<const FgTensorMap*>(&m); }
@@ -129,13 +135,14 @@ __global__ void fill_uniform(__nv_bfloat16* p, size_t n, uint32_t seed, float sc
 
 // W2 [2N, K] from Wg = wgu[0], Wu = wgu[1] (see the layout at the top)
 __global__ void interleave_weights(const __nv_bfloat16* __restrict__ wgu, __nv_bfloat16* __restrict__ w2,
-                                   int N, int K) {
+                                   int N, int K, int bn_out) {
   const size_t vec_per_row = K / 8;
   const size_t total = static_cast<size_t>(2) * N * vec_per_row;
   for (size_t v = blockIdx.x * (size_t)blockDim.x + threadIdx.x; v < total; v += (size_t)gridDim.x * blockDim.x) {
     const size_t r = v / vec_per_row, kv = v % vec_per_row;
-    const size_t b = r / BN, w = r % BN;
-    const size_t src_row = (w < BN_OUT) ? (b * BN_OUT + w) : (static_cast<size_t>(N) + b * BN_OUT + (w - BN_OUT));
+    const size_t bn = 2 * static_cast<size_t>(bn_out), b = r / bn, w = r % bn;
+    const size_t src_row = (w < static_cast<size_t>(bn_out)) ? (b * bn_out + w)
+                                                              : (static_cast<size_t>(N) + b * bn_out + (w - bn_out));
     reinterpret_cast<uint4*>(w2)[r * vec_per_row + kv] = reinterpret_cast<const uint4*>(wgu)[src_row * vec_per_row + kv];
   }
 }
@@ -237,16 +244,18 @@ static PFN_cuTensorMapEncodeTiled_v12000 get_encode_tiled() {
   return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
 }
 
-// 2-D bf16 row-major [rows, cols] map, box [box_rows, 64], 128-byte swizzle
+// 2-D bf16 row-major [rows, cols] map, box [box_rows, box_cols], 128-byte
+// swizzle (or none)
 static CUtensorMap make_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const void* ptr, uint64_t rows, uint64_t cols,
-                            uint32_t box_rows) {
+                            uint32_t box_rows, uint32_t box_cols = BK, bool swizzle = true) {
   CUtensorMap m;
   const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {cols * 2};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(BK), box_rows};
+  const cuuint32_t box[2] = {box_cols, box_rows};
   const cuuint32_t estr[2] = {1, 1};
   const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(ptr), dims, strides, box, estr,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     std::printf("cuTensorMapEncodeTiled failed: CUresult %d (rows %llu cols %llu box_rows %u)\n", int(r),
@@ -414,6 +423,13 @@ struct Row {
 int main() {
   // the sizes first: bad input fails before the GPU is touched
   std::vector<std::array<long, 3>> sizes = {{1024, 8192, 2048}, {4096, 8192, 2048}, {1024, 14336, 4096}};
+  if (const char* t = std::getenv("SWIGLU_TILE_N")) {
+    if (std::strcmp(t, "128") != 0 && std::strcmp(t, "112") != 0) {
+      std::printf("SWIGLU_TILE_N must be 128 or 112, not '%s'\n", t);
+      return 2;
+    }
+    g_tile_n = std::atoi(t);
+  }
   if (const char* env = std::getenv("SWIGLU_SIZES")) {
     // "M,N,K;M,N,K..." in place of the three sizes
     sizes.clear();
@@ -432,9 +448,9 @@ int main() {
         std::printf("SWIGLU_SIZES must be M,N,K;M,N,K...: '%s' is not\n", item.c_str());
         return 2;
       }
-      if (s[0] <= 0 || s[1] <= 0 || s[2] <= 0 || s[0] % BM || s[1] % BN_OUT || s[2] % BK) {
-        std::printf("SWIGLU_SIZES: %ld,%ld,%ld is not supported: need M %% %d, N %% %d, K %% %d == 0\n", s[0], s[1],
-                    s[2], BM, BN_OUT, BK);
+      if (s[0] <= 0 || s[1] <= 0 || s[2] <= 0 || s[0] % BM || s[1] % BN_OUT || s[1] % g_tile_n || s[2] % BK) {
+        std::printf("SWIGLU_SIZES: %ld,%ld,%ld is not supported: need M %% %d, N %% %d and %% %d, K %% %d == 0\n",
+                    s[0], s[1], s[2], BM, BN_OUT, g_tile_n, BK);
         return 2;
       }
       sizes.push_back(s);
@@ -515,8 +531,9 @@ int main() {
   bool all_pass = true;
   for (const auto& s : sizes) {
     const long M = s[0], N = s[1], K = s[2];
-    if (M % BM || N % BN_OUT || K % BK || M <= 0 || N <= 0 || K <= 0) {
-      std::printf("unsupported size M=%ld N=%ld K=%ld: need M %% %d, N %% %d, K %% %d == 0\n", M, N, K, BM, BN_OUT, BK);
+    if (M % BM || N % BN_OUT || N % g_tile_n || K % BK || M <= 0 || N <= 0 || K <= 0) {
+      std::printf("unsupported size M=%ld N=%ld K=%ld: need M %% %d, N %% %d and %% %d, K %% %d == 0\n", M, N, K, BM,
+                  BN_OUT, g_tile_n, BK);
       return 2;
     }
     __nv_bfloat16 *x, *wgu, *w2, *gu, *h_base, *h_fused;
@@ -530,7 +547,7 @@ int main() {
     LAUNCH_CHECK();
     fill_uniform<<<1024, 256>>>(wgu, 2 * N * K, 2u, 1.0f / std::sqrt(static_cast<float>(K)));
     LAUNCH_CHECK();
-    interleave_weights<<<1024, 256>>>(wgu, w2, static_cast<int>(N), static_cast<int>(K));
+    interleave_weights<<<1024, 256>>>(wgu, w2, static_cast<int>(N), static_cast<int>(K), g_tile_n);
     LAUNCH_CHECK();
     // NaN everywhere (0xFFFF) so that a tile the kernels miss cannot pass
     CUDA_CHECK(cudaMemset(h_fused, 0xFF, M * N * 2));
@@ -635,9 +652,11 @@ int main() {
     // ---- fused: CTA pairs sharing the W2 tile when M allows (SWIGLU_CLUSTER=1 forces single CTAs)
     const int cm = (M % (2 * BM) == 0 && cluster_pref != 1) ? 2 : 1;
     const CUtensorMap tm_x = make_map(encode, x, M, K, BM);
-    const CUtensorMap tm_w = make_map(encode, w2, 2 * N, K, BN / cm);
-    const CUtensorMap tm_h = make_map(encode, h_fused, M, N, 64);
-    const int tiles = static_cast<int>((M / BM) * (N / BN_OUT));
+    const CUtensorMap tm_w = make_map(encode, w2, 2 * N, K, 2 * g_tile_n / cm);
+    // out: boxes of 64 x 64 swizzled (128 columns) or one of 64 x 112 without
+    const CUtensorMap tm_h = g_tile_n == 128 ? make_map(encode, h_fused, M, N, 64)
+                                             : make_map(encode, h_fused, M, N, 64, g_tile_n, false);
+    const int tiles = static_cast<int>((M / BM) * (N / g_tile_n));
     const int grid = cm == 2 ? fused_grid<2>(tiles, prop.multiProcessorCount) : fused_grid<1>(tiles, prop.multiProcessorCount);
     auto run_fused = [&](cudaStream_t st) {
       if (cm == 2)
@@ -753,8 +772,8 @@ int main() {
 
   std::printf("\nCUDA graph: per call, median of %d replays of %d back-to-back calls; per launch: median of 200 single "
               "launches between CUDA events. Baseline GEMM: the chosen cuBLASLt candidate (index among the heuristic's, "
-              "0 = top-1).\n",
-              kGraphReplays, kGraphCalls);
+              "0 = top-1). Fused kernel: tiles of %d output columns (SWIGLU_TILE_N).\n",
+              kGraphReplays, kGraphCalls, g_tile_n);
   std::printf("\n| M x N x K | baseline GEMM (tuned) µs | SiLU-mul µs | baseline total µs | fused µs | fused / baseline total "
               "| GEMM top-1 µs | GEMM candidate (chosen / timed) | per-launch GEMM µs | per-launch SiLU-mul µs "
               "| per-launch total µs | per-launch fused µs | per-launch fused / total | TFLOP/s base / fused "

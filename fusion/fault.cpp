@@ -47,10 +47,11 @@ std::vector<Item> parse() {
     known = known || ((it.name == "refuse_fusion" || it.name == "broken_fusion") && it.arg == "reduction");
     known = known || (it.name == "gemm_choice" && (it.arg == "template" || it.arg == "library"));
     known = known || (it.name == "residual_placement" && (it.arg == "gemm" || it.arg == "apart"));
+    known = known || (it.name == "swiglu_tile" && (it.arg == "128" || it.arg == "112"));
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction, gemm_choice:template|library, residual_placement:gemm|apart (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction, gemm_choice:template|library, residual_placement:gemm|apart, swiglu_tile:128|112 (comma-separated)");
     out.push_back(it);
   }
   return out;

@@ -26,6 +26,10 @@
 //   broken_fusion:reduction  every reduction a generated kernel fuses with
 //                       other nodes computes 1.5x its value there: a broken
 //                       fusion rule for `fusegate fuzz` to find and minimize
+//   swiglu_tile:W       gate_up_swiglu's tiles are W (128 or 112) output
+//                       columns wherever W divides N, instead of the width
+//                       swiglu_tile_n chooses (kernels/fastpaths/catalog.cpp):
+//                       the A/B of the two widths in one build
 #pragma once
 #include <string>
 

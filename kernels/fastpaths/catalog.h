@@ -89,6 +89,12 @@ struct FastPathSpec {
   std::string file() const { return *source ? source : name; }
 };
 
+// gate_up_swiglu's tile width, 128 or 112 output columns, for h [M, K] and
+// weights [N, K] (N a multiple of 128): the one whose rounds of tiles on 132
+// SMs times its width is least (catalog.cpp says why). The fast path's node
+// carries it (attr tile_n) and its shape class names it.
+int swiglu_tile_n(int64_t M, int64_t N);
+
 // In priority order, highest first.
 const std::vector<FastPathSpec>& fast_path_catalog();
 const FastPathSpec* find_fast_path(const std::string& name);

@@ -30,13 +30,12 @@ constexpr int kMaxRanks = 8;        // FgRegions in allreduce_residual_rmsnorm.c
 constexpr int kMaxBlocks = 1024;    // counters: 4096 bytes
 constexpr size_t kDataOffset = 4096;  // FG_DATA_AT
 constexpr unsigned short kEmpty = 0x8000;  // bf16 -0.0: no value has arrived (the kernel's FG_EMPTY)
-// gate_up_swiglu.cu's tiles: 128 rows of h, 256 rows of the interleaved
-// weights (128 output columns), 384 threads, 4 stages of 48 KiB + 32 KiB of
-// output staging + 128 bytes of barriers + 1 KiB of row scales (the rmsnorm
-// variant's) + 1 KiB of alignment slack
+// gate_up_swiglu.cu's tiles: 128 rows of h, 2 x tile_n rows of the
+// interleaved weights (tile_n = 128 or 112 output columns, the node's
+// attr), 384 threads; shared memory for 128 columns (112 need less): 4
+// stages of 48 KiB + 32 KiB of output staging + 128 bytes of barriers + 1 KiB
+// of row scales (the rmsnorm variant's) + 1 KiB of alignment slack
 constexpr int kSwigluTileM = 128;
-constexpr int kSwigluTileW = 256;
-constexpr int kSwigluBlock = 128;
 constexpr unsigned kSwigluThreads = 384;
 constexpr int kSwigluSmem = 1024 + 4 * (16384 + 32768) + 2 * 16384 + 128 + 1024;
 // causal_attention.cu: 128-row q tiles and key tiles of head dim 128, 384
@@ -210,11 +209,13 @@ class CudaFastPaths : public DeviceFastPaths {
  private:
   // gate_up_swiglu and rmsnorm_gate_up_swiglu
   // (kernels/fastpaths/cuda/gate_up_swiglu.cu): the weights interleaved into
-  // one buffer per weight pair (with the norm's gamma folded in: per weight
-  // pair and gamma), filled again when one of them changes, three TMA tensor
-  // maps, a persistent grid of single CTAs or of CTA pairs (M a multiple of
-  // 256 and a pair fits), launched with its cluster shape and 226 KiB of
-  // dynamic shared memory. `norm`: the inputs are x, gamma, Wg, Wu and the
+  // one buffer per weight pair and tile width (with the norm's gamma folded
+  // in: per weight pair and gamma), filled again when one of them changes,
+  // three TMA tensor maps, a persistent grid of single CTAs or of CTA pairs
+  // (M a multiple of 256 and a pair fits), launched with its cluster shape
+  // and 226 KiB of dynamic shared memory. The tile width is the node's
+  // tile_n (the compiler's choice, swiglu_tile_n; the shape class the proof
+  // covers names it). `norm`: the inputs are x, gamma, Wg, Wu and the
   // kernel sums x's rows (attrs eps, divisor).
   void gate_up_swiglu(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out, cudaStream_t stream,
                       bool norm) {
@@ -242,26 +243,30 @@ class CudaFastPaths : public DeviceFastPaths {
       FG_CHECK(div > 0, what + ": a norm divisor that is not positive");
       inv_div = static_cast<float>(1.0 / div);
     }
-    if (N % kSwigluBlock != 0 || K % 8 != 0)
-      throw std::runtime_error(what + ": N " + std::to_string(N) + " must be a multiple of 128 and K " +
-                               std::to_string(K) + " of 8");
+    const long long tile_n = attr_int(n.attrs, "tile_n", n.op);
+    FG_CHECK(tile_n == 128 || tile_n == 112,
+             what + ": tile_n " + std::to_string(tile_n) + " is not a tile width of its kernel (128 or 112)");
+    if (N % 128 != 0 || N % tile_n != 0 || K % 8 != 0)
+      throw std::runtime_error(what + ": N " + std::to_string(N) + " must be a multiple of 128 and of its tile_n " +
+                               std::to_string(tile_n) + ", and K " + std::to_string(K) + " of 8");
     if (M == 0) return;
     if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX)
       throw std::runtime_error(what + ": a dimension past 2^31");
     require_hopper(what, "wgmma, TMA multicast");
     for (const at::Tensor* t : std::initializer_list<const at::Tensor*>{&h, &out})
       FG_CHECK((reinterpret_cast<uintptr_t>(t->data_ptr()) & 15) == 0, what + ": a tensor not 16-byte aligned (TMA)");
-    const at::Tensor& w2 = interleaved(wg, wu, gamma, stream);
+    const int tn = static_cast<int>(tile_n);
+    const at::Tensor& w2 = interleaved(wg, wu, gamma, tn, stream);
     const bool pair = M % (2 * kSwigluTileM) == 0;
     // the launch (tensor maps, grid) is made once per set of addresses and
     // shape: encoding three maps and asking the occupancy of a cluster cost
     // more host time than the rest of a launch
     const std::vector<int64_t> key = {reinterpret_cast<int64_t>(h.data_ptr()), reinterpret_cast<int64_t>(w2.data_ptr()),
-                                      reinterpret_cast<int64_t>(out.data_ptr()), M, N, K, norm ? 1 : 0};
+                                      reinterpret_cast<int64_t>(out.data_ptr()), M, N, K, norm ? 1 : 0, tile_n};
     auto it = swiglu_launches_.find(key);
     if (it == swiglu_launches_.end()) {
       if (swiglu_launches_.size() >= 4096) swiglu_launches_.clear();
-      it = swiglu_launches_.emplace(key, swiglu_launch(name, h, w2, out, M, N, K, pair, what)).first;
+      it = swiglu_launches_.emplace(key, swiglu_launch(name, h, w2, out, M, N, K, tn, pair, what)).first;
     }
     SwigluLaunch& l = it->second;
     CUlaunchAttribute attr{};
@@ -296,10 +301,10 @@ class CudaFastPaths : public DeviceFastPaths {
   }
 
   SwigluLaunch swiglu_launch(const std::string& name, const at::Tensor& h, const at::Tensor& w2, at::Tensor& out,
-                             int64_t M, int64_t N, int64_t K, bool pair, const std::string& what) {
+                             int64_t M, int64_t N, int64_t K, int tile_n, bool pair, const std::string& what) {
     // CTA pairs where M allows them and a pair fits on this GPU (another
     // process's SM limits can leave none): else single CTAs
-    const std::string fn = "fastpath_" + name;
+    const std::string fn = "fastpath_" + name + (tile_n == 112 ? "_n112" : "");
     if (pair) {
       CUfunction fp = function(name, fn + "_pair");
       allow_smem(fp, kSwigluSmem);
@@ -318,11 +323,17 @@ class CudaFastPaths : public DeviceFastPaths {
     l.f = function(name, pair ? fn + "_pair" : fn);
     allow_smem(l.f, kSwigluSmem);
     l.maps[0] = tensor_map(h.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(K), kSwigluTileM, 64);
+    // each CTA of a pair loads one half of a tile's 2 x tile_n weight rows
     l.maps[1] = tensor_map(w2.data_ptr(), static_cast<uint64_t>(2 * N), static_cast<uint64_t>(K),
-                           pair ? kSwigluTileW / 2 : kSwigluTileW, 64);
-    l.maps[2] = tensor_map(out.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(N), 64, 64);
+                           static_cast<unsigned>(pair ? tile_n : 2 * tile_n), 64);
+    // out: boxes of 64 x 64 in the 128-byte swizzle, or one box of 64 x 112
+    // rows without it
+    l.maps[2] = tile_n == 128
+                    ? tensor_map(out.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(N), 64, 64)
+                    : tensor_map(out.data_ptr(), static_cast<uint64_t>(M), static_cast<uint64_t>(N), 64,
+                                 static_cast<unsigned>(tile_n), CU_TENSOR_MAP_SWIZZLE_NONE);
     const int cm = pair ? 2 : 1;
-    const int64_t groups = ((M + kSwigluTileM * cm - 1) / (kSwigluTileM * cm)) * (N / kSwigluBlock);
+    const int64_t groups = ((M + kSwigluTileM * cm - 1) / (kSwigluTileM * cm)) * (N / tile_n);
     // persistent: one CTA an SM, or as many clusters as can be resident
     int64_t clusters = sms_ / cm;
     if (pair) {
@@ -448,22 +459,23 @@ class CudaFastPaths : public DeviceFastPaths {
   }
 
   // A 2-D bf16 row-major [rows, cols] tensor map, boxes of box_rows x
-  // box_cols, 128-byte swizzle; out-of-bounds reads fill zeros.
-  static CUtensorMap tensor_map(void* ptr, uint64_t rows, uint64_t cols, unsigned box_rows, unsigned box_cols) {
+  // box_cols, 128-byte swizzle (or `swizzle`); out-of-bounds reads fill zeros.
+  static CUtensorMap tensor_map(void* ptr, uint64_t rows, uint64_t cols, unsigned box_rows, unsigned box_cols,
+                                CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
     CUtensorMap m;
     const cuuint64_t dims[2] = {cols, rows};
     const cuuint64_t strides[1] = {cols * 2};
     const cuuint32_t box[2] = {box_cols, box_rows};
     const cuuint32_t elem[2] = {1, 1};
     check_cu(cuTensorMapEncodeTiled(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, ptr, dims, strides, box, elem,
-                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
              "gate_up_swiglu: tensor map of [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
     return m;
   }
 
-  // W2 [2N, K]: block b of 256 rows is Wg rows 128b .. 128b + 127, then Wu's
-  // same rows; with a norm weight gamma [K], each row times gamma, rounded
+  // W2 [2N, K]: block b of 2 tile_n rows is Wg rows tile_n b .. tile_n (b +
+  // 1) - 1, then Wu's same rows; with a norm weight gamma [K], each row times gamma, rounded
   // to bf16 once (rmsnorm_gate_up_swiglu). One buffer per pair of weight
   // tensors and gamma (their storage, sizes and strides), made on first use
   // outside CUDA graph capture (the forward before capture makes it) and
@@ -473,10 +485,10 @@ class CudaFastPaths : public DeviceFastPaths {
   // next eager run; a CUDA graph captured earlier replays with the contents
   // it last saw, as the stacked weights of batched GEMMs do: under CUDA
   // graphs weights are taken as frozen.
-  const at::Tensor& interleaved(const at::Tensor& wg, const at::Tensor& wu, const at::Tensor* gamma,
+  const at::Tensor& interleaved(const at::Tensor& wg, const at::Tensor& wu, const at::Tensor* gamma, int tile_n,
                                 cudaStream_t stream) {
     std::vector<int64_t> key = {reinterpret_cast<int64_t>(wg.data_ptr()), reinterpret_cast<int64_t>(wu.data_ptr()),
-                                gamma ? reinterpret_cast<int64_t>(gamma->data_ptr()) : 0, wg.get_device()};
+                                gamma ? reinterpret_cast<int64_t>(gamma->data_ptr()) : 0, wg.get_device(), tile_n};
     std::vector<const at::Tensor*> parts = {&wg, &wu};
     if (gamma) parts.push_back(gamma);
     std::vector<int64_t> versions;
@@ -496,9 +508,7 @@ class CudaFastPaths : public DeviceFastPaths {
     const int64_t N = wg.size(0), K = wg.size(1);
     // bf16 * bf16 in ATen: the product of the two values rounded once
     const at::Tensor g = gamma ? wg * *gamma : wg, u = gamma ? wu * *gamma : wu;
-    at::Tensor w2 = at::stack({g.reshape({N / kSwigluBlock, kSwigluBlock, K}),
-                               u.reshape({N / kSwigluBlock, kSwigluBlock, K})},
-                              1)
+    at::Tensor w2 = at::stack({g.reshape({N / tile_n, tile_n, K}), u.reshape({N / tile_n, tile_n, K})}, 1)
                         .reshape({2 * N, K});
     if (it == interleaved_.end()) {
       Interleaved& e = interleaved_[key];

@@ -403,6 +403,57 @@ TEST(FastPaths, GateUpSwigluRunsInMaxAutotuneOnCudaWithAProof) {
   EXPECT_EQ(f.status["gate_up_swiglu"].status, kFastPathUsed);
 }
 
+// The tile width follows the rounds of tiles on 132 SMs: 112 columns where
+// 128 leave a last round mostly empty and 112 divide N, else 128 (a tie
+// keeps 128). The width is in the fast path's node (the runtime launches by
+// it) and in its shape class (a proof of one width does not cover the other).
+TEST(FastPaths, GateUpSwigluTileWidthFillsRounds) {
+  // M 1024 (CTA pairs: 4 row groups on 66 pairs)
+  EXPECT_EQ(swiglu_tile_n(1024, 7168), 112);   // 224 tiles: 4 rounds x 128 = 512; 256: 4 x 112 = 448
+  EXPECT_EQ(swiglu_tile_n(1024, 14336), 128);  // 7 x 128 = 896 = 8 x 112: a tie
+  EXPECT_EQ(swiglu_tile_n(1024, 8192), 128);   // 112 does not divide 8192
+  EXPECT_EQ(swiglu_tile_n(1024, 4096), 128);
+  EXPECT_EQ(swiglu_tile_n(4096, 7168), 128);   // 14 rounds x 128 = 1792 = 16 x 112: a tie
+  // M 80: single CTAs, one row group on 132 SMs: 56 tiles of 128 or 64 of
+  // 112, one round either way, and the narrower round is shorter
+  EXPECT_EQ(swiglu_tile_n(80, 7168), 112);
+
+  const std::string wide = R"(
+graph g(%h: bf16[1024,256], %wg: bf16[7168,256], %wu: bf16[7168,256]) {
+  %3 = linear(%h, %wg) : bf16[1024,7168]
+  %4 = linear(%h, %wu) : bf16[1024,7168]
+  %5 = silu(%3) : bf16[1024,7168]
+  %6 = mul(%5, %4) : bf16[1024,7168]
+  return %6
+}
+)";
+  const char* const cls = "bf16,tile=128x112x64,cta_pair=yes,m_tail=no,k_tail=no";
+  const FastPathSelection sel = parse_fast_paths("proven");
+  Applied used = apply_to(wide, sel, proven({{"gate_up_swiglu", cls}}), {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(used.status["gate_up_swiglu"].status, kFastPathUsed);
+  EXPECT_EQ(used.status["gate_up_swiglu"].shape_classes, std::vector<std::string>{cls});
+  int seen = 0;
+  for (const Node& n : used.out.nodes)
+    if (n.op == Op::FastPath) {
+      EXPECT_EQ(attr_int(n.attrs, "tile_n", n.op), 112);
+      ++seen;
+    }
+  EXPECT_EQ(seen, 1);
+  // a proof of the 128-column class does not cover the 112-column tiles
+  const char* const cls128 = "bf16,tile=128x128x64,cta_pair=yes,m_tail=no,k_tail=no";
+  Applied other =
+      apply_to(wide, sel, proven({{"gate_up_swiglu", cls128}}), {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  EXPECT_EQ(other.status["gate_up_swiglu"].status, kFastPathUnproven);
+  // and the narrow graph's node carries 128
+  Applied narrow =
+      apply_to(kMlp, sel, proven({{"gate_up_swiglu", kMlpClass}}), {Backend::Cuda, 1, FusionPolicy::MaxAutotune});
+  for (const Node& n : narrow.out.nodes) {
+    if (n.op == Op::FastPath) {
+      EXPECT_EQ(attr_int(n.attrs, "tile_n", n.op), 128);
+    }
+  }
+}
+
 // causal_attention: a causal SDPA of bf16 q, k, v with head dim 128 becomes
 // the kernel's [B, S, H, 128] result and the [B, H, S, 128] view the graph
 // reads, in max-autotune on cuda with a proof; refused by the policy and on

@@ -339,8 +339,12 @@ TEST(FastPathCuda, EverySourceCompilesWithItsEntryPoints) {
       {"allreduce_residual_rmsnorm", {"fastpath_allreduce_residual_rmsnorm"}},
       {"allreduce_sum", {"fastpath_allreduce_sum"}},
       {"allreduce_residual", {"fastpath_allreduce_residual"}},
-      {"gate_up_swiglu", {"fastpath_gate_up_swiglu", "fastpath_gate_up_swiglu_pair"}},
-      {"rmsnorm_gate_up_swiglu", {"fastpath_rmsnorm_gate_up_swiglu", "fastpath_rmsnorm_gate_up_swiglu_pair"}},
+      {"gate_up_swiglu",
+       {"fastpath_gate_up_swiglu", "fastpath_gate_up_swiglu_pair", "fastpath_gate_up_swiglu_n112",
+        "fastpath_gate_up_swiglu_n112_pair"}},
+      {"rmsnorm_gate_up_swiglu",
+       {"fastpath_rmsnorm_gate_up_swiglu", "fastpath_rmsnorm_gate_up_swiglu_pair",
+        "fastpath_rmsnorm_gate_up_swiglu_n112", "fastpath_rmsnorm_gate_up_swiglu_n112_pair"}},
       {"causal_attention", {"fastpath_causal_attention"}}};
   ASSERT_EQ(entries.size(), fast_path_catalog().size());
   for (const auto& f : fast_path_catalog()) {

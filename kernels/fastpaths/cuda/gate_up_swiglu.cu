@@ -24,6 +24,16 @@
 // out for the TMA stores, 128 bytes of barriers and 1 KiB of row scales (the
 // rmsnorm variant's): 231552 bytes of dynamic shared memory with the
 // alignment slack, under the 227 KiB (232448) a block may have.
+// Tiles of 112 output columns (the _n112 entry points; BNO below): the same
+// kernel with W2 interleaved in blocks of 112 rows (block b: rows 224b ..
+// 224b + 111 are Wg rows 112b .., then Wu's), one wgmma m64n224k16 (112 f32 a
+// thread; up column i of d[56 + i]), W2 boxes of 224 x 64 (28 KiB a stage),
+// and out staged without swizzle, 64 rows of 224 bytes a consumer, stored by
+// one TMA box of 64 x 112. The runtime takes them where N is a multiple of
+// 112 and they fill the GPU's rounds of tiles better than 128 columns do
+// (kernels/fastpaths/catalog.cpp, swiglu_tile_n): a persistent kernel's time
+// follows its rounds of tiles, and a last round that holds few tiles costs
+// a whole round.
 // 384 threads: warpgroup 0 is the producer (one thread issues the TMA loads;
 // setmaxnreg 40), warpgroups 1 and 2 the consumers (setmaxnreg 232), each
 // owning 64 rows of the tile with one m64n256k16 accumulator (128 f32 a
@@ -65,16 +75,22 @@
 struct __align__(64) FgTensorMap { unsigned long long opaque[16]; };  // CUtensorMap
 
 #define FG_BM 128
-#define FG_BN_OUT 128
-#define FG_BN 256
 #define FG_BK 64
 #define FG_STAGES 4
 #define FG_A_STAGE (FG_BM * FG_BK * 2)
-#define FG_B_STAGE (FG_BN * FG_BK * 2)
-#define FG_STAGE_BYTES (FG_A_STAGE + FG_B_STAGE)
-#define FG_OUT_WG (64 * FG_BN_OUT * 2)
 #define FG_EMPTY_ARRIVALS 8
 #define FG_NORM_THREADS 64  // producer warps 2 and 3: the row norms
+
+// The sizes that follow from a tile of BNO output columns (128 or 112):
+// 2 BNO rows of W2 a tile, a stage of W2 rows, a consumer's staged out.
+template <int BNO>
+struct FgTile {
+  static_assert(BNO == 128 || BNO == 112, "tiles of 128 or 112 output columns");
+  static constexpr int kW2Rows = 2 * BNO;
+  static constexpr int kBStage = kW2Rows * FG_BK * 2;  // 32 KiB or 28 KiB
+  static constexpr int kStageBytes = FG_A_STAGE + kBStage;
+  static constexpr int kOutWg = 64 * BNO * 2;  // 16 KiB or 14 KiB
+};
 
 __device__ __forceinline__ unsigned fg_smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -173,9 +189,10 @@ __device__ __forceinline__ void fg_wgmma_wait() {
 }
 // Ties the accumulators to this point of the program: no read or write of
 // them moves across a wgmma fence or wait.
-__device__ __forceinline__ void fg_acc_fence(float (&d)[128]) {
+template <int R>
+__device__ __forceinline__ void fg_acc_fence(float (&d)[R]) {
 #pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 #define FG_F8(i) \
@@ -202,7 +219,37 @@ __device__ __forceinline__ void fg_wgmma_m64n256k16(float (&d)[128], unsigned lo
       : "l"(da), "l"(db), "r"(scale_d)
       : "memory");
 }
+// D[64 x 224] (+)= A[64 x 16] * B[224 x 16]^T: the same for tiles of 112
+// output columns
+__device__ __forceinline__ void fg_wgmma_m64n224k16(float (&d)[112], unsigned long long da, unsigned long long db,
+                                                    int scale_d) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "setp.ne.b32 p, %114, 0;\n\t"
+      "wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111"
+      "}, %112, %113, p, 1, 1, 0, 0;\n\t}"
+      : FG_F8(0), FG_F8(8), FG_F8(16), FG_F8(24), FG_F8(32), FG_F8(40), FG_F8(48), FG_F8(56), FG_F8(64), FG_F8(72),
+        FG_F8(80), FG_F8(88), FG_F8(96), FG_F8(104)
+      : "l"(da), "l"(db), "r"(scale_d)
+      : "memory");
+}
 #undef FG_F8
+
+template <int BNO>
+__device__ __forceinline__ void fg_wgmma_tile(float (&d)[BNO], unsigned long long da, unsigned long long db,
+                                              int scale_d) {
+  if constexpr (BNO == 128)
+    fg_wgmma_m64n256k16(d, da, db, scale_d);
+  else
+    fg_wgmma_m64n224k16(d, da, db, scale_d);
+}
 
 // g / (1 + 2^(-g log2 e)) with the approximate ex2 and rcp (rcp(inf) = 0:
 // a large negative g gives -0)
@@ -228,16 +275,17 @@ __device__ __forceinline__ float fg_add_sumsq_bf16x8(float acc, unsigned saddr) 
   return acc;
 }
 
-template <int CM, bool NORM>
+template <int CM, bool NORM, int BNO>
 __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const FgTensorMap* tm_w,
                                                   const FgTensorMap* tm_out, int M, int N, int K, float eps,
                                                   float inv_div) {
   extern __shared__ __align__(1024) unsigned char fg_smem[];
   const unsigned base = (fg_smem_u32(fg_smem) + 1023u) & ~1023u;
+  using T = FgTile<BNO>;
   const unsigned sA = base;                             // FG_STAGES x 16 KiB
-  const unsigned sB = sA + FG_STAGES * FG_A_STAGE;      // FG_STAGES x 32 KiB
-  const unsigned sO = sB + FG_STAGES * FG_B_STAGE;      // 2 x 16 KiB: out staging, one a consumer
-  const unsigned bars = sO + 2 * FG_OUT_WG;             // full[FG_STAGES], empty[FG_STAGES]
+  const unsigned sB = sA + FG_STAGES * FG_A_STAGE;      // FG_STAGES x 32 (28) KiB
+  const unsigned sO = sB + FG_STAGES * T::kBStage;      // 2 x 16 (14) KiB: out staging, one a consumer
+  const unsigned bars = sO + 2 * T::kOutWg;             // full[FG_STAGES], empty[FG_STAGES]
   const unsigned rs_bars = bars + 16u * FG_STAGES;      // rs_full[2], rs_empty[2] (NORM)
   const unsigned sRS = bars + 128;                      // 2 x 128 f32 row scales (NORM)
   const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
@@ -245,7 +293,7 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
   if (CM > 1) asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
   const int cluster_id = blockIdx.x / CM, clusters = gridDim.x / CM;
   const int m_groups = (M + FG_BM * CM - 1) / (FG_BM * CM);
-  const int groups = m_groups * (N / FG_BN_OUT);
+  const int groups = m_groups * (N / BNO);
   const int k_iters = (K + FG_BK - 1) / FG_BK;
 
   if (threadIdx.x == 0) {
@@ -282,16 +330,16 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
       unsigned phase = 0;
       for (int grp = cluster_id; grp < groups; grp += clusters) {
         const int m0 = ((grp % m_groups) * CM + static_cast<int>(rank)) * FG_BM;
-        const int w0 = (grp / m_groups) * FG_BN;
+        const int w0 = (grp / m_groups) * T::kW2Rows;
         for (int kb = 0; kb < k_iters; ++kb) {
           fg_mbar_wait(bars + 8u * (FG_STAGES + stage), phase ^ 1u);  // a fresh barrier passes parity 1
-          fg_mbar_arrive_expect_tx(bars + 8u * stage, FG_STAGE_BYTES);
+          fg_mbar_arrive_expect_tx(bars + 8u * stage, T::kStageBytes);
           fg_tma_load(sA + stage * FG_A_STAGE, tm_x, bars + 8u * stage, kb * FG_BK, m0, pol_x);
           if (CM == 1)
-            fg_tma_load(sB + stage * FG_B_STAGE, tm_w, bars + 8u * stage, kb * FG_BK, w0, pol_w);
+            fg_tma_load(sB + stage * T::kBStage, tm_w, bars + 8u * stage, kb * FG_BK, w0, pol_w);
           else
-            fg_tma_load_multicast(sB + stage * FG_B_STAGE + rank * (FG_B_STAGE / 2), tm_w, bars + 8u * stage,
-                                  kb * FG_BK, w0 + static_cast<int>(rank) * (FG_BN / 2), (1u << CM) - 1u, pol_w);
+            fg_tma_load_multicast(sB + stage * T::kBStage + rank * (T::kBStage / 2), tm_w, bars + 8u * stage,
+                                  kb * FG_BK, w0 + static_cast<int>(rank) * BNO, (1u << CM) - 1u, pol_w);
           if (++stage == FG_STAGES) { stage = 0; phase ^= 1u; }
         }
       }
@@ -338,23 +386,23 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int cw = wg - 1;  // rows cw*64 .. cw*64 + 63 of the tile
     const int warp = tid / 32, lane = tid % 32;
-    float d[128];
+    float d[BNO];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    for (int i = 0; i < BNO; ++i) d[i] = 0.f;
     int stage = 0, it = 0;
     unsigned phase = 0;
     for (int grp = cluster_id; grp < groups; grp += clusters, ++it) {
       const int m0 = ((grp % m_groups) * CM + static_cast<int>(rank)) * FG_BM;
-      const int n0 = (grp / m_groups) * FG_BN_OUT;
+      const int n0 = (grp / m_groups) * BNO;
       int prev = 0;
       for (int kb = 0; kb < k_iters; ++kb) {
         fg_mbar_wait(bars + 8u * stage, phase);
         const unsigned long long da = fg_wgmma_desc(sA + stage * FG_A_STAGE + cw * (64 * 128));
-        const unsigned long long db = fg_wgmma_desc(sB + stage * FG_B_STAGE);
+        const unsigned long long db = fg_wgmma_desc(sB + stage * T::kBStage);
         fg_wgmma_fence();
         fg_acc_fence(d);
 #pragma unroll
-        for (int k = 0; k < FG_BK / 16; ++k) fg_wgmma_m64n256k16(d, da + 2 * k, db + 2 * k, (kb | k) != 0);
+        for (int k = 0; k < FG_BK / 16; ++k) fg_wgmma_tile<BNO>(d, da + 2 * k, db + 2 * k, (kb | k) != 0);
         fg_wgmma_commit();
         fg_acc_fence(d);
         if (kb > 0) {
@@ -378,11 +426,14 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
       // m64nNk16 f32 fragment: warp w, lane l holds for 8-column group j
       //   d[4j+0..1] = (row 16w + l/4,     cols 8j + 2(l%4) + {0,1})
       //   d[4j+2..3] = (row 16w + l/4 + 8, cols 8j + 2(l%4) + {0,1})
-      // groups 0..15 are gate columns, 16..31 the matching up columns. Each
-      // 8x8 block of out is in stmatrix's m8n8 layout; the 64 x 128 result
-      // goes to this warpgroup's staging buffer as two 64 x 64 boxes in the
-      // TMA 128-byte swizzle (row r at r*128, 16-byte chunk c at
-      // (c ^ r%8)*16), then out with two TMA stores.
+      // groups 0..BNO/8-1 are gate columns, the next BNO/8 the matching up
+      // columns (d[i] pairs with d[BNO/2 + i]). Each 8x8 block of out is in
+      // stmatrix's m8n8 layout. 128 columns: the 64 x 128 result goes to
+      // this warpgroup's staging buffer as two 64 x 64 boxes in the TMA
+      // 128-byte swizzle (row r at r*128, 16-byte chunk c at (c ^ r%8)*16),
+      // then out with two TMA stores. 112 columns: rows of 224 bytes without
+      // swizzle (8 rows of one stmatrix matrix fall on 4 bank groups, 2 rows
+      // each), then one TMA store.
       // NORM: the row scales of this thread's two rows (16w + l/4, + 8)
       float rs[2] = {1.f, 1.f};
       if (NORM) {
@@ -393,28 +444,31 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
         asm volatile("ld.shared.f32 %0, [%1];" : "=f"(rs[1]) : "r"(sRS + b * 512u + 4u * (row + 8)) : "memory");
         fg_mbar_arrive(rs_bars + 16u + 8u * b);
       }
-      const unsigned s_out = sO + cw * FG_OUT_WG;
+      const unsigned s_out = sO + cw * T::kOutWg;
       // the staging buffer is free once the previous tile's stores read it
       if (tid == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
       fg_named_bar_sync(1 + cw, 128);
       const int mi = lane / 8;  // the matrix this lane addresses
       const int srow = warp * 16 + (mi & 1) * 8 + (lane & 7);
+      constexpr int up = BNO / 2;
 #pragma unroll
-      for (int jj = 0; jj < 8; ++jj) {
+      for (int jj = 0; jj < BNO / 16; ++jj) {
         unsigned r[4];
 #pragma unroll
         for (int q = 0; q < 4; ++q) {  // matrix q: j = 2jj + q/2, row half q%2
           const int i = 4 * (2 * jj + q / 2) + 2 * (q % 2);
           if (NORM) {
             const float s = rs[q % 2];
-            r[q] = fg_pack_bf16x2(fg_silu_approx(d[i] * s) * (d[64 + i] * s),
-                                  fg_silu_approx(d[i + 1] * s) * (d[64 + i + 1] * s));
+            r[q] = fg_pack_bf16x2(fg_silu_approx(d[i] * s) * (d[up + i] * s),
+                                  fg_silu_approx(d[i + 1] * s) * (d[up + i + 1] * s));
           } else {
-            r[q] = fg_pack_bf16x2(fg_silu_approx(d[i]) * d[64 + i], fg_silu_approx(d[i + 1]) * d[64 + i + 1]);
+            r[q] = fg_pack_bf16x2(fg_silu_approx(d[i]) * d[up + i], fg_silu_approx(d[i + 1]) * d[up + i + 1]);
           }
         }
         const int jm = 2 * jj + mi / 2;
-        const unsigned addr = s_out + (jm / 8) * (64 * 128) + srow * 128 + (((jm % 8) ^ (srow % 8)) << 4);
+        const unsigned addr = BNO == 128
+                                  ? s_out + (jm / 8) * (64 * 128) + srow * 128 + (((jm % 8) ^ (srow % 8)) << 4)
+                                  : s_out + srow * (BNO * 2) + (jm << 4);
         asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(r[0]),
                      "r"(r[1]), "r"(r[2]), "r"(r[3])
                      : "memory");
@@ -424,7 +478,7 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
       fg_named_bar_sync(1 + cw, 128);
       if (tid == 0) {
         fg_tma_store(tm_out, s_out, n0, m0 + cw * 64);
-        fg_tma_store(tm_out, s_out + 64 * 128, n0 + 64, m0 + cw * 64);
+        if (BNO == 128) fg_tma_store(tm_out, s_out + 64 * 128, n0 + 64, m0 + cw * 64);
         asm volatile("cp.async.bulk.commit_group;" ::: "memory");
       }
     }
@@ -432,31 +486,31 @@ __device__ __forceinline__ void fg_gate_up_swiglu(const FgTensorMap* tm_x, const
   }
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-    fastpath_gate_up_swiglu(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,
-                            const __grid_constant__ FgTensorMap tm_out, int M, int N, int K) {
-  fg_gate_up_swiglu<1, false>(&tm_x, &tm_w, &tm_out, M, N, K, 0.f, 0.f);
-}
-
-extern "C" __global__ void __launch_bounds__(384, 1)
-    fastpath_gate_up_swiglu_pair(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,
-                                 const __grid_constant__ FgTensorMap tm_out, int M, int N, int K) {
-  fg_gate_up_swiglu<2, false>(&tm_x, &tm_w, &tm_out, M, N, K, 0.f, 0.f);
-}
-
-// tm_x maps the norm's input x; tm_w the interleaved weights with gamma
-// folded in; r = rsqrt(sum of squares * inv_div + eps)
-extern "C" __global__ void __launch_bounds__(384, 1)
-    fastpath_rmsnorm_gate_up_swiglu(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,
-                                    const __grid_constant__ FgTensorMap tm_out, int M, int N, int K, float eps,
-                                    float inv_div) {
-  fg_gate_up_swiglu<1, true>(&tm_x, &tm_w, &tm_out, M, N, K, eps, inv_div);
-}
-
-extern "C" __global__ void __launch_bounds__(384, 1)
-    fastpath_rmsnorm_gate_up_swiglu_pair(const __grid_constant__ FgTensorMap tm_x,
-                                         const __grid_constant__ FgTensorMap tm_w,
-                                         const __grid_constant__ FgTensorMap tm_out, int M, int N, int K, float eps,
-                                         float inv_div) {
-  fg_gate_up_swiglu<2, true>(&tm_x, &tm_w, &tm_out, M, N, K, eps, inv_div);
-}
+// The entry points: fastpath_[rmsnorm_]gate_up_swiglu[_n112][_pair], tiles of
+// 128 output columns (or of 112: _n112), single CTAs or CTA pairs (_pair).
+// tm_x maps h (the norm's input x for the rmsnorm variant); tm_w the
+// interleaved weights (with gamma folded in for the rmsnorm variant); tm_out
+// boxes of 64 x 64 with the 128-byte swizzle (128 columns) or of 64 x 112
+// without swizzle (112); r = rsqrt(sum of squares * inv_div + eps).
+#define FG_ENTRY(NAME, CM, BNO)                                                                                  \
+  extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
+      NAME(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,                  \
+           const __grid_constant__ FgTensorMap tm_out, int M, int N, int K) {                                    \
+    fg_gate_up_swiglu<CM, false, BNO>(&tm_x, &tm_w, &tm_out, M, N, K, 0.f, 0.f);                                \
+  }
+#define FG_NORM_ENTRY(NAME, CM, BNO)                                                                             \
+  extern "C" __global__ void __launch_bounds__(384, 1)                                                          \
+      NAME(const __grid_constant__ FgTensorMap tm_x, const __grid_constant__ FgTensorMap tm_w,                  \
+           const __grid_constant__ FgTensorMap tm_out, int M, int N, int K, float eps, float inv_div) {          \
+    fg_gate_up_swiglu<CM, true, BNO>(&tm_x, &tm_w, &tm_out, M, N, K, eps, inv_div);                             \
+  }
+FG_ENTRY(fastpath_gate_up_swiglu, 1, 128)
+FG_ENTRY(fastpath_gate_up_swiglu_pair, 2, 128)
+FG_ENTRY(fastpath_gate_up_swiglu_n112, 1, 112)
+FG_ENTRY(fastpath_gate_up_swiglu_n112_pair, 2, 112)
+FG_NORM_ENTRY(fastpath_rmsnorm_gate_up_swiglu, 1, 128)
+FG_NORM_ENTRY(fastpath_rmsnorm_gate_up_swiglu_pair, 2, 128)
+FG_NORM_ENTRY(fastpath_rmsnorm_gate_up_swiglu_n112, 1, 112)
+FG_NORM_ENTRY(fastpath_rmsnorm_gate_up_swiglu_n112_pair, 2, 112)
+#undef FG_ENTRY
+#undef FG_NORM_ENTRY
