@@ -316,6 +316,13 @@ class CudaFastPaths : public DeviceFastPaths {
       CUlaunchConfig cfg = swiglu_config(static_cast<unsigned>(sms_ / 2 * 2), nullptr, &attr);
       int fit = 0;
       check_cu(cuOccupancyMaxActiveClusters(&fit, fp, &cfg), "gate_up_swiglu: clusters that fit");
+      // the site's shape class says cta_pair=yes, and its proof ran pairs.
+      // Single CTAs of 128 columns are proven too (every proof has
+      // cta_pair=no cases of 128); single CTAs of 112 columns are not, so
+      // falling back to them would run a path no proof case ran: stop
+      if (fit < 1 && tile_n == 112)
+        throw std::runtime_error(what + ": no CTA pair fits on this GPU now (another process's SM limits?), and its "
+                                        "tiles of 112 columns run proven only as pairs: run with --fast-paths none");
       if (fit < 1) pair = false;
     }
     SwigluLaunch l;
