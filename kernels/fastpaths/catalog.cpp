@@ -367,7 +367,36 @@ std::vector<FastPathSite> match_allreduce_residual(const Graph& g) {
 struct SwigluSite {
   int gate = -1, up = -1, act = -1, mul = -1, h = -1, wg = -1, wu = -1;
   int64_t M = 0, N = 0, K = 0;
+  int64_t tile_n = 128;  // swiglu_tile_n(M, N)
 };
+
+}  // namespace
+
+// The kernel is persistent: each CTA (or CTA pair) takes tiles in rounds,
+// and its time follows the rounds, not the work: at M 1024, K 4096 one H100
+// ran N 7168 in 196.1 us and N 8448, 18% more work in the same 4 rounds, in
+// 200.3 us (bench/RESULTS.md, "Issue 17, sixteenth step"). So the width is
+// the one of 128 and 112 (where it divides N) whose rounds x width is
+// least, 128 on a tie. The rounds are counted for 132 SMs, the H100 SXM's
+// and the H200's, whatever GPU compiles the graph: the width is then a
+// function of the shape alone, and the ledger, the goldens and the proofs'
+// shape classes are the same on every machine. On a GPU of another SM
+// count the kernel is still right, its rounds maybe less full.
+int swiglu_tile_n(int64_t M, int64_t N) {
+  // FUSEGATE_FAULT=swiglu_tile:W (fusion/fault.h): the other width, for an
+  // A/B in one build; the shape class follows, so its proof must cover it
+  const std::string forced = fault_argument("swiglu_tile");
+  if (forced == "128") return 128;
+  if (forced == "112" && N % 112 == 0) return 112;
+  constexpr int64_t kPlannedSms = 132;
+  const int64_t cm = M % 256 == 0 ? 2 : 1;
+  const int64_t units = kPlannedSms / cm, m_groups = (M + 128 * cm - 1) / (128 * cm);
+  auto cost = [&](int64_t w) { return (m_groups * (N / w) + units - 1) / units * w; };
+  if (N % 112 == 0 && N % 128 == 0 && cost(112) < cost(128)) return 112;
+  return 128;
+}
+
+namespace {
 
 std::vector<SwigluSite> swiglu_sites(const Graph& g) {
   std::vector<SwigluSite> r;
@@ -394,46 +423,20 @@ std::vector<SwigluSite> swiglu_sites(const Graph& g) {
       int64_t M = 1;
       for (size_t i = 0; i + 1 < h.type.shape.size(); ++i) M *= h.type.shape[i];
       if (M == 0) continue;
-      r.push_back({gate.id, up.id, act.id, mul.id, h.id, wg.id, wu.id, M, N, K});
+      r.push_back({gate.id, up.id, act.id, mul.id, h.id, wg.id, wu.id, M, N, K, swiglu_tile_n(M, N)});
       break;
     }
   }
   return r;
 }
 
-}  // namespace
-
-// The kernel is persistent: each CTA (or CTA pair) takes tiles in rounds,
-// and its time follows the rounds, not the work: at M 1024, K 4096 one H100
-// ran N 7168 in 196.1 us and N 8448, 18% more work in the same 4 rounds, in
-// 200.3 us (bench/RESULTS.md, "Issue 17, sixteenth step"). So the width is
-// the one of 128 and 112 (where it divides N) whose rounds x width is
-// least, 128 on a tie. The rounds are counted for 132 SMs, the H100 SXM's
-// and the H200's, whatever GPU compiles the graph: the width is then a
-// function of the shape alone, and the ledger, the goldens and the proofs'
-// shape classes are the same on every machine. On a GPU of another SM
-// count the kernel is still right, its rounds maybe less full.
-int swiglu_tile_n(int64_t M, int64_t N) {
-  // FUSEGATE_FAULT=swiglu_tile:W (fusion/fault.h): the other width, for an
-  // A/B in one build; the shape class follows, so its proof must cover it
-  const std::string forced = fault_argument("swiglu_tile");
-  if (forced == "128" || (forced == "112" && N % 112 == 0)) return forced == "128" ? 128 : 112;
-  constexpr int64_t kPlannedSms = 132;
-  const int64_t cm = M % 256 == 0 ? 2 : 1;
-  const int64_t units = kPlannedSms / cm, m_groups = (M + 128 * cm - 1) / (128 * cm);
-  auto cost = [&](int64_t w) { return (m_groups * (N / w) + units - 1) / units * w; };
-  if (N % 112 == 0 && N % 128 == 0 && cost(112) < cost(128)) return 112;
-  return 128;
-}
-
-namespace {
 
 // what the kernel's code path depends on: the tile's width (128 or 112
 // output columns: swiglu_tile_n), CTA pairs (M a multiple of 256), rows past
 // the last tile (M not a multiple of 128), a partial last k step (K not a
 // multiple of 64)
 std::string swiglu_shape_class(const SwigluSite& s) {
-  return std::string("bf16,tile=128x") + std::to_string(swiglu_tile_n(s.M, s.N)) +
+  return std::string("bf16,tile=128x") + std::to_string(s.tile_n) +
          "x64,cta_pair=" + (s.M % 256 == 0 ? "yes" : "no") + ",m_tail=" + (s.M % 128 != 0 ? "yes" : "no") +
          ",k_tail=" + (s.K % 64 != 0 ? "yes" : "no");
 }
@@ -448,7 +451,7 @@ std::vector<FastPathSite> match_gate_up_swiglu(const Graph& g) {
     site.replaced = {s.mul};
     site.shape_class = swiglu_shape_class(s);
     const Shape shape = g.node(s.mul).type.shape;
-    const int64_t tile_n = swiglu_tile_n(s.M, s.N);
+    const int64_t tile_n = s.tile_n;
     site.emit = [=](Graph& out, const std::vector<int>& in) {
       Attrs a = fast_attrs("gate_up_swiglu", "", shape, DType::BF16);
       a["tile_n"] = tile_n;
@@ -485,7 +488,7 @@ std::vector<FastPathSite> match_rmsnorm_gate_up_swiglu(const Graph& g) {
     site.shape_class = swiglu_shape_class(s);
     const Shape shape = g.node(s.mul).type.shape;
     const double eps = c.eps, divisor = c.divisor;
-    const int64_t tile_n = swiglu_tile_n(s.M, s.N);
+    const int64_t tile_n = s.tile_n;
     site.emit = [=](Graph& out, const std::vector<int>& in) {
       Attrs a = fast_attrs("rmsnorm_gate_up_swiglu", "", shape, DType::BF16);
       a["tile_n"] = tile_n;

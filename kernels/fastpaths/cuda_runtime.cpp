@@ -482,8 +482,8 @@ class CudaFastPaths : public DeviceFastPaths {
   }
 
   // W2 [2N, K]: block b of 2 tile_n rows is Wg rows tile_n b .. tile_n (b +
-  // 1) - 1, then Wu's same rows; with a norm weight gamma [K], each row times gamma, rounded
-  // to bf16 once (rmsnorm_gate_up_swiglu). One buffer per pair of weight
+  // 1) - 1, then Wu's same rows; with a norm weight gamma [K], each row
+  // times gamma, rounded to bf16 once (rmsnorm_gate_up_swiglu). One buffer per pair of weight
   // tensors and gamma (their storage, sizes and strides), made on first use
   // outside CUDA graph capture (the forward before capture makes it) and
   // kept, at the same address, while the process lives: a model holds a
