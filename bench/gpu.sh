@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|occupancy|placement|none|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|exchange_bw|occupancy|placement|none|all]     (default: all)
 # none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
@@ -30,6 +30,10 @@
 # without it, then the max-autotune world-size-2 goldens re-blessed with it
 # (EXCHANGE_BLESS=0: not) and every world-size-2 cuda golden checked; packed as
 # $OUTDIR/exchange.tgz.
+# exchange_bw (two GPUs): bench/exchange_bw.cu, allreduce_sum.cu's one-shot
+# exchange alone on the two GPUs against what NVLink moves (stores both ways
+# at once, loads, the copy engines), at 1, 4 and 8 MiB a rank
+# (EXBW_SIZES, EXBW_BLOCKS_PER_SM, EXBW_THREADS, EXBW_WARMUP_MS: see the file).
 # occupancy: the row kernels held to full occupancy (FG_FULL_OCCUPANCY)
 # against the same build without the bound (FUSEGATE_FAULT=occupancy_spill),
 # ABAB at world size 1 on OCC_BLOCKS (default tp_block_llama_h4096
@@ -79,7 +83,7 @@ set -uo pipefail
 what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode,
 # or a block the bench does not know (a typo used to cost a device call)
-modes="all attention attnproof bench bisect bless check exchange fastpaths fuzz gateup kernels missing multinode none occupancy placement prove seeds swiglu"
+modes="all attention attnproof bench bisect bless check exchange exchange_bw fastpaths fuzz gateup kernels missing multinode none occupancy placement prove seeds swiglu"
 [[ " $modes " == *" $what "* && "$what" != *" "* ]] || {
   echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 for blk in ${BENCH_BLOCKS:-h2048}; do
@@ -526,7 +530,7 @@ if [ "$what" = exchange ]; then
   without=$others; [ "$xfp" = allreduce_residual ] && without="$others,allreduce_sum"
   for fp in "$others,$xfp" "$without"; do
     $FG run tp_block_llama_h4096 --backend cuda --mode C --world-size 2 --fusion max-autotune --cuda-graphs \
-      --iters 100 --warmup-ms 2000 --fast-paths "$fp" --profile "$OUTDIR/exchange-prof.json" \
+      --iters 100 --warmup-ms 6000 --fast-paths "$fp" --profile "$OUTDIR/exchange-prof.json" \
       --out "$OUTDIR/exchange-rec.json" 2>>"$OUTDIR/exchange.err" >/dev/null || { rc=1; continue; }
     python3 - "$OUTDIR" "$fp" "$xfp" <<'PY'
 import json, sys
@@ -559,7 +563,7 @@ if [ "$what" = occupancy ]; then
     for turn in bound plain bound plain; do
       fault=$([ $turn = plain ] && echo occupancy_spill)
       FUSEGATE_FAULT=$fault $FG run "$blk" --backend cuda --mode C --world-size 1 --fusion max-autotune --cuda-graphs \
-        --iters 100 --warmup-ms 2000 --profile "$OUTDIR/occ-prof.json" --out "$OUTDIR/occ-rec.json" \
+        --iters 100 --warmup-ms 6000 --profile "$OUTDIR/occ-prof.json" --out "$OUTDIR/occ-rec.json" \
         2>>"$OUTDIR/occupancy.err" >/dev/null || { rc=1; echo "$blk $turn: run failed"; continue; }
       python3 - "$OUTDIR" "$blk" "$turn" <<'PY'
 import json, sys
@@ -593,6 +597,13 @@ if [ "$what" = missing ]; then
   r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
   phase checked
   tar czf "$OUTDIR/golden-cuda.tgz" golden/cuda golden/proofs/cuda "$OUTDIR/check.txt"
+fi
+if [ "$what" = exchange_bw ]; then
+  # the exchange alone against the link: no rank skew, no GEMM around it
+  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o build-gpu/exchange_bw bench/exchange_bw.cu \
+    >"$OUTDIR/exchange_bw_build.log" 2>&1 || { tail -30 "$OUTDIR/exchange_bw_build.log"; exit 1; }
+  ./build-gpu/exchange_bw 2>&1 | tee "$OUTDIR/exchange_bw.txt" | tail -12
+  r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r
 fi
 if [ "$what" = swiglu ]; then
   # the fused gate/up GEMM + SwiGLU kernel against cuBLASLt + the SiLU-mul kernel

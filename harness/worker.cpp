@@ -144,6 +144,17 @@ double paced_ms(AtenExecutor& ex, const std::function<void()>& step, int n) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / std::max(1, n);
 }
 
+// The pace of `step` as the timings that follow run it: replays of its
+// CUDA graph where `graph` (cuda_time replays one), else its host launches.
+// A replayed forward runs about twice as fast as its host launches (h4096 at
+// world size 2 on two H100): counted at the launches' pace, a warm-up of
+// 250 ms ran about half of it (the main warm-up's lesson of 2026-11-27,
+// sixteenth step of issue 17; the placement and GEMM-check rounds had kept
+// the launches' pace until the eighteenth).
+double step_pace_ms(AtenExecutor& ex, const std::function<void()>& step, int n, bool graph) {
+  return graph ? cuda_replay_pace_ms(n, step) : paced_ms(ex, step, n);
+}
+
 // How many untimed steps fill `ms` at `pace_ms`: rank 0's count on every
 // rank (the steps hold collectives; a rank that ran one more would wait in
 // its collective). `key` is unique within the run.
@@ -373,13 +384,13 @@ void check_gemm_algos_in_forward(Collectives& coll, AtenExecutor& ex, const std:
           cannot_test("GEMM algorithm choices (max-autotune), the check in the forward: " + err +
                       " (every rank needs rank 0's GPU model and cuBLASLt; or run --fusion default)");
         // the pace of three forwards after one (which may make the new
-        // algorithm's plans), as host launches (the graph is captured inside
-        // cuda_time, and its replays are no slower): about kWarmMs or less
-        // of replays; rank 0's count on every rank
+        // algorithm's plans), as the round runs them (replays of their
+        // graph where `graph`): about kWarmMs of them; rank 0's count on
+        // every rank
         fwd();
         const int warm = agreed_warm_steps(
             coll, "gemm_forward_warm_" + std::to_string(i) + "_" + std::to_string(round) + "_" + std::to_string(j),
-            kWarmMs, paced_ms(ex, fwd, 3));
+            kWarmMs, step_pace_ms(ex, fwd, 3, graph));
         std::string note;
         std::vector<double> t = cuda_time(kIters, fwd, graph, &note, nullptr, 1, warm);
         rounds[round][choice ? 1 : 0] = std::move(t);
@@ -731,7 +742,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       const auto [step, one] = timed_step(fr, ex.graphs_run());
       const bool graph = spec.cuda_graphs && one;
       const int warm_steps = agreed_warm_steps(coll, "residual_placement/warm/" + std::to_string(round_no++), kWarmMs,
-                                               paced_ms(ex, step, 3));
+                                               step_pace_ms(ex, step, 3, graph));
       std::string note;
       std::vector<double> t = cuda_time(kIters, step, graph, &note, nullptr, 1, warm_steps);
       *how = (graph ? note : "host launches") + "; " + std::to_string(static_cast<int>(kWarmMs)) +
@@ -786,8 +797,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   // 2026-11-27 the pace was the host launches', and a replayed h4096 forward
   // at world size 2 on two H100 got 1893-4411 forwards of 0.49 ms for 2000
   // ms, 0.9-2.2 s, and was still getting faster through its timings)
-  const double pace = cuda && spec.cuda_graphs && one ? cuda_replay_pace_ms(std::min(10, spec.iters), body)
-                                                      : paced_ms(ex, body, std::min(10, spec.iters));
+  const double pace = step_pace_ms(ex, body, std::min(10, spec.iters), cuda && spec.cuda_graphs && one);
   int warm_steps = 0;
   if (spec.warmup_ms > 0) {
     warm_steps = agreed_warm_steps(coll, "warmup_steps", spec.warmup_ms, pace);
