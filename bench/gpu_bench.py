@@ -927,6 +927,9 @@ def rounds_lines(fg_row, t_row, rounds):
                      f"| {fmt(q, '.3f')} | {energy_cell(r.get('fusegate_energy'))} / "
                      f"{energy_cell(r.get('torch_energy'))} |")
     lines.append("")
+    lines += energy_notes(pair for i, r in enumerate(rounds)
+                          for pair in ((f"round {i + 1}, fusegate", r.get("fusegate_energy")),
+                                       (f"round {i + 1}, torch", r.get("torch_energy"))))
     lines += [f"- round {i + 1}: torch's {r['torch_teardown']}" for i, r in enumerate(rounds) if r.get("torch_teardown")]
     if len(ratios) < len(rounds) or not ratios:
         lines.append(f"- CUDA graphs, interleaved: {len(rounds) - len(ratios)} of {len(rounds)} rounds failed: "
@@ -1027,13 +1030,23 @@ def headline(fg_rows, torch_rows, skip_torch):
 def energy_cell(e):
     """A run's energy window (times_ms.energy, or the torch side's): mJ a
     forward with the mean watts and the SM clock; '-' where none was taken
-    (no warm-up), 'not read' where NVML could not read it."""
+    (no warm-up), 'not read' where NVML could not read it (energy_notes
+    says why, under the table)."""
     if not e:
         return "-"
     if e.get("why") or e.get("mj_per_forward") is None:
         return "not read"
     clock = f", {e['sm_mhz']} MHz" if e.get("sm_mhz") else ""
     return f"{e['mj_per_forward']:.1f} ({e['watts']:.0f} W{clock})"
+
+
+def energy_notes(named):
+    """Why each 'not read' energy cell of a table was not read: one line a
+    cell, from (label, energy window) pairs. A cell that says "not read"
+    with no reason under it hid the cause (2026-11-27: torch max-autotune's
+    window at seq 2048 and h2048, its JSON not kept)."""
+    return [f"- energy not read for {label}: {e.get('why') or 'the window gave no figure'}"
+            for label, e in named if e and (e.get("why") or e.get("mj_per_forward") is None)]
 
 
 def main_table(rows, torch_rows):
@@ -1046,6 +1059,9 @@ def main_table(rows, torch_rows):
         lines.append(f"| {r['name']} | {r['class']} | {fmt(r.get('launches'), 'd')} | "
                      f"{fmt(r.get('device_kernels'), 'd')} | {fmt(r.get('ms'), '.3f', 'failed')} | {vs} | "
                      f"{fmt(r.get('rel_err'), '.2e')} | {energy_cell(r.get('energy'))} |")
+    notes = energy_notes((r["name"], r.get("energy")) for r in rows)
+    if notes:
+        lines += [""] + notes
     if torch_rows:
         lines.append("")
         lines.append("torch best of its class: " + "; ".join(
