@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -55,6 +56,9 @@ void require_writable_file(const std::string& flag, const std::string& file) {
   if (fs::is_directory(file)) fg::user_error(flag + " " + file + ": is a folder; give a file name");
   require_writable_dir(flag, fs::absolute(file).parent_path().string(), file);
 }
+
+int guarded_main(int argc, char** argv);
+int explain_batch(const std::string& file);
 
 int run_main(int argc, char** argv) {
   using namespace fg;
@@ -175,6 +179,13 @@ int run_main(int argc, char** argv) {
   explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
   explain->add_option("--golden-dir", sel.golden_dir, "folder of golden files (and proofs)");
   add_fast(explain);
+  std::string batch_file;
+  explain->add_option("--batch", batch_file,
+                      "FILE ('-': standard input) of explain cases, one a line (the arguments after `explain`, "
+                      "separated by spaces), run in this one process; each case is written as a line "
+                      "'#fusegate-explain-case N exit C out BYTES err BYTES' and then that many bytes of its "
+                      "standard output and of its standard error (no other explain argument with it)")
+      ->excludes(erepro_opt);
 
   std::string ab_json;
   auto* abc = app.add_subcommand("ab", "generic path vs a fast path vs fp64 on the same inputs, per output and rank");
@@ -374,6 +385,13 @@ int run_main(int argc, char** argv) {
   if (*check) return cmd_check(sel, copts);
   if (*bless) return cmd_bless(sel, why, bless_missing);
   if (*explain) {
+    if (explain->count("--batch")) {
+      for (const auto* o : explain->get_options())
+        if (o->get_name() != "--batch" && o->get_name() != "--help" && o->count() > 0)
+          user_error("explain --batch takes its cases from " + batch_file + ": " + o->get_name() +
+                     " goes on each case's line, not beside --batch");
+      return explain_batch(batch_file);
+    }
     if (!graph_file.empty())
       return cmd_explain(graph_file, sel.fusion, dot_dir, svg, sel.backend, sel.fast_paths, sel.golden_dir);
     if (erepro.empty()) user_error("explain needs a repro name or --graph FILE.fg");
@@ -514,10 +532,9 @@ void install_fatal_signal_handlers() {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  install_fatal_signal_handlers();
+// One command line as a process of its own would run it: its exit code,
+// every error as the message and the code documented for it.
+int guarded_main(int argc, char** argv) {
   try {
     return run_main(argc, argv);
   } catch (const fg::UserError& e) {
@@ -533,4 +550,63 @@ int main(int argc, char** argv) {
     std::cerr << "fusegate: cannot test: " << e.what() << "\n";
     return 125;
   }
+}
+
+// `explain --batch FILE`: each line of FILE an explain case, run here as
+// `fusegate explain LINE` would run as a process, its standard output and
+// error caught and written framed. Starting fusegate costs about 0.6 s of
+// CPU (LibTorch's shared libraries and static initialisers), more than
+// explaining most cases: the explain snapshot test runs its 396 repro cases
+// through a few of these. explain keeps no state from one case to the next
+// (each compiles from the repro or file it is given), which that test's
+// byte-for-byte compare against cases run one a process checks.
+int explain_batch(const std::string& file) {
+  std::ifstream f;
+  std::istream* in = &std::cin;
+  if (file != "-") {
+    f.open(file);
+    if (!f) fg::user_error("explain --batch " + file + ": cannot be read");
+    in = &f;
+  }
+  // the real streams, put back whatever a case throws
+  struct Restore {
+    std::streambuf* out = std::cout.rdbuf();
+    std::streambuf* err = std::cerr.rdbuf();
+    ~Restore() {
+      std::cout.rdbuf(out);
+      std::cerr.rdbuf(err);
+    }
+  } real;
+  int n = 0;
+  std::string line;
+  for (int at = 1; std::getline(*in, line); ++at) {
+    std::istringstream words(line);
+    std::vector<std::string> args = {"fusegate", "explain"};
+    for (std::string w; words >> w;) {
+      if (w == "--batch") fg::user_error("explain --batch " + file + ": line " + std::to_string(at) + " holds --batch");
+      args.push_back(w);
+    }
+    if (args.size() == 2) continue;  // a blank line
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::ostringstream out, err;
+    std::cout.rdbuf(out.rdbuf());
+    std::cerr.rdbuf(err.rdbuf());
+    const int rc = guarded_main(static_cast<int>(args.size()), argv.data());
+    std::cout.rdbuf(real.out);
+    std::cerr.rdbuf(real.err);
+    const std::string o = out.str(), e = err.str();
+    std::cout << "#fusegate-explain-case " << n++ << " exit " << rc << " out " << o.size() << " err " << e.size() << "\n"
+              << o << e;
+  }
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  install_fatal_signal_handlers();
+  return guarded_main(argc, argv);
 }

@@ -228,6 +228,38 @@ PY
     done
     grep -q "subgraph cluster_k" "$T/dot/graph0.after.dot" || fail "after-fusion DOT has no kernel clusters"
     expect_out "1 graph\\(s\\), 0 graph break\\(s\\)" ;;
+  explain_batch)
+    # explain --batch: each case framed with its exit code, its output the
+    # same bytes as its own process's, a rejected case stored as its error
+    # and the next case still run; bad batch input is exit 2
+    "$FG" explain ffn_allreduce --repro-dir "$T/repros" --world-size 2 --mode C >"$T/alone" 2>&1; expect_rc $? 0
+    printf 'ffn_allreduce --repro-dir %s --world-size 2 --mode C\n\nno_such_repro\nffn_allreduce --repro-dir %s --world-size 1 --mode B\n' \
+      "$T/repros" "$T/repros" >"$T/cases"
+    "$FG" explain --batch "$T/cases" >"$T/batch" 2>"$T/out"; expect_rc $? 0
+    python3 - "$T/batch" "$T/alone" >"$T/out" 2>&1 <<'PY' || fail "the batch's frames"
+import sys
+data, alone = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+cases, i = [], 0
+while i < len(data):
+    nl = data.index(b"\n", i)
+    head = data[i:nl].decode().split()
+    assert head[0] == "#fusegate-explain-case" and int(head[1]) == len(cases), head
+    n_out, n_err = int(head[5]), int(head[7])
+    cases.append((int(head[3]), data[nl + 1 : nl + 1 + n_out], data[nl + 1 + n_out : nl + 1 + n_out + n_err]))
+    i = nl + 1 + n_out + n_err
+assert [c[0] for c in cases] == [0, 2, 0], [c[0] for c in cases]  # the blank line is no case
+assert cases[0][1] == alone, "case 0 differs from the same explain run alone"
+assert b"unknown repro 'no_such_repro'" in cases[1][2], cases[1][2]
+assert b"=== graph" in cases[2][1] and cases[2][1] != cases[0][1]
+print("frames ok")
+PY
+    expect_out "frames ok"
+    echo "ffn_allreduce --batch x" | "$FG" explain --batch - >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "line 1 holds --batch"
+    "$FG" explain --batch - --world-size 2 </dev/null >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "--world-size goes on each case's line"
+    "$FG" explain --batch "$T/none" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "cannot be read" ;;
   extern_dispatch_changed)
     # an extern carried out differently (another ATen operator underneath) at
     # an equal launch count: the gate must say which and fail

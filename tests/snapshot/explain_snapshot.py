@@ -147,15 +147,24 @@ def fg_graph_names(path):
 
 
 def run_graph_batch(fusegate, cases, env):
-    """All .fg files of one backend and policy through one explain process.
+    """All .fg files of one backend and policy through as few explain
+    processes as will take them.
 
     Starting fusegate costs ~0.6 s of CPU (binding LibTorch's ~290 shared
     libraries and running their static initialisers), more than compiling a
-    lit graph; the 216 repro cases, one process each, are most of the time. explain --graph compiles and prints each graph
-    of a file on its own (no state crosses graphs), so the output for the
-    concatenated files is the per-file outputs one after another; it is split
-    back at the "=== graph NAME" headers. If the process fails or the headers
-    do not match the files' graphs, each file runs alone."""
+    lit graph. explain --graph compiles and prints each graph of a file on
+    its own (no state crosses graphs), so the output for the concatenated
+    files is the per-file outputs one after another; it is split back at
+    the "=== graph NAME" headers. A file that explain rejects (a graph with
+    a break, stored as its error) fails the whole process, so a batch that
+    fails or whose headers do not match its files' graphs is halved and each
+    half tried again, down to single files: a few rejected files cost a few
+    processes each, not one process a file (before 2026-11-27 any failure
+    ran every file of the batch alone: 95 processes a backend and policy,
+    about half of this test's time)."""
+    if len(cases) == 1:
+        c = cases[0]
+        return {c.key: outcome(fusegate, c.key, *run(fusegate, c.argv, env))}
     files = [c.argv[1] for c in cases]
     names = [fg_graph_names(f) for f in files]
     with tempfile.TemporaryDirectory() as t:
@@ -173,7 +182,32 @@ def run_graph_batch(fusegate, cases, env):
             i += len(ns)
         else:
             return results
-    return {c.key: outcome(fusegate, c.key, *run(fusegate, c.argv, env)) for c in cases}
+    half = len(cases) // 2
+    return {**run_graph_batch(fusegate, cases[:half], env), **run_graph_batch(fusegate, cases[half:], env)}
+
+
+def run_case_batch(fusegate, cases, env):
+    """Repro cases through one `fusegate explain --batch -` process: each
+    case framed as '#fusegate-explain-case N exit C out BYTES err BYTES'
+    and its bytes. Cases the process did not frame (it failed part-way)
+    run one a process, so a crash is reported against its own case."""
+    p = subprocess.run([fusegate, "explain", "--batch", "-"], input=("\n".join(c.key for c in cases) + "\n").encode(),
+                       capture_output=True, env=env, cwd=SRC)
+    results, data, i = {}, p.stdout, 0
+    for c in cases:
+        nl = data.find(b"\n", i)
+        head = data[i:nl].decode(errors="replace").split() if nl >= 0 else []
+        if len(head) != 8 or head[0] != "#fusegate-explain-case" or head[1] != str(len(results)):
+            break
+        rc, n_out, n_err = int(head[3]), int(head[5]), int(head[7])
+        body = data[nl + 1 : nl + 1 + n_out + n_err]
+        if len(body) != n_out + n_err:
+            break
+        results[c.key] = outcome(fusegate, c.key, rc, body[:n_out].decode(), body[n_out:].decode())
+        i = nl + 1 + n_out + n_err
+    for c in cases[len(results):]:
+        results[c.key] = outcome(fusegate, c.key, *run(fusegate, c.argv, env))
+    return results
 
 
 def run_all(fusegate, cases, jobs):
@@ -186,11 +220,13 @@ def run_all(fusegate, cases, jobs):
             batches.setdefault(tuple(c.argv[2:]), []).append(c)
         else:
             singles.append(c)
+    # the repro cases in a few explain --batch processes (each starts
+    # fusegate once), dealt out in turn so that each holds every size
+    chunks = [singles[k::max(1, 4 * jobs)] for k in range(max(1, 4 * jobs))]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         # the long batches first, so the pool ends evenly
         futs = [pool.submit(run_graph_batch, fusegate, b, env) for b in batches.values()]
-        futs += [pool.submit(lambda c=c: {c.key: outcome(fusegate, c.key, *run(fusegate, c.argv, env))})
-                 for c in singles]
+        futs += [pool.submit(run_case_batch, fusegate, ch, env) for ch in chunks if ch]
         for f in futs:
             results.update(f.result())
     return results
