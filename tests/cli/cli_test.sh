@@ -233,12 +233,13 @@ PY
     # same bytes as its own process's, a rejected case stored as its error
     # and the next case still run; bad batch input is exit 2
     "$FG" explain ffn_allreduce --repro-dir "$T/repros" --world-size 2 --mode C >"$T/alone" 2>&1; expect_rc $? 0
-    printf 'ffn_allreduce --repro-dir %s --world-size 2 --mode C\n\nno_such_repro\nffn_allreduce --repro-dir %s --world-size 1 --mode B\n' \
+    "$FG" explain ffn_allreduce --repro-dir "$T/repros" --world-size 1 --mode B >"$T/alone2" 2>&1; expect_rc $? 0
+    printf 'ffn_allreduce --repro-dir %s --world-size 2 --mode C\n\nno_such_repro\nffn_allreduce --repro-dir %s --world-size 1 --mode B\n--batch=-\n' \
       "$T/repros" "$T/repros" >"$T/cases"
     "$FG" explain --batch "$T/cases" >"$T/batch" 2>"$T/out"; expect_rc $? 0
-    python3 - "$T/batch" "$T/alone" >"$T/out" 2>&1 <<'PY' || fail "the batch's frames"
+    python3 - "$T/batch" "$T/alone" "$T/alone2" >"$T/out" 2>&1 <<'PY' || fail "the batch's frames"
 import sys
-data, alone = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+data, alone, alone2 = (open(p, "rb").read() for p in sys.argv[1:4])
 cases, i = [], 0
 while i < len(data):
     nl = data.index(b"\n", i)
@@ -247,19 +248,20 @@ while i < len(data):
     n_out, n_err = int(head[5]), int(head[7])
     cases.append((int(head[3]), data[nl + 1 : nl + 1 + n_out], data[nl + 1 + n_out : nl + 1 + n_out + n_err]))
     i = nl + 1 + n_out + n_err
-assert [c[0] for c in cases] == [0, 2, 0], [c[0] for c in cases]  # the blank line is no case
+assert [c[0] for c in cases] == [0, 2, 0, 2], [c[0] for c in cases]  # the blank line is no case
 assert cases[0][1] == alone, "case 0 differs from the same explain run alone"
 assert b"unknown repro 'no_such_repro'" in cases[1][2], cases[1][2]
-assert b"=== graph" in cases[2][1] and cases[2][1] != cases[0][1]
+assert cases[2][1] == alone2, "case 2 (after a case and a rejected one) differs from the same explain run alone"
+assert b"holds --batch" in cases[3][2], cases[3][2]  # no batch inside a case
 print("frames ok")
 PY
     expect_out "frames ok"
-    echo "ffn_allreduce --batch x" | "$FG" explain --batch - >"$T/out" 2>&1; expect_rc $? 2
-    expect_out "line 1 holds --batch"
     "$FG" explain --batch - --world-size 2 </dev/null >"$T/out" 2>&1; expect_rc $? 2
     expect_out "--world-size goes on each case's line"
     "$FG" explain --batch "$T/none" >"$T/out" 2>&1; expect_rc $? 2
-    expect_out "cannot be read" ;;
+    expect_out "cannot be read"
+    "$FG" explain --batch "$T" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "is a folder" ;;
   extern_dispatch_changed)
     # an extern carried out differently (another ATen operator underneath) at
     # an equal launch count: the gate must say which and fail

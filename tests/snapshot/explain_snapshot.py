@@ -22,7 +22,8 @@ Usage:
   explain_snapshot.py FUSEGATE              compare; on a difference print a
                                             unified diff per case, exit 1
   explain_snapshot.py FUSEGATE --update     regenerate the stored snapshot
-  explain_snapshot.py FUSEGATE --self-test  prove the compare can fail (cheap)
+  explain_snapshot.py FUSEGATE --self-test  prove the compare can fail, and the
+                                            batch-against-process check (cheap)
   --only TEXT   only the groups (stored files) whose name contains TEXT
   --jobs N      explain processes at a time (default: CPU count)
 
@@ -193,21 +194,48 @@ def run_case_batch(fusegate, cases, env):
     run one a process, so a crash is reported against its own case."""
     p = subprocess.run([fusegate, "explain", "--batch", "-"], input=("\n".join(c.key for c in cases) + "\n").encode(),
                        capture_output=True, env=env, cwd=SRC)
+
+    def text(b):  # as run()'s text=True reads a process's output
+        return io.StringIO(b.decode(), newline=None).read()
+
     results, data, i = {}, p.stdout, 0
     for c in cases:
         nl = data.find(b"\n", i)
         head = data[i:nl].decode(errors="replace").split() if nl >= 0 else []
         if len(head) != 8 or head[0] != "#fusegate-explain-case" or head[1] != str(len(results)):
             break
-        rc, n_out, n_err = int(head[3]), int(head[5]), int(head[7])
+        try:
+            rc, n_out, n_err = int(head[3]), int(head[5]), int(head[7])
+        except ValueError:
+            break
         body = data[nl + 1 : nl + 1 + n_out + n_err]
         if len(body) != n_out + n_err:
             break
-        results[c.key] = outcome(fusegate, c.key, rc, body[:n_out].decode(), body[n_out:].decode())
+        results[c.key] = outcome(fusegate, c.key, rc, text(body[:n_out]), text(body[n_out:]))
         i = nl + 1 + n_out + n_err
+    if len(results) < len(cases) or p.returncode != 0:
+        print(f"explain_snapshot: `explain --batch` exit {p.returncode} after {len(results)} of {len(cases)} "
+              f"cases; the rest one a process\n{p.stderr.decode(errors='replace')[-2000:]}", file=sys.stderr)
     for c in cases[len(results):]:
         results[c.key] = outcome(fusegate, c.key, *run(fusegate, c.argv, env))
     return results
+
+
+# Repro cases a batch runs, spread over this many `explain --batch`
+# processes whatever --jobs is, so that the same cases share a process on
+# every machine; and every BATCH_CHECK_EVERY-th of them runs alone as well:
+# its output must be the same bytes as in its batch (a batch that carried
+# state from one case to the next would otherwise be stored by --update).
+BATCH_CHUNKS = 8
+BATCH_CHECK_EVERY = 25
+
+
+def check_batch_against_processes(fusegate, singles, results, env):
+    for c in singles[::BATCH_CHECK_EVERY]:
+        alone = outcome(fusegate, c.key, *run(fusegate, c.argv, env))
+        if alone != results[c.key]:
+            raise RuntimeError(f"explain {c.key}: its output in `explain --batch` differs from its output as a "
+                               "process of its own: the batch carried state between cases")
 
 
 def run_all(fusegate, cases, jobs):
@@ -222,13 +250,14 @@ def run_all(fusegate, cases, jobs):
             singles.append(c)
     # the repro cases in a few explain --batch processes (each starts
     # fusegate once), dealt out in turn so that each holds every size
-    chunks = [singles[k::max(1, 4 * jobs)] for k in range(max(1, 4 * jobs))]
+    chunks = [singles[k::BATCH_CHUNKS] for k in range(BATCH_CHUNKS)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         # the long batches first, so the pool ends evenly
         futs = [pool.submit(run_graph_batch, fusegate, b, env) for b in batches.values()]
         futs += [pool.submit(run_case_batch, fusegate, ch, env) for ch in chunks if ch]
         for f in futs:
             results.update(f.result())
+    check_batch_against_processes(fusegate, singles, results, env)
     return results
 
 
@@ -424,6 +453,23 @@ def self_test(fusegate, snapshot_dir):
         compare("one line modified", 1, "-kernels (999")
         copy.unlink()
         compare("file removed", 1, "new case, not in the snapshot")
+    # a batch whose output for a case is not that case's own process's
+    # output (state carried between cases) is caught, and one whose output
+    # is passes
+    env = clean_env()
+    args = ["ffn_allreduce", "--mode", "C", "--world-size", "1", "--backend", "cpu", "--fusion", "default"]
+    c = Case("repro/ffn_allreduce", " ".join(args), args)
+    for label, batch_text, want in (("batch as its processes", None, None),
+                                    ("batch carrying state", "=== graph not_what_the_process_prints\n", "carried state")):
+        text = batch_text if batch_text is not None else outcome(fusegate, c.key, *run(fusegate, c.argv, env))
+        try:
+            check_batch_against_processes(fusegate, [c], {c.key: text}, env)
+            got = None
+        except RuntimeError as e:
+            got = str(e)
+        ok = (got is None) if want is None else (got is not None and want in got)
+        checks.append(ok)
+        print(f"self-test {label}: {'ok' if ok else 'FAILED'}{'' if got is None else ': ' + got}")
     return 0 if all(checks) else 1
 
 
