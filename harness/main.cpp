@@ -557,9 +557,9 @@ int guarded_main(int argc, char** argv) {
 // `explain --batch FILE`: each line of FILE an explain case, run here as
 // `fusegate explain LINE` would run as a process, its standard output and
 // error caught and written framed (what is written to the file descriptors
-// directly, such as Graphviz's messages under --svg, is not caught). Starting fusegate costs about 0.6 s of
-// CPU (LibTorch's shared libraries and static initialisers), more than
-// explaining most cases: the explain snapshot test runs its 396 repro cases
+// directly, such as Graphviz's messages under --svg, is not caught).
+// Starting fusegate costs about 0.6 s of CPU (LibTorch's shared libraries
+// and static initialisers), more than explaining most cases: the explain snapshot test runs its 396 repro cases
 // through a few of these. explain keeps no state from one case to the next
 // (each compiles from the repro or file it is given); that test runs every
 // 25th of those cases alone too and fails where the bytes differ.
@@ -583,7 +583,7 @@ int explain_batch(const std::string& file) {
   } real;
   int n = 0;
   std::string line;
-  for (int at = 1; std::getline(*in, line); ++at) {
+  while (std::getline(*in, line)) {
     std::istringstream words(line);
     std::vector<std::string> args = {"fusegate", "explain"};
     for (std::string w; words >> w;) args.push_back(w);
