@@ -559,10 +559,11 @@ int guarded_main(int argc, char** argv) {
 // error caught and written framed (what is written to the file descriptors
 // directly, such as Graphviz's messages under --svg, is not caught).
 // Starting fusegate costs about 0.6 s of CPU (LibTorch's shared libraries
-// and static initialisers), more than explaining most cases: the explain snapshot test runs its 396 repro cases
-// through a few of these. explain keeps no state from one case to the next
-// (each compiles from the repro or file it is given); that test runs every
-// 25th of those cases alone too and fails where the bytes differ.
+// and static initialisers), more than explaining most cases: the explain
+// snapshot test runs its 396 repro cases through a few of these. explain
+// keeps no state from one case to the next (each compiles from the repro or
+// file it is given); that test runs every 25th of those cases alone too and
+// fails where the bytes differ.
 int explain_batch(const std::string& file) {
   std::ifstream f;
   std::istream* in = &std::cin;
@@ -600,10 +601,11 @@ int explain_batch(const std::string& file) {
     std::cout.rdbuf(real.out);
     std::cerr.rdbuf(real.err);
     const std::string o = out.str(), e = err.str();
-    std::cout << "#fusegate-explain-case " << n++ << " exit " << rc << " out " << o.size() << " err " << e.size() << "\n"
-              << o << e;
+    std::cout << "#fusegate-explain-case " << n++ << " exit " << rc << " out " << o.size() << " err " << e.size()
+              << "\n" << o << e;
   }
-  if (in->bad()) fg::user_error("explain --batch " + file + ": reading it failed after " + std::to_string(n) + " case(s)");
+  if (in->bad())
+    fg::user_error("explain --batch " + file + ": reading it failed after " + std::to_string(n) + " case(s)");
   std::cout.flush();
   return 0;
 }

@@ -142,6 +142,11 @@ def outcome(fusegate, key, rc, out, err):
     raise RuntimeError(f"explain {key}: exit {rc}\n{err}")
 
 
+def run_alone(fusegate, c, env):
+    """One case in a process of its own: its stored text."""
+    return outcome(fusegate, c.key, *run(fusegate, c.argv, env))
+
+
 def fg_graph_names(path):
     text = re.sub(r"#[^\n]*", "", (SRC / path).read_text())
     return re.findall(r"(?m)^\s*graph\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(", text)
@@ -164,8 +169,7 @@ def run_graph_batch(fusegate, cases, env):
     ran every file of the batch alone: 95 processes a backend and policy,
     about half of this test's time)."""
     if len(cases) == 1:
-        c = cases[0]
-        return {c.key: outcome(fusegate, c.key, *run(fusegate, c.argv, env))}
+        return {cases[0].key: run_alone(fusegate, cases[0], env)}
     files = [c.argv[1] for c in cases]
     names = [fg_graph_names(f) for f in files]
     with tempfile.TemporaryDirectory() as t:
@@ -217,7 +221,7 @@ def run_case_batch(fusegate, cases, env):
         print(f"explain_snapshot: `explain --batch` exit {p.returncode} after {len(results)} of {len(cases)} "
               f"cases; the rest one a process\n{p.stderr.decode(errors='replace')[-2000:]}", file=sys.stderr)
     for c in cases[len(results):]:
-        results[c.key] = outcome(fusegate, c.key, *run(fusegate, c.argv, env))
+        results[c.key] = run_alone(fusegate, c, env)
     return results
 
 
@@ -230,11 +234,11 @@ BATCH_CHUNKS = 8
 BATCH_CHECK_EVERY = 25
 
 
-def check_batch_against_processes(fusegate, singles, results, env):
-    for c in singles[::BATCH_CHECK_EVERY]:
-        alone = outcome(fusegate, c.key, *run(fusegate, c.argv, env))
-        if alone != results[c.key]:
-            raise RuntimeError(f"explain {c.key}: its output in `explain --batch` differs from its output as a "
+def check_batch_against_processes(results, alone):
+    """`alone`: the checked cases' texts, each from a process of its own."""
+    for key, text in alone.items():
+        if text != results[key]:
+            raise RuntimeError(f"explain {key}: its output in `explain --batch` differs from its output as a "
                                "process of its own: the batch carried state between cases")
 
 
@@ -255,9 +259,10 @@ def run_all(fusegate, cases, jobs):
         # the long batches first, so the pool ends evenly
         futs = [pool.submit(run_graph_batch, fusegate, b, env) for b in batches.values()]
         futs += [pool.submit(run_case_batch, fusegate, ch, env) for ch in chunks if ch]
+        checked = {c.key: pool.submit(run_alone, fusegate, c, env) for c in singles[::BATCH_CHECK_EVERY]}
         for f in futs:
             results.update(f.result())
-    check_batch_against_processes(fusegate, singles, results, env)
+        check_batch_against_processes(results, {k: f.result() for k, f in checked.items()})
     return results
 
 
@@ -461,9 +466,9 @@ def self_test(fusegate, snapshot_dir):
     c = Case("repro/ffn_allreduce", " ".join(args), args)
     for label, batch_text, want in (("batch as its processes", None, None),
                                     ("batch carrying state", "=== graph not_what_the_process_prints\n", "carried state")):
-        text = batch_text if batch_text is not None else outcome(fusegate, c.key, *run(fusegate, c.argv, env))
+        alone = run_alone(fusegate, c, env)
         try:
-            check_batch_against_processes(fusegate, [c], {c.key: text}, env)
+            check_batch_against_processes({c.key: alone if batch_text is None else batch_text}, {c.key: alone})
             got = None
         except RuntimeError as e:
             got = str(e)
