@@ -59,6 +59,10 @@
 # SWIGLU_TILE_N=112: the kernel's tiles of 112 output columns, SWIGLU_SIZES
 # then naming sizes whose N 112 divides).
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
+# BENCH_FLOOR=0: no floor (gpu_bench.py --no-floor; by default torch's side
+# also times the block's cuBLAS GEMMs alone, and with the attention, in one
+# CUDA graph: how far under 0.90 of torch's best any forward that keeps
+# those GEMMs can go).
 # BENCH_ROUNDS_ONLY=1: no sweep, only the BENCH_ROUNDS interleaved rounds of
 # fusegate C max-autotune + CUDA graphs against BENCH_TORCH_CONFIG (default
 # torch.compile reduce-overhead): a world-size-2 call cannot hold both.
@@ -94,6 +98,7 @@ case "${EXCHANGE_FAST_PATH:-allreduce_sum}" in
   allreduce_residual | allreduce_sum) ;;
   *) echo "gpu.sh: EXCHANGE_FAST_PATH is allreduce_residual or allreduce_sum, not '$EXCHANGE_FAST_PATH'" >&2; exit 2 ;;
 esac
+case "${BENCH_FLOOR:-1}" in 0|1) ;; *) echo "gpu.sh: BENCH_FLOOR must be 0 or 1, not '$BENCH_FLOOR'" >&2; exit 2 ;; esac
 case "${BENCH_ROUNDS_ONLY:-0}" in
   0) ;;
   1) [[ "${BENCH_ROUNDS:-0}" =~ ^[1-9][0-9]*$ ]] || {
@@ -434,18 +439,19 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     PYTHONUNBUFFERED=1 python3 bench/gpu_bench.py --fusegate "$FG" --out "$o" --world-size "$bench_world" \
       --block "$blk" $([ "${BENCH_QUICK:-0}" = 1 ] && echo --quick) --rounds "${BENCH_ROUNDS:-0}" \
       --warmup-ms "${BENCH_WARMUP_MS:-6000}" $([ "${BENCH_ROUNDS_ONLY:-0}" = 1 ] && echo --rounds-only) \
-      ${BENCH_TORCH_CONFIG:+--torch-config "$BENCH_TORCH_CONFIG"} \
+      ${BENCH_TORCH_CONFIG:+--torch-config "$BENCH_TORCH_CONFIG"} $([ "${BENCH_FLOOR:-1}" = 0 ] && echo --no-floor) \
       2>"$OUTDIR/bench-$blk.err" | tail -45 || tail -20 "$OUTDIR/bench-$blk.err"
     phase "bench $blk done"
   done
   # last, the headline of each block, one line each
-  echo "| block | CUDA graphs: fusegate / torch best | interleaved rounds |"
-  echo "|---|---|---|"
+  echo "| block | CUDA graphs: fusegate / torch best | interleaved rounds | floor: cuBLAS's GEMMs alone |"
+  echo "|---|---|---|---|"
   for blk in ${BENCH_BLOCKS:-h2048}; do
     o=$(bench_dir "$blk")
     head=$(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16-)
     inter=$(grep -m1 -oE '^- CUDA graphs, interleaved: .*' "$o/bench.md" 2>/dev/null | cut -c29-)
-    echo "| $blk | ${head:-no result} | ${inter:--} |"
+    floor=$(grep -m1 -oE '^- (0\.90 of torch.s best is|floor against|floor: not asked|floor: asked for).*' "$o/bench.md" 2>/dev/null | cut -c3-)
+    echo "| $blk | ${head:-no result} | ${inter:--} | ${floor:--} |"
   done
   # what the timed max-autotune graph ran: its fast paths (a blocked one
   # means this GPU lacks its proof) and its GEMMs off cuBLASLt's top-1

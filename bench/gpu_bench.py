@@ -5,7 +5,7 @@ and writes everything to OUT/bench.md).
 
     python3 bench/gpu_bench.py --fusegate ./build-gpu/harness/fusegate --out OUT
                                [--world-size N] [--skip-torch] [--kernels-only]
-                               [--block B] [--quick] [--rounds N]
+                               [--block B] [--quick] [--rounds N] [--no-floor]
                                [--rounds-only [--fusegate-config L] [--torch-config L]]
 
 Configurations, each labelled with its class ("CUDA graphs" or "host
@@ -42,6 +42,12 @@ time:
   the median of the rounds' ratios (rounds.json); with --rounds-only, no
   sweep: the rounds alone of the two named configurations, rounds.json and
   bench.md rewritten after each round.
+- the floor (not with --no-floor or --skip-torch): the block's GEMMs as
+  PyTorch runs them (cuBLAS through F.linear), and those with its attention
+  (SDPA), alone in one CUDA graph on the values a forward gives them, timed
+  on torch's side of the same call, with their energy and device kernels:
+  how far under 0.90 of torch's best a forward that keeps these GEMMs can
+  go at all (at the power cap their energy sets most of its time).
 - the achieved GB/s of fusegate's RMSNorm and pointwise-chain kernels at
   8192 x 4096 bf16 against the measured device-to-device copy bandwidth
   (--kernels-only prints that table alone).
@@ -87,9 +93,10 @@ BLOCK = os.environ.get("GPU_BENCH_BLOCK", "h2048")
 B, S, HIDDEN, HEADS, HEAD_DIM, MLP = BLOCKS.get(BLOCK, BLOCKS["h2048"])
 REPRO = "tp_block_llama_" + BLOCK
 QUICK = os.environ.get("GPU_BENCH_QUICK") == "1"
+FLOOR = os.environ.get("GPU_BENCH_FLOOR", "1") == "1"  # --no-floor: 0
 WARMUP, ITERS = 20, 200
 # Then more untimed calls for this long, as many as fill it at the pace of
-# the first WARMUP, queued back to back (both sides alike: fusegate's
+# WARMUP more calls after the first WARMUP (time_ms), queued back to back (both sides alike: fusegate's
 # `run --warmup-ms`). Under sustained load an H100 settles at its 700 W cap
 # with the SM clock near 1.4-1.6 GHz instead of 1.98; a run that times from
 # a cool start straddles the change, and its median moved 5-10% from process
@@ -132,6 +139,19 @@ if QUICK:
     TORCH_CONFIGS = [c for c in TORCH_CONFIGS if c[2] != "eager"]
 # the compiled host-launch configurations the headline compares against
 TORCH_COMPILED_HOST = ("torch.compile default", "torch.compile max-autotune-no-cudagraphs")
+
+# (label, kind): the floor under any forward that runs cuBLAS's GEMMs. The
+# block's GEMMs (and with the attention) as PyTorch runs them (F.linear,
+# gate and up apart), alone in one CUDA graph on inputs that hold the very
+# values a forward gives them, timed as a configuration is. At the 700 W cap
+# a forward's time follows its energy and the GEMMs spend most of it, so no
+# fusion of the rest can take a forward that keeps these GEMMs below this
+# time: where it lies above 0.90 of torch's best, 0.90 needs GEMMs that beat
+# cuBLAS's. Not configurations: no row of torch's best is ever one of these.
+FLOOR_CONFIGS = [
+    ("floor: the block's GEMMs alone (cuBLAS)", "gemms"),
+    ("floor: the block's GEMMs and attention (cuBLAS + SDPA)", "gemms+attention"),
+]
 
 
 def torch_configs():
@@ -293,14 +313,18 @@ def log(msg):
 
 
 # ---- timing and kernel traces on the GPU -----------------------------------
-def warm_count(ms, pace_ms):
+def warm_count(ms, pace_ms, local=False):
     """How many calls fill `ms` at `pace_ms` each: rank 0's count on every
     rank (a forward holds all-reduces, and a rank that ran one more would
-    pair them wrongly)."""
-    n = torch.tensor([math.ceil(ms / max(pace_ms, 1e-3))], dtype=torch.int64, device="cuda")
-    if dist.is_initialized() and dist.get_world_size() > 1:
-        dist.broadcast(n, 0)
-    return int(n.item())
+    pair them wrongly); `local`, this rank's own count and no collective
+    (a call that holds none, as the floors: a rank whose floor failed
+    then leaves no broadcast unpaired)."""
+    n = math.ceil(ms / max(pace_ms, 1e-3))
+    if local or not (dist.is_initialized() and dist.get_world_size() > 1):
+        return n
+    t = torch.tensor([n], dtype=torch.int64, device="cuda")
+    dist.broadcast(t, 0)
+    return int(t.item())
 
 
 class Nvml:
@@ -447,25 +471,40 @@ def energy_window(fn, steps):
     return out
 
 
-def time_ms(fn, energy=None):
+def time_ms(fn, energy=None, local=False):
     """Median of ITERS CUDA-event timings of fn() after WARMUP calls and
-    about WARMUP_MS of them (as many as fill it at the pace of the first
-    WARMUP, warm_count). With WARMUP_MS and a dict `energy`, it gets the
+    about WARMUP_MS of them (as many as fill it at the pace of WARMUP more
+    calls, warm_count). With WARMUP_MS and a dict `energy`, it gets the
     energy_window of half as many calls again (at most about 1 s of them),
-    right after the timings."""
+    right after the timings, and the warm-up's count and pace.
+
+    The pace is taken from a second WARMUP calls, not the first: the first
+    calls of a compiled configuration still do lazy work (2026-11-27, two
+    H200, h4096: max-autotune-no-cudagraphs' first 20 calls paced its "6000
+    ms" at about 15 ms a forward, so it warmed about 0.26 s, and its energy
+    window of 43 ms saw no step of the counter), as fusegate's warm-up once
+    ran at the pace of host launches while it replayed a graph. `local`:
+    fn holds no collective, and the warm-up count is this rank's own
+    (warm_count)."""
     if energy is not None and WARMUP_MS > 0:
         nvml()
     torch.cuda.synchronize()
-    t0 = time.perf_counter()
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
     n = 0
     if WARMUP_MS > 0:
-        n = warm_count(WARMUP_MS, (time.perf_counter() - t0) * 1e3 / WARMUP)
+        t0 = time.perf_counter()
+        for _ in range(WARMUP):
+            fn()
+        torch.cuda.synchronize()
+        pace = (time.perf_counter() - t0) * 1e3 / WARMUP
+        n = warm_count(WARMUP_MS, pace, local)
         for _ in range(n):
             fn()
         torch.cuda.synchronize()
+        if energy is not None:
+            energy.update(warmup_forwards=n, warmup_pace_ms=pace)
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(ITERS)]
     for a, b in ev:
         a.record()
@@ -476,6 +515,8 @@ def time_ms(fn, energy=None):
     steps = min(n // 2, n * 1000 // WARMUP_MS) if WARMUP_MS > 0 else 0
     if energy is not None and steps > 0:
         energy.update(energy_window(fn, steps))
+    elif energy is not None and WARMUP_MS > 0:
+        energy["why"] = f"no window: {n} warm-up forwards leave none to read"
     return t[len(t) // 2]
 
 
@@ -615,6 +656,117 @@ def run_torch_config(kind, args, ref, traced):
         gc.collect()
 
 
+def floor_inputs(args):
+    """What each GEMM (and the attention) of the block reads in a forward,
+    from one eager forward at this world size, as tensors that stay put:
+    the tensor cores' power depends on the values they multiply, so the
+    floor multiplies the forward's own. No collective, so that a rank that
+    fails here leaves the other waiting on nothing: at world size N the
+    o-proj's partial sum stands for the all-reduced one (the norm after it
+    scales the row to unit RMS either way, and the residual x holds most of
+    it)."""
+    x, ln1, w_qkv, w_o, ln2, w_gate, w_up, w_down = args
+    local = HEADS // dist.get_world_size() * HEAD_DIM
+    h1 = rms_norm(x, ln1).reshape(B * S, HIDDEN).contiguous()
+    qkv = F.linear(h1, w_qkv)
+    q, k, v = (t.view(B, S, -1, HEAD_DIM).transpose(1, 2) for t in qkv.split(local, -1))
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B * S, local).contiguous()
+    o = F.linear(a, w_o)
+    h2 = rms_norm(x.reshape(B * S, HIDDEN) + o, ln2).contiguous()
+    p = (F.silu(F.linear(h2, w_gate)) * F.linear(h2, w_up)).contiguous()
+    return {"h1": h1, "q": q, "k": k, "v": v, "a": a, "h2": h2, "p": p}
+
+
+def build_floor(kind, args, t):
+    """The zero-argument replay of one FLOOR_CONFIGS graph: the block's
+    GEMMs (gemms+attention: and its attention) back to back on the static
+    inputs t (floor_inputs), captured as the whole-forward configuration
+    is (warmed on a side stream, then one CUDA graph)."""
+    _, _, w_qkv, w_o, _, w_gate, w_up, w_down = args
+
+    def steps():
+        outs = [F.linear(t["h1"], w_qkv)]
+        if kind == "gemms+attention":
+            outs.append(F.scaled_dot_product_attention(t["q"], t["k"], t["v"], is_causal=True))
+        elif kind != "gemms":
+            raise ValueError(kind)
+        outs += [F.linear(t["a"], w_o), F.linear(t["h2"], w_gate), F.linear(t["h2"], w_up),
+                 F.linear(t["p"], w_down)]
+        return outs
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            steps()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="thread_local"):
+        out = steps()
+    torch.cuda.synchronize()
+
+    def replay():
+        g.replay()
+        return out
+    return replay
+
+
+def run_floors(args, t):
+    """Every FLOOR_CONFIGS graph: each timed with its energy (time_ms, its
+    own warm-up count: no collective), then, once every one is timed, each
+    one's device kernels counted in one replay (the profiler's overhead
+    can outlive it and would slow a timing after it). Returns label ->
+    result, or {"error": line} for a floor that failed."""
+    out, fns = {}, {}
+    try:
+        for label, kind in FLOOR_CONFIGS:
+            if dist.get_rank() == 0:
+                log(label)
+            try:
+                fns[label] = build_floor(kind, args, t)
+                fns[label]()
+                energy = {}
+                ms = time_ms(fns[label], energy, local=True)
+                out[label] = {"ms": ms, "energy": energy or None}
+            except Exception as e:
+                traceback.print_exc()
+                out[label] = {"error": exc_line(e)}
+                fns.pop(label, None)
+        for label, fn in fns.items():
+            try:
+                out[label]["kernels"] = [k[0] for k in device_kernels(fn, 1)]
+            except Exception as e:
+                traceback.print_exc()
+                out[label] = {"error": f"its kernel count: {exc_line(e)}"}
+    finally:
+        try:
+            torch.cuda.synchronize()
+        except Exception:
+            pass
+        fns.clear()
+        gc.collect()
+    return out
+
+
+def floor_rows(world, results):
+    """FLOOR_CONFIGS' rows from every rank's results (label -> result): a
+    floor that failed on any rank is a failed row, its first error said."""
+    rows = []
+    for label, kind in FLOOR_CONFIGS:
+        got = [r.get(label) or {"error": "no result"} for r in results]
+        bad = [(i, g["error"]) for i, g in enumerate(got) if g.get("error")]
+        row = {"name": label, "kind": kind, "class": GRAPHS, "source": "floor", "ms": None}
+        if bad:
+            i, e = bad[0]
+            row["note"] = f"failed: {e}" + (f" (rank {i})" if world > 1 else "")
+        else:
+            g = got[0]
+            row.update(ms=g["ms"], energy=g.get("energy"), device_kernels=len(g["kernels"]),
+                       kernels=g["kernels"])
+        rows.append(row)
+    return rows
+
+
 def torch_worker(rank, world, port, out):
     """One rank of the PyTorch side. Every rank runs TORCH_CONFIGS in the same
     order and they agree on each one's outcome before the next, so that a
@@ -644,6 +796,25 @@ def torch_worker(rank, world, port, out):
             if rank == 0:
                 log(f"torch: {label}")
             timed[label] = run_torch_config(kind, args, ref, traced=False)
+        floors = {}
+        if trace and FLOOR:
+            # the floors run where the sweep does, not in a round
+            try:
+                t = floor_inputs(args)
+            except Exception as e:  # the configurations' figures are not lost for it
+                traceback.print_exc()
+                t, floors = None, {label: {"error": f"its inputs: {exc_line(e)}"} for label, _ in FLOOR_CONFIGS}
+            if t is not None:
+                floors = run_floors(args, t)
+            t = None
+            torch.cuda.empty_cache()
+        every = [None] * world
+        dist.all_gather_object(every, floors)
+        floor = floor_rows(world, every) if floors else []
+        if rank == 0 and floor:
+            # kept at once: a worker that dies in the traces keeps them
+            dump_json(pathlib.Path(out, "torch.json"), {"world_size": world, "rows": [], "traces": {},
+                                                        "floors": floor})
         for label, cls, kind in torch_configs():
             res = timed[label]
             if "error" not in res and trace:
@@ -673,7 +844,8 @@ def torch_worker(rank, world, port, out):
                                    "timed as it ran, with the host-launch class")
                 traces[label] = {"kernels": ev, **totals}
             rows.append(row)
-            dump_json(pathlib.Path(out, "torch.json"), {"world_size": world, "rows": rows, "traces": traces},
+            dump_json(pathlib.Path(out, "torch.json"),
+                      {"world_size": world, "rows": rows, "traces": traces, "floors": floor},
                       slim=lambda o: {**o, "traces": {}})
     dist.barrier()
     dist.destroy_process_group()
@@ -681,8 +853,10 @@ def torch_worker(rank, world, port, out):
 
 def run_torch(world, out):
     """Spawns the PyTorch ranks (a fresh rendezvous port), waits at most
-    TORCH_TIMEOUT_S, and returns (rows, traces); a configuration that
-    never reported comes back as a failed row."""
+    TORCH_TIMEOUT_S, and returns (rows, traces, floors); a configuration
+    that never reported comes back as a failed row. The floors are rows of
+    their own (floor_rows), never among torch's configurations; none where
+    the sweep did not reach them."""
     path = pathlib.Path(out, "torch.json")
     path.unlink(missing_ok=True)
     want = {label for label, _, _ in torch_configs()}
@@ -695,7 +869,7 @@ def run_torch(world, out):
         data = json.loads(path.read_text()) if path.exists() else {}
     except json.JSONDecodeError:
         data = {}
-    rows, traces = data.get("rows", []), data.get("traces", {})
+    rows, traces, floors = data.get("rows", []), data.get("traces", {}), data.get("floors", [])
     done = {r["name"] for r in rows}
     if teardown:
         for r in rows:
@@ -704,7 +878,7 @@ def run_torch(world, out):
         if label not in done:
             rows.append({"name": label, "class": cls, "source": "torch", "ms": None,
                          "note": f"failed: {why or 'no result'}"})
-    return rows, traces
+    return rows, traces, floors
 
 
 # ---- fusegate ---------------------------------------------------------------
@@ -898,7 +1072,7 @@ def interleaved_rounds(fg, world, out, fg_row, t_row, n, on_round=None):
                     except (TypeError, KeyError, IndexError, ValueError):
                         got["fusegate"] = None
                 else:
-                    rows, _ = run_torch(world, scratch)
+                    rows, _, _ = run_torch(world, scratch)
                     ok = rows and rows[0].get("class") == GRAPHS
                     got["torch"] = rows[0].get("ms") if ok else None
                     got["torch_energy"] = rows[0].get("energy") if rows else None
@@ -1027,6 +1201,49 @@ def headline(fg_rows, torch_rows, skip_torch):
     return lines
 
 
+def floor_lines(floors, fg_best, t_best, ran):
+    """The floor's table (FLOOR_CONFIGS' rows) against torch's and
+    fusegate's best CUDA-graph rows, and what it leaves under 0.90 of
+    torch's best. `ran` False: the sweep asked for no floor (--no-floor or
+    --skip-torch); a floor asked for and missing says so."""
+    lines = ["## The floor: the block's GEMMs alone, one CUDA graph", ""]
+    if not ran:
+        return lines + ["- floor: not asked for (--no-floor or --skip-torch)"]
+    if not floors:
+        return lines + ["- floor: asked for and not measured (the torch workers did not reach it)"]
+    tb = t_best.get("ms") if t_best else None
+    fb = fg_best.get("ms") if fg_best else None
+    lines += ["| floor | device kernels | median ms | of torch's best | fusegate's best over it "
+              "| mJ / forward (mean W, SM clock) |", "|---|---|---|---|---|---|"]
+    for r in floors:
+        ms = r.get("ms")
+        lines.append(f"| {r['name']} | {fmt(r.get('device_kernels'), 'd')} | {fmt(ms, '.3f', 'failed')} "
+                     f"| {fmt(ms / tb if ms and tb else None, '.2f')} | {fmt(fb / ms if ms and fb else None, '.2f')} "
+                     f"| {energy_cell(r.get('energy'))} |")
+    lines.append("")
+    # the verdict first (gpu.sh's summary reads the first "- " line that
+    # starts with "0.90 of torch's best" or "floor"), then the notes
+    g = next((r for r in floors if r.get("ms") and r.get("kind") == "gemms"), None)
+    if g is None or not tb:
+        lines.append("- floor against 0.90 of torch's best: n/a (" +
+                     ("the GEMMs' floor failed" if g is None else "no torch CUDA-graph configuration ran") + ")")
+    else:
+        goal = 0.90 * tb
+        head = (f"- 0.90 of torch's best is {goal:.3f} ms and the GEMMs alone take {g['ms']:.3f} "
+                f"({g['ms'] / tb:.2f} of torch's best): ")
+        if g["ms"] > goal:
+            head += ("no forward that runs these GEMMs reaches 0.90; it needs GEMMs that beat these (cuBLAS "
+                     "through F.linear, gate and up apart)")
+        else:
+            head += f"{1000 * (goal - g['ms']):.1f} µs under 0.90 for all that is not these GEMMs"
+        if fb:
+            head += f"; fusegate's best is {1000 * (fb - g['ms']):.1f} µs above them"
+        lines.append(head)
+    lines += energy_notes((r["name"], r.get("energy")) for r in floors)
+    lines += [f"- {r['name']}: {r['note']}" for r in floors if r.get("note")]
+    return lines
+
+
 def energy_cell(e):
     """A run's energy window (times_ms.energy, or the torch side's): mJ a
     forward with the mean watts and the SM clock; '-' where none was taken
@@ -1038,6 +1255,15 @@ def energy_cell(e):
         return "not read"
     clock = f", {e['sm_mhz']} MHz" if e.get("sm_mhz") else ""
     return f"{e['mj_per_forward']:.1f} ({e['watts']:.0f} W{clock})"
+
+
+def warmup_line(rows):
+    """How long each torch row and floor warmed up: its forwards and their
+    pace (time_ms), so that a row that was not timed at the sustained
+    state shows it; '' where no row says."""
+    got = [f"{r['name']} {r['energy']['warmup_forwards']} x {r['energy']['warmup_pace_ms']:.3f} ms"
+           for r in rows if (r.get("energy") or {}).get("warmup_forwards") is not None]
+    return ("warm-up (forwards x pace): " + "; ".join(got)) if got else ""
 
 
 def energy_notes(named):
@@ -1084,6 +1310,8 @@ def main():
     ap.add_argument("--warmup-ms", type=int, default=WARMUP_MS,
                     help="untimed back-to-back forwards for this long before each side's timings (default "
                          "GPU_BENCH_WARMUP_MS or 6000): the GPU settles at its power cap first")
+    ap.add_argument("--no-floor", action="store_true",
+                    help="leave out the floor (the block's cuBLAS GEMMs alone, timed with torch's side)")
     ap.add_argument("--rounds", type=int, default=0,
                     help="after the sweep, time each side's best CUDA-graph configuration again in this many "
                          "interleaved rounds (ABBA) and report the median ratio; each round is a fresh process a "
@@ -1114,10 +1342,10 @@ def main():
     if a.warmup_ms < 0:
         print(f"gpu_bench: --warmup-ms {a.warmup_ms}: must be 0 or more", file=sys.stderr)
         return 2
-    if a.block != BLOCK or a.quick != QUICK or a.warmup_ms != WARMUP_MS:
+    if a.block != BLOCK or a.quick != QUICK or a.warmup_ms != WARMUP_MS or a.no_floor == FLOOR:
         # run again with the sizes set at import, where the spawned workers read them
         env = dict(os.environ, GPU_BENCH_BLOCK=a.block, GPU_BENCH_QUICK="1" if a.quick else "0",
-                   GPU_BENCH_WARMUP_MS=str(a.warmup_ms))
+                   GPU_BENCH_WARMUP_MS=str(a.warmup_ms), GPU_BENCH_FLOOR="0" if a.no_floor else "1")
         return subprocess.call([sys.executable] + sys.argv, env=env)
     os.makedirs(a.out, exist_ok=True)
     env = os.environ
@@ -1175,9 +1403,9 @@ def main():
                               "profile_run": slim_record((o.get("profile_run") or {}).get("record"))})
 
     # PyTorch: every configuration in one group of workers
-    torch_rows, traces = [], {}
+    torch_rows, traces, floors = [], {}, []
     if not a.skip_torch:
-        torch_rows, traces = run_torch(world, a.out)
+        torch_rows, traces, floors = run_torch(world, a.out)
     rows = fg_rows + torch_rows
     notes += [f"{r['name']}: {r['note']}" for r in rows if r.get("note")]
     notes += sorted({f"torch: {r['teardown']}" for r in torch_rows if r.get("teardown")})
@@ -1206,6 +1434,7 @@ def main():
         returns its text"""
         mlines = ["## fusegate vs PyTorch", "", header, ""] + main_table(rows, torch_rows)
         mlines += [""] + headline(fg_rows, torch_rows, a.skip_torch)
+        mlines += [""] + floor_lines(floors, fg_best_graph, t_best_graph, FLOOR and not a.skip_torch)
         if rlines:
             mlines += [""] + rlines
         mlines += [""] + [f"note: {n}" for n in notes + knotes]
@@ -1213,8 +1442,11 @@ def main():
         mlines += [f"ran: {r['name']}: {x}" for r in fg_rows for x in r.get("ran", [])]
         if torch_rows:
             mlines.append(f"timing: torch rows: rank 0, median of {ITERS} CUDA-event timings after {WARMUP} warm-up "
-                          f"calls and {WARMUP_MS} ms more; kernels from torch.profiler; reduce-overhead and "
-                          "max-autotune with static input addresses")
+                          f"calls and {WARMUP_MS} ms more at the pace of {WARMUP} calls after them; kernels from "
+                          "torch.profiler; reduce-overhead and max-autotune with static input addresses")
+            w = warmup_line(torch_rows + floors)
+            if w:
+                mlines.append(f"timing: torch {w}")
         text = "\n".join(klines + [""] + plines + [""] + mlines)
         tmp = pathlib.Path(a.out, "bench.md.tmp")
         tmp.write_text(text + "\n")

@@ -1,5 +1,7 @@
 """bench/gpu_bench.py's tables: an energy cell that says "not read" has its
-reason under the table, in the main table and in the rounds. The module is
+reason under the table, in the main table and in the rounds; the floor's
+table says what it leaves under 0.90 of torch's best, and a floor that
+failed, was not asked for or never came says so. The module is
 imported with stand-ins for torch and xxhash (its tables need neither): no
 GPU, no torch."""
 import pathlib
@@ -60,6 +62,88 @@ class EnergyNotes(unittest.TestCase):
         self.assertNotIn("round 1, torch", text)
         self.assertNotIn("fusegate: NVML", text)
         self.assertIn("median of 2 rounds", text)
+
+
+GEMMS, ATTN = (label for label, _ in gpu_bench.FLOOR_CONFIGS)
+
+
+def floor_result(ms, kernels=5):
+    return {"ms": ms, "energy": READ, "kernels": ["gemm"] * kernels}
+
+
+class Floor(unittest.TestCase):
+    fg = {"name": "fusegate C max-autotune + CUDA graphs", "ms": 0.246}
+    th = {"name": "torch.compile default + whole-forward CUDA graph", "ms": 0.258}
+
+    def rows(self, gemms_ms, attn_ms):
+        return gpu_bench.floor_rows(1, [{GEMMS: floor_result(gemms_ms), ATTN: floor_result(attn_ms, 6)}])
+
+    def test_gemms_above_the_goal_say_no_fusion_reaches_it(self):
+        text = "\n".join(gpu_bench.floor_lines(self.rows(0.241, 0.252), self.fg, self.th, True))
+        self.assertIn("- 0.90 of torch's best is 0.232 ms and the GEMMs alone take 0.241 (0.93 of torch's best): "
+                      "no forward that runs these GEMMs reaches 0.90; it needs GEMMs that beat these", text)
+        self.assertIn("fusegate's best is 5.0 µs above them", text)
+        self.assertIn("| 5 | 0.241 | 0.93 | 1.02 |", text)  # kernels, ms, of torch's best, fusegate over it
+        self.assertIn("| 6 | 0.252 | 0.98 | 0.98 |", text)
+
+    def test_gemms_under_the_goal_say_the_room_left(self):
+        text = "\n".join(gpu_bench.floor_lines(self.rows(0.210, 0.225), self.fg, self.th, True))
+        self.assertIn("22.2 µs under 0.90 for all that is not these GEMMs; fusegate's best is 36.0 µs above them",
+                      text)
+        self.assertNotIn("beat these", text)
+
+    def test_a_floor_failed_on_one_rank_is_a_failed_row_naming_it(self):
+        rows = gpu_bench.floor_rows(2, [{GEMMS: floor_result(0.1), ATTN: floor_result(0.11)},
+                                        {GEMMS: {"error": "RuntimeError: CUDA out of memory"}}])
+        self.assertIsNone(rows[0]["ms"])
+        self.assertEqual(rows[0]["note"], "failed: RuntimeError: CUDA out of memory (rank 1)")
+        self.assertEqual(rows[1]["note"], "failed: no result (rank 1)")  # rank 1 never gave the second
+        text = "\n".join(gpu_bench.floor_lines(rows, self.fg, self.th, True))
+        self.assertIn("| failed |", text)
+        self.assertIn("n/a (the GEMMs' floor failed)", text)
+
+    def test_gpu_sh_summary_reads_the_verdict_not_a_note(self):
+        # the pattern gpu.sh's last table greps from each bench.md, run on
+        # floor_lines' text: a failed attention floor's note must not
+        # stand in for the verdict
+        import re
+        import subprocess
+        sh = (pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu.sh").read_text()
+        pattern = re.search(r"floor=\$\(grep -m1 -oE '([^']+)'", sh).group(1)
+
+        def summary(lines):
+            p = subprocess.run(["grep", "-m1", "-oE", pattern], input="\n".join(lines) + "\n",
+                               capture_output=True, text=True)
+            return p.stdout.strip()
+        failed_attn = gpu_bench.floor_rows(1, [{GEMMS: floor_result(0.241), ATTN: {"error": "RuntimeError: x"}}])
+        got = summary(gpu_bench.floor_lines(failed_attn, self.fg, self.th, True))
+        self.assertTrue(got.startswith("- 0.90 of torch's best is 0.232 ms"), got)
+        self.assertIn("RuntimeError: x", "\n".join(gpu_bench.floor_lines(failed_attn, self.fg, self.th, True)))
+        for floors, ran, want in (([], False, "- floor: not asked for"), ([], True, "- floor: asked for and not"),
+                                  (self.rows(0.2, 0.21), True, "- 0.90 of torch's best"),
+                                  (gpu_bench.floor_rows(1, [{}]), True, "- floor against 0.90 of torch's best: n/a")):
+            got = summary(gpu_bench.floor_lines(floors, self.fg, self.th, ran))
+            self.assertTrue(got.startswith(want), (want, got))
+
+    def test_never_a_silent_absence(self):
+        self.assertIn("not asked for", "\n".join(gpu_bench.floor_lines([], self.fg, self.th, False)))
+        self.assertIn("asked for and not measured", "\n".join(gpu_bench.floor_lines([], self.fg, self.th, True)))
+        text = "\n".join(gpu_bench.floor_lines(self.rows(0.2, 0.21), self.fg, None, True))
+        self.assertIn("n/a (no torch CUDA-graph configuration ran)", text)
+
+
+class Warmup(unittest.TestCase):
+    def test_each_row_says_how_long_it_warmed(self):
+        rows = [row("torch.compile reduce-overhead", gpu_bench.GRAPHS, 0.256,
+                    {**READ, "warmup_forwards": 23438, "warmup_pace_ms": 0.256}),
+                row("torch.compile max-autotune-no-cudagraphs", gpu_bench.HOST, 0.630,
+                    {"why": "NVML's energy counter stepped 0 time(s)", "warmup_forwards": 410,
+                     "warmup_pace_ms": 14.634}),
+                row("torch eager", gpu_bench.HOST, 1.0, None)]  # no warm-up asked: not named
+        line = gpu_bench.warmup_line(rows)
+        self.assertEqual(line, "warm-up (forwards x pace): torch.compile reduce-overhead 23438 x 0.256 ms; "
+                               "torch.compile max-autotune-no-cudagraphs 410 x 14.634 ms")
+        self.assertEqual(gpu_bench.warmup_line([rows[2]]), "")
 
 
 if __name__ == "__main__":
