@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "fusion/bisect.h"
@@ -554,10 +555,65 @@ int guarded_main(int argc, char** argv) {
   }
 }
 
+// What a case writes to file descriptors 1 and 2 directly, past std::cout
+// and std::cerr (a child process such as Graphviz's dot under --svg, or the
+// shell saying it found no dot; a library's own fprintf), caught in two
+// temporary files for the length of one case. The real descriptors are
+// kept aside and put back, whatever the case throws.
+class FdCapture {
+ public:
+  FdCapture() : out_(::dup(1)), err_(::dup(2)) {
+    if (out_ < 0 || err_ < 0) throw fg::InternalError("explain --batch: cannot duplicate stdout/stderr");
+  }
+  ~FdCapture() {
+    restore();
+    ::close(out_);
+    ::close(err_);
+  }
+  // from here on, descriptors 1 and 2 write to fresh temporary files
+  void begin() {
+    std::fflush(nullptr);
+    tmp_out_.reset(std::tmpfile());
+    tmp_err_.reset(std::tmpfile());
+    if (!tmp_out_ || !tmp_err_) throw fg::InternalError("explain --batch: cannot make a temporary file");
+    if (::dup2(::fileno(tmp_out_.get()), 1) < 0 || ::dup2(::fileno(tmp_err_.get()), 2) < 0) {
+      restore();
+      throw fg::InternalError("explain --batch: cannot redirect stdout/stderr");
+    }
+  }
+  // the real descriptors back; what the case wrote to each
+  std::pair<std::string, std::string> end() {
+    std::fflush(nullptr);
+    restore();
+    return {slurp(tmp_out_.get()), slurp(tmp_err_.get())};
+  }
+
+ private:
+  struct Closer {
+    void operator()(FILE* f) const { std::fclose(f); }
+  };
+  void restore() {
+    std::fflush(nullptr);
+    ::dup2(out_, 1);
+    ::dup2(err_, 2);
+  }
+  static std::string slurp(FILE* f) {
+    std::string s;
+    if (!f) return s;
+    std::rewind(f);
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+    return s;
+  }
+  int out_, err_;
+  std::unique_ptr<FILE, Closer> tmp_out_, tmp_err_;
+};
+
 // `explain --batch FILE`: each line of FILE an explain case, run here as
 // `fusegate explain LINE` would run as a process, its standard output and
-// error caught and written framed (what is written to the file descriptors
-// directly, such as Graphviz's messages under --svg, is not caught).
+// error caught and written framed: what it writes through std::cout and
+// std::cerr first, then what reached the descriptors directly (FdCapture;
+// a process of its own would have them in the order written).
 // Starting fusegate costs about 0.6 s of CPU (LibTorch's shared libraries
 // and static initialisers), more than explaining most cases: the explain
 // snapshot test runs its 396 repro cases through a few of these. explain
@@ -582,6 +638,7 @@ int explain_batch(const std::string& file) {
       std::cerr.rdbuf(err);
     }
   } real;
+  FdCapture fds;  // declared after `real`: the descriptors come back first
   int n = 0;
   std::string line;
   while (std::getline(*in, line)) {
@@ -595,12 +652,14 @@ int explain_batch(const std::string& file) {
     std::ostringstream out, err;
     std::cout.rdbuf(out.rdbuf());
     std::cerr.rdbuf(err.rdbuf());
+    fds.begin();
     ++batch_depth;  // a case holding --batch (or --batch=FILE) is its own exit 2
     const int rc = guarded_main(static_cast<int>(args.size()), argv.data());
     --batch_depth;
+    const auto [fd_out, fd_err] = fds.end();
     std::cout.rdbuf(real.out);
     std::cerr.rdbuf(real.err);
-    const std::string o = out.str(), e = err.str();
+    const std::string o = out.str() + fd_out, e = err.str() + fd_err;
     std::cout << "#fusegate-explain-case " << n++ << " exit " << rc << " out " << o.size() << " err " << e.size()
               << "\n" << o << e;
   }

@@ -256,6 +256,25 @@ assert b"holds --batch" in cases[3][2], cases[3][2]  # no batch inside a case
 print("frames ok")
 PY
     expect_out "frames ok"
+    # what reaches descriptor 2 directly (here the shell that finds no
+    # Graphviz `dot` on an empty PATH) is the case's too, not the batch's
+    printf 'ffn_allreduce --repro-dir %s --world-size 1 --mode C --dot %s --svg\nno_such_repro\n' \
+      "$T/repros" "$T/dot" >"$T/cases"
+    PATH="$T/no_bin" "$FG" explain --batch "$T/cases" >"$T/batch" 2>"$T/batch_err"; expect_rc $? 0
+    python3 - "$T/batch" "$T/batch_err" >"$T/out" 2>&1 <<'PY' || fail "descriptor-level output of a case"
+import sys
+data, own_err = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+head, rest = data.split(b"\n", 1)
+h = head.split()
+assert h[0] == b"#fusegate-explain-case" and h[3] == b"2", head  # graphviz failed: exit 2
+n_out, n_err = int(h[5]), int(h[7])
+err = rest[n_out : n_out + n_err]
+assert b"not found" in err and b"graphviz `dot` failed" in err, err
+assert rest[n_out + n_err :].startswith(b"#fusegate-explain-case 1 exit 2 "), rest[n_out + n_err :][:80]
+assert b"not found" not in own_err, own_err
+print("descriptors ok")
+PY
+    expect_out "descriptors ok"
     "$FG" explain --batch - --world-size 2 </dev/null >"$T/out" 2>&1; expect_rc $? 2
     expect_out "--world-size goes on each case's line"
     "$FG" explain --batch "$T/none" >"$T/out" 2>&1; expect_rc $? 2
