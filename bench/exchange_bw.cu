@@ -14,7 +14,10 @@
 //   (the fast path's runtime compiles the same file through NVRTC), with the
 //   runtime's grid (blocks of 512 threads, one a 512 chunks of 8, every
 //   block resident), and the result checked against the f32 sum rounded
-//   once (the inputs hold no -0.0: the sentinel's escape is not exercised);
+//   once, -0.0 taken as +0.0 (every 97th element is -0.0, the sentinel's
+//   bits, on one rank, the other, both or neither, so the writers' escape
+//   of it is exercised: a writer that sent it as it is would leave its
+//   reader waiting, a sum of two that kept the sign would differ);
 // - push: each GPU stores its n bf16 into the other's memory, 16 bytes a
 //   thread a store, the exchange's grid (the link's write rate both ways at
 //   once);
@@ -97,7 +100,11 @@ __global__ void fill_pattern(uint16_t* p, int64_t n, int rank) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const float v = static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 61) - 30) / 16.f;
-    p[i] = static_cast<uint16_t>(__float_as_uint(v) >> 16);  // exact in bf16
+    // every 97th element in turn: -0.0 on both ranks, on rank 0 only, on
+    // rank 1 only, on neither (a sum of -0.0 and -0.0 is +0.0 here)
+    const int64_t turn = (i / 97) % 4;
+    const bool negative_zero = i % 97 == 0 && (turn == 0 || turn == 1 + rank);
+    p[i] = negative_zero ? uint16_t{0x8000} : static_cast<uint16_t>(__float_as_uint(v) >> 16);  // exact in bf16
   }
 }
 
@@ -257,7 +264,8 @@ int main() {
     const double ex = time_pair(side, 20, warmup_ms, [&](int r, cudaStream_t s) {
       fastpath_allreduce_sum<<<blocks, threads, 0, s>>>(partial[r], out[r], regs, static_cast<int64_t>(n), 2, r);
     });
-    // the sum, as the fast path defines it: f32 sum of both partials, rounded once
+    // the sum, as the fast path defines it: f32 sum of both partials (-0.0
+    // as +0.0), rounded once
     std::vector<uint16_t> p0(n), p1(n), o0(n), o1(n);
     CK(cudaMemcpy(p0.data(), partial[0], bytes, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(p1.data(), partial[1], bytes, cudaMemcpyDeviceToHost));
@@ -266,7 +274,8 @@ int main() {
     long long bad = 0;
     for (long long i = 0; i < n; ++i) {
       float a, b;
-      uint32_t ua = static_cast<uint32_t>(p0[i]) << 16, ub = static_cast<uint32_t>(p1[i]) << 16;
+      uint32_t ua = p0[i] == 0x8000 ? 0u : static_cast<uint32_t>(p0[i]) << 16;
+      uint32_t ub = p1[i] == 0x8000 ? 0u : static_cast<uint32_t>(p1[i]) << 16;
       std::memcpy(&a, &ua, 4);
       std::memcpy(&b, &ub, 4);
       const float s = a + b;  // exact: both are multiples of 1/16 under 2
