@@ -17,6 +17,7 @@
 #include "harness/nodes.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
+#include "kernels/cpu/jit.h"
 #include "kernels/fastpaths/catalog.h"
 #include "repros/registry.h"
 
@@ -281,5 +282,53 @@ int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Select
 }
 
 }  // namespace
+
+// fusegate proofs: every fast path's proof file on each backend (cuda: each
+// GPU model folder), as this tree would take it, so that a stale proof is
+// seen before a GPU run blocks its fast path (2026-11-27: an H200 run found
+// causal_attention's proof stale and allreduce_sum's missing only when it
+// ran). 0 listed; --strict: 1 when a file is stale or none was found; 2 bad
+// input (an unknown backend, a malformed proof).
+int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool strict) {
+  if (backend != "cpu" && backend != "cuda" && backend != "all")
+    user_error("proofs --backend '" + backend + "': cpu, cuda or all");
+  std::vector<std::string> names;
+  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
+  std::vector<ProofEntry> rows;
+  for (const char* b : {"cpu", "cuda"}) {
+    if (backend != "all" && backend != b) continue;
+    const Backend be = std::string(b) == "cpu" ? Backend::Cpu : Backend::Cuda;
+    auto got = proof_inventory(golden_dir, b, names, [&](const std::string& n) { return fast_path_source_hash(n, be); },
+                               be == Backend::Cpu ? jit_compiler_version() : "");
+    rows.insert(rows.end(), got.begin(), got.end());
+  }
+  std::cout << "proofs under " << golden_dir << "/proofs, against this tree's kernel sources (cpu: and this host's "
+            << "compiler)\n| fast path | backend | GPU model | world sizes | cases | shape classes | status |\n"
+            << "|---|---|---|---|---|---|---|\n";
+  int files = 0, current = 0, stale = 0, none = 0;
+  for (const auto& e : rows) {
+    std::string worlds;
+    for (int w : e.worlds) worlds += (worlds.empty() ? "" : " ") + std::to_string(w);
+    const bool present = e.status != "none";
+    files += present;
+    current += e.status == "current";
+    stale += present && e.status != "current";
+    none += !present;
+    std::cout << "| " << e.fast_path << " | " << e.backend << " | " << e.gpu << " | " << (present ? worlds : "-")
+              << " | " << (present ? std::to_string(e.cases) : "-") << " | "
+              << (present ? std::to_string(e.shape_classes.size()) : "-") << " | " << e.status << " |\n";
+  }
+  if (files == 0) {
+    std::cout << "no proof files under " << golden_dir << "/proofs" << (strict ? ": nothing vouches for a fast path"
+                                                                             : "") << "\n";
+    return strict ? 1 : 0;
+  }
+  std::cout << files << " proof file(s): " << current << " current, " << stale << " stale; " << none
+            << " fast path(s) with none on a backend or GPU model that holds others\n";
+  if (stale)
+    std::cout << "a stale proof blocks its fast path where it runs: re-prove it on that backend or GPU model "
+                 "(fusegate prove --fast-path NAME --world-size N... [--backend cuda])\n";
+  return strict && stale ? 1 : 0;
+}
 
 }  // namespace fg

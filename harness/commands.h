@@ -49,6 +49,9 @@ std::vector<std::string> dry_fast_path_sites(const Repro& r, int world, Backend 
 // spec.ab_fast_path forced against the generic path.
 int cmd_ab(const RunSpec& spec, const std::string& json_out);
 int cmd_prove(const std::string& fast_path, const std::vector<int>& worlds, const Selection& sel);
+// fusegate proofs (harness/ab.cpp): each fast path's proof files and whether
+// this tree would take them; backend cpu, cuda or all.
+int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool strict);
 
 // fusegate bisect (harness/bisect.cpp): 0 nothing to bisect, 1 culprit found
 // (or bad with every subsystem off), 2 bad input, 125 cannot test.

@@ -207,6 +207,14 @@ int run_main(int argc, char** argv) {
   add_common(prove);
   add_nodes(prove, &sel.nodes);
 
+  std::string proofs_backend = "all";
+  bool proofs_strict = false;
+  auto* proofs = app.add_subcommand("proofs", "list every fast path's proof files (cpu; cuda, per GPU model) and "
+                                              "whether this tree takes them");
+  proofs->add_option("--golden-dir", sel.golden_dir, "folder of golden files (and proofs)");
+  proofs->add_option("--backend", proofs_backend, "cpu, cuda or all")->capture_default_str();
+  proofs->add_flag("--strict", proofs_strict, "exit 1 when a proof file is stale or there is none");
+
   std::string bisect_json;
   auto* bisect = app.add_subcommand("bisect", "find the fusion decision, rewrite or fast path site that makes a "
                                               "repro's outputs fail their accuracy check");
@@ -409,6 +417,7 @@ int run_main(int argc, char** argv) {
     return cmd_ab(spec, ab_json);
   }
   if (*prove) return cmd_prove(prove_name, prove_worlds, sel);
+  if (*proofs) return cmd_proofs(sel.golden_dir, proofs_backend, proofs_strict);
   if (*fuzz) {
     fopts.backend = sel.backend;
     if (fuzz_fusion == "all") fopts.policies = {FusionPolicy::Default, FusionPolicy::MaxAutotune, FusionPolicy::None};

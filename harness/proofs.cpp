@@ -183,4 +183,54 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
   return out;
 }
 
+std::vector<ProofEntry> proof_inventory(const std::string& root, const std::string& backend,
+                                        const std::vector<std::string>& names,
+                                        const std::function<std::string(const std::string&)>& hash_of,
+                                        const std::string& compiler) {
+  std::vector<ProofEntry> out;
+  const std::filesystem::path dir = std::filesystem::path(root) / "proofs" / backend;
+  // cuda: the model folders; cpu: the one folder
+  std::vector<std::filesystem::path> folders;
+  std::error_code ec;
+  if (backend == "cuda") {
+    if (std::filesystem::is_directory(dir, ec))
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.is_directory()) folders.push_back(e.path());
+    std::sort(folders.begin(), folders.end());
+  } else {
+    folders.push_back(dir);
+  }
+  for (const auto& folder : folders) {
+    std::vector<ProofEntry> rows;
+    std::string model;  // what the folder's proofs say they ran on
+    for (const auto& name : names) {
+      ProofEntry e;
+      e.fast_path = name;
+      e.backend = backend;
+      e.status = "none";
+      const std::string path = (folder / (name + ".json")).string();
+      if (std::optional<json> p = load_proof(path, backend, name)) {
+        if (backend == "cuda") model = (*p)["env"]["gpu"].get<std::string>();
+        if ((*p)["source_hash"] != hash_of(name))
+          e.status = "stale: source changed";
+        else if (backend == "cpu" && !compiler.empty() && (*p)["env"].contains("compiler") &&
+                 (*p)["env"]["compiler"] != compiler)
+          e.status = "stale: compiler changed (proved with " + (*p)["env"]["compiler"].get<std::string>() + ")";
+        else
+          e.status = "current";
+        for (const auto& w : (*p)["world_sizes"]) e.worlds.insert(w.get<int>());
+        e.cases = static_cast<int>((*p)["cases"].size());
+        for (const auto& k : (*p)["cases"]) e.shape_classes.insert(k["shape_class"].get<std::string>());
+      }
+      rows.push_back(std::move(e));
+    }
+    if (backend == "cuda") {
+      if (model.empty()) continue;  // a folder with no proof of any fast path
+      for (auto& e : rows) e.gpu = model;
+    }
+    for (auto& e : rows) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace fg

@@ -58,4 +58,25 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
                                               const std::function<std::string(const std::string&)>& hash_of,
                                               const std::string& gpu, const std::string& compiler = "");
 
+// One line of `fusegate proofs`: a fast path's proof file on one backend
+// (cuda: one GPU model folder under proofs/cuda; every folder that holds
+// some fast path's proof is listed for every fast path, so a model that
+// lacks one shows it), as this tree would take it.
+struct ProofEntry {
+  std::string fast_path, backend;
+  std::string gpu;             // cuda: the folder's model (its proofs' env.gpu, else the folder's name)
+  std::string status;          // "current", "stale: source changed", "stale: compiler changed", "none"
+  std::set<int> worlds;        // what the file covers (present files)
+  int cases = 0;
+  std::set<std::string> shape_classes;
+};
+// Every fast path in `names` on `backend` ("cpu" or "cuda") under `root`,
+// checked against `hash_of(name)` (the source this tree compiles) and, on
+// cpu, the host `compiler` ("" skips it). A malformed file is a UserError
+// naming it, as everywhere a proof is read.
+std::vector<ProofEntry> proof_inventory(const std::string& root, const std::string& backend,
+                                        const std::vector<std::string>& names,
+                                        const std::function<std::string(const std::string&)>& hash_of,
+                                        const std::string& compiler = "");
+
 }  // namespace fg

@@ -946,6 +946,44 @@ PY
     [ ! -e "$T/g3/proofs/cpu/qkv_rmsnorm_local.json" ] || fail "a failing prove wrote a proof"
     "$FG" prove --fast-path qkv_rmsnorm_tp --world-size 3 --golden-dir "$T/g3" >"$T/out" 2>&1; expect_rc $? 2
     expect_out "matches no repro at world size 3" ;;
+  proofs_inventory)
+    # `fusegate proofs` lists every proof file as this tree takes it: a
+    # current one, one whose source changed (and --strict fails on it), a
+    # GPU model that lacks one, a malformed file, bad flags, no proofs
+    "$FG" proofs --golden-dir "$T/golden" >"$T/out" 2>&1; expect_rc $? 0
+    expect_out '^\| allreduce_sum \| cpu \|  \| [0-9 ]+ \| [0-9]+ \| [0-9]+ \| current \|$'
+    expect_out '^\| gate_up_swiglu \| cuda \| NVIDIA H100 80GB HBM3 \| 1 2 \| [0-9]+ \| [0-9]+ \| current \|$'
+    expect_out ' 0 stale'
+    "$FG" proofs --golden-dir "$T/golden" --strict >"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T/golden/proofs/cpu/allreduce_sum.json" <<'PY'
+import json, sys
+p = sys.argv[1]; j = json.load(open(p)); j["source_hash"] = "0000000000000000"
+open(p, "w").write(json.dumps(j, indent=1) + "\n")
+PY
+    rm "$T/golden/proofs/cuda/NVIDIA_H200/allreduce_sum.json"
+    "$FG" proofs --golden-dir "$T/golden" --backend cpu >"$T/out" 2>&1; expect_rc $? 0
+    expect_out '^\| allreduce_sum \| cpu \|  \| [0-9 ]+ \| [0-9]+ \| [0-9]+ \| stale: source changed \|$'
+    expect_out ' 1 stale'; expect_out "re-prove it"
+    grep -q '| cuda |' "$T/out" && fail "--backend cpu listed cuda proofs"
+    "$FG" proofs --golden-dir "$T/golden" --strict >"$T/out" 2>&1; expect_rc $? 1
+    expect_out '^\| allreduce_sum \| cuda \| NVIDIA H200 \| - \| - \| - \| none \|$'
+    # what `run` would say of the same file: blocked, its source changed
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 2 \
+      --fusion max-autotune --out "$T/r.json" >/dev/null 2>&1
+    python3 - "$T/r.json" >>"$T/out" 2>&1 <<'PY' || fail "run does not block the fast path whose proof proofs calls stale"
+import json, sys
+fp = {f["name"]: f["status"] for f in json.load(open(sys.argv[1]))["ranks"][0]["fast_paths"]}
+assert "source changed" in fp.get("allreduce_sum", ""), fp
+PY
+    echo '{"schema": 1,' >"$T/golden/proofs/cuda/NVIDIA_H200/gate_up_swiglu.json"
+    "$FG" proofs --golden-dir "$T/golden" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "NVIDIA_H200/gate_up_swiglu.json"
+    "$FG" proofs --golden-dir "$T/golden" --backend tpu >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "cpu, cuda or all"
+    mkdir -p "$T/empty"
+    "$FG" proofs --golden-dir "$T/empty" >"$T/out" 2>&1; expect_rc $? 0; expect_out "no proof files"
+    "$FG" proofs --golden-dir "$T/empty" --strict >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "nothing vouches for a fast path" ;;
   fast_paths_fewer_launches)
     # proven fast paths launch fewer kernels than the generic path, and the
     # accuracy checks pass
