@@ -199,6 +199,19 @@ placement_fault_check() {
 # the output folder of block $1's bench
 bench_dir() { if [ "$1" = h2048 ]; then echo "$OUTDIR"; else echo "$OUTDIR/bench-$1"; fi; }
 phase built
+# the proofs this GPU's model lacks or holds stale (`fusegate proofs`): a
+# fast path whose proof is not current here runs blocked in every timing of
+# this call, and the call's tables would say so only at their end
+gpu_model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+$FG proofs --backend cuda >"$OUTDIR/proofs.txt" 2>&1 || echo "fusegate proofs: exit $? (see $OUTDIR/proofs.txt)"
+not_current=$(grep -F "| cuda | $gpu_model |" "$OUTDIR/proofs.txt" | grep -v "| current |$" | cut -d'|' -f2,8 | tr -s ' ')
+if [ -z "$(grep -F "| cuda | $gpu_model |" "$OUTDIR/proofs.txt")" ]; then
+  echo "proofs: none for $gpu_model: every cuda fast path runs blocked here (bash bench/gpu.sh prove)"
+elif [ -n "$not_current" ]; then
+  echo "proofs not current on $gpu_model (blocked here until proven on it):"; echo "$not_current"
+else
+  echo "proofs: every fast path's is current on $gpu_model"
+fi
 # placement: the residual placement measured again in every max-autotune C
 # cuda golden (their tables dropped in this copy, then blessed at $worlds),
 # the check of them, and the forced placement that the check must catch;
