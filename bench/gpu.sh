@@ -204,8 +204,9 @@ phase built
 # this call, and the call's tables would say so only at their end
 gpu_model=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 $FG proofs --backend cuda >"$OUTDIR/proofs.txt" 2>&1 || echo "fusegate proofs: exit $? (see $OUTDIR/proofs.txt)"
-not_current=$(grep -F "| cuda | $gpu_model |" "$OUTDIR/proofs.txt" | grep -v "| current |$" | cut -d'|' -f2,8 | tr -s ' ')
-if [ -z "$(grep -F "| cuda | $gpu_model |" "$OUTDIR/proofs.txt")" ]; then
+model_rows=$(grep -F "| cuda | $gpu_model |" "$OUTDIR/proofs.txt")
+not_current=$(grep -v "| current |$" <<<"$model_rows" | cut -d'|' -f2,8 | tr -s ' ')
+if [ -z "$model_rows" ]; then
   echo "proofs: none for $gpu_model: every cuda fast path runs blocked here (bash bench/gpu.sh prove)"
 elif [ -n "$not_current" ]; then
   echo "proofs not current on $gpu_model (blocked here until proven on it):"; echo "$not_current"

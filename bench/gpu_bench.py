@@ -600,27 +600,33 @@ def build(kind, args):
         return lambda: c(*static)
     if kind == "default+graph":
         # the compiled default function captured whole in one CUDA graph on
-        # static inputs: warm up on a side stream (compiles, and settles the
-        # allocator), then capture; NCCL's watchdog thread keeps querying
-        # events, hence a thread-local capture.
+        # static inputs
         c = torch.compile(block, fullgraph=True)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                c(*args)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, capture_error_mode="thread_local"):
-            out = c(*args)
-        torch.cuda.synchronize()
-
-        def replay():
-            g.replay()
-            return out
-        return replay
+        return whole_graph(lambda: c(*args))
     raise ValueError(kind)
+
+
+def whole_graph(fn):
+    """fn() captured whole in one CUDA graph: warmed on a side stream (it
+    compiles, and the allocator settles), then captured thread-locally
+    (NCCL's watchdog thread keeps querying events); returns the
+    zero-argument replay, which returns the captured outputs."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="thread_local"):
+        out = fn()
+    torch.cuda.synchronize()
+
+    def replay():
+        g.replay()
+        return out
+    return replay
 
 
 def run_torch_config(kind, args, ref, traced):
@@ -681,7 +687,7 @@ def build_floor(kind, args, t):
     """The zero-argument replay of one FLOOR_CONFIGS graph: the block's
     GEMMs (gemms+attention: and its attention) back to back on the static
     inputs t (floor_inputs), captured as the whole-forward configuration
-    is (warmed on a side stream, then one CUDA graph)."""
+    is (whole_graph)."""
     _, _, w_qkv, w_o, _, w_gate, w_up, w_down = args
 
     def steps():
@@ -693,22 +699,7 @@ def build_floor(kind, args, t):
         outs += [F.linear(t["a"], w_o), F.linear(t["h2"], w_gate), F.linear(t["h2"], w_up),
                  F.linear(t["p"], w_down)]
         return outs
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            steps()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, capture_error_mode="thread_local"):
-        out = steps()
-    torch.cuda.synchronize()
-
-    def replay():
-        g.replay()
-        return out
-    return replay
+    return whole_graph(steps)
 
 
 def run_floors(args, t):

@@ -592,7 +592,6 @@ class FdCapture {
   }
   // the real descriptors back; what the case wrote to each
   std::pair<std::string, std::string> end() {
-    std::fflush(nullptr);
     restore();
     return {slurp(tmp_out_.get()), slurp(tmp_err_.get())};
   }

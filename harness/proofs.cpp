@@ -52,6 +52,20 @@ std::string hint_for(const std::string& backend, const std::string& name) {
          (backend == "cpu" ? "" : " --backend " + backend);
 }
 
+// Why a proof that reads well no longer holds here, or "": its kernel source
+// changed (hash: what this tree compiles), on cuda the GPU model differs
+// (gpu "" skips it), on cpu the host compiler differs (compiler "" skips it).
+// The one judgment of a run (read_proofs) and of `fusegate proofs`.
+std::string why_invalid(const json& p, const std::string& hash, const std::string& backend, const std::string& gpu,
+                        const std::string& compiler) {
+  if (p["source_hash"] != hash) return "source changed";
+  if (backend == "cuda" && !gpu.empty() && p["env"]["gpu"] != gpu)
+    return "GPU changed: proved on " + p["env"]["gpu"].get<std::string>() + ", this is " + gpu;
+  if (backend == "cpu" && !compiler.empty() && p["env"].contains("compiler") && p["env"]["compiler"] != compiler)
+    return "compiler changed: proved with " + p["env"]["compiler"].get<std::string>() + ", this is " + compiler;
+  return "";
+}
+
 }  // namespace
 
 std::optional<json> load_proof(const std::string& path, const std::string& backend, const std::string& name) {
@@ -154,7 +168,7 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
         for (const auto& path : all) {
           std::optional<json> p = load_proof(path, backend, name);
           st.present = true;
-          if ((*p)["source_hash"] != hash_of(name)) {
+          if (!why_invalid(*p, hash_of(name), backend, "", "").empty()) {
             stale = true;
             continue;
           }
@@ -169,14 +183,7 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
     std::optional<json> p = load_proof(proof_path(root, backend, name, gpu), backend, name);
     if (!p) continue;
     st.present = true;
-    if ((*p)["source_hash"] != hash_of(name))
-      st.invalid = "source changed";
-    else if (backend == "cuda" && !gpu.empty() && (*p)["env"]["gpu"] != gpu)
-      st.invalid = "GPU changed: proved on " + (*p)["env"]["gpu"].get<std::string>() + ", this is " + gpu;
-    else if (backend == "cpu" && !compiler.empty() && (*p)["env"].contains("compiler") &&
-             (*p)["env"]["compiler"] != compiler)
-      st.invalid = "compiler changed: proved with " + (*p)["env"]["compiler"].get<std::string>() + ", this is " +
-                   compiler;
+    st.invalid = why_invalid(*p, hash_of(name), backend, gpu, compiler);
     for (const auto& c : (*p)["cases"])
       if (c["world_size"].get<int>() == world) st.shape_classes.insert(c["shape_class"].get<std::string>());
   }
@@ -211,13 +218,9 @@ std::vector<ProofEntry> proof_inventory(const std::string& root, const std::stri
       const std::string path = (folder / (name + ".json")).string();
       if (std::optional<json> p = load_proof(path, backend, name)) {
         if (backend == "cuda") model = (*p)["env"]["gpu"].get<std::string>();
-        if ((*p)["source_hash"] != hash_of(name))
-          e.status = "stale: source changed";
-        else if (backend == "cpu" && !compiler.empty() && (*p)["env"].contains("compiler") &&
-                 (*p)["env"]["compiler"] != compiler)
-          e.status = "stale: compiler changed (proved with " + (*p)["env"]["compiler"].get<std::string>() + ")";
-        else
-          e.status = "current";
+        // the folder is its model's (load_proof checks): no GPU to compare
+        const std::string why = why_invalid(*p, hash_of(name), backend, "", compiler);
+        e.status = why.empty() ? "current" : "stale: " + why;
         for (const auto& w : (*p)["world_sizes"]) e.worlds.insert(w.get<int>());
         e.cases = static_cast<int>((*p)["cases"].size());
         for (const auto& k : (*p)["cases"]) e.shape_classes.insert(k["shape_class"].get<std::string>());

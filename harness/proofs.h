@@ -64,8 +64,8 @@ std::map<std::string, ProofState> read_proofs(const std::string& root, const std
 // lacks one shows it), as this tree would take it.
 struct ProofEntry {
   std::string fast_path, backend;
-  std::string gpu;             // cuda: the folder's model (its proofs' env.gpu, else the folder's name)
-  std::string status;          // "current", "stale: source changed", "stale: compiler changed", "none"
+  std::string gpu;             // cuda: the folder's model (its proofs' env.gpu); folders with none are left out
+  std::string status;          // "current", "stale: <why>" (read_proofs' reason: source or compiler changed), "none"
   std::set<int> worlds;        // what the file covers (present files)
   int cases = 0;
   std::set<std::string> shape_classes;
