@@ -62,7 +62,7 @@
 # BENCH_FLOOR=0: no floor (gpu_bench.py --no-floor; by default torch's side
 # also times the block's cuBLAS GEMMs alone, and with the attention, in one
 # CUDA graph: how far under 0.90 of torch's best any forward that keeps
-# those GEMMs can go).
+# those GEMMs can go, in time and in energy at the enforced power limit).
 # BENCH_ROUNDS_ONLY=1: no sweep, only the BENCH_ROUNDS interleaved rounds of
 # fusegate C max-autotune + CUDA graphs against BENCH_TORCH_CONFIG (default
 # torch.compile reduce-overhead): a world-size-2 call cannot hold both.
@@ -458,14 +458,15 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
     phase "bench $blk done"
   done
   # last, the headline of each block, one line each
-  echo "| block | CUDA graphs: fusegate / torch best | interleaved rounds | floor: cuBLAS's GEMMs alone |"
-  echo "|---|---|---|---|"
+  echo "| block | CUDA graphs: fusegate / torch best | interleaved rounds | floor: cuBLAS's GEMMs alone | floor in energy |"
+  echo "|---|---|---|---|---|"
   for blk in ${BENCH_BLOCKS:-h2048}; do
     o=$(bench_dir "$blk")
     head=$(grep -m1 -oE '^- CUDA graphs: .*' "$o/bench.md" 2>/dev/null | cut -c16-)
     inter=$(grep -m1 -oE '^- CUDA graphs, interleaved: .*' "$o/bench.md" 2>/dev/null | cut -c29-)
     floor=$(grep -m1 -oE '^- (0\.90 of torch.s best is|floor against|floor: not asked|floor: asked for).*' "$o/bench.md" 2>/dev/null | cut -c3-)
-    echo "| $blk | ${head:-no result} | ${inter:--} | ${floor:--} |"
+    energy=$(grep -m1 -oE '^- energy at the power limit.*' "$o/bench.md" 2>/dev/null | cut -c29-)
+    echo "| $blk | ${head:-no result} | ${inter:--} | ${floor:--} | ${energy:--} |"
   done
   # what the timed max-autotune graph ran: its fast paths (a blocked one
   # means this GPU lacks its proof) and its GEMMs off cuBLASLt's top-1

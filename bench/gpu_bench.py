@@ -1230,9 +1230,55 @@ def floor_lines(floors, fg_best, t_best, ran):
         if fb:
             head += f"; fusegate's best is {1000 * (fb - g['ms']):.1f} µs above them"
         lines.append(head)
+        lines.append(energy_floor_line(floors, goal, fg_best))
     lines += energy_notes((r["name"], r.get("energy")) for r in floors)
     lines += [f"- {r['name']}: {r['note']}" for r in floors if r.get("note")]
     return lines
+
+
+def energy_floor_line(floors, goal_ms, fg_best):
+    """The floor in energy: at the enforced power limit P a forward timed at
+    the sustained state takes at least its energy over P, so 0.90 of
+    torch's best (goal_ms) holds at most P x goal_ms mJ a forward. The
+    floors run their GEMMs (and SDPA's attention) at the limit at lower SM
+    clocks than any forward runs them (the clocks are printed): a lower
+    clock spends less a FLOP, so a forward that runs these kernels spends
+    at least what they spend here. A time floor alone would not say as
+    much: inside a forward the GEMMs run at higher clocks than alone,
+    because the memory-bound kernels beside them draw less. One line, never
+    silent: a figure that was not read says which."""
+    def mj(r):
+        e = (r or {}).get("energy") or {}
+        return e.get("mj_per_forward"), e.get("sm_mhz")
+    g = next((r for r in floors if r.get("ms") and r.get("kind") == "gemms"), None)
+    a = next((r for r in floors if r.get("ms") and r.get("kind") != "gemms"), None)
+    limit = next((e.get("power_limit_w") for e in [(r.get("energy") or {}) for r in floors] +
+                  [(fg_best or {}).get("energy") or {}] if e.get("power_limit_w")), None)
+    head = "- energy at the power limit"
+    g_mj, g_mhz = mj(g)
+    if limit is None or g_mj is None:
+        return head + ": n/a (" + ("NVML gave no enforced power limit" if limit is None else
+                                   "the GEMMs' floor read no energy") + ")"
+    budget = limit * goal_ms  # W x ms = mJ
+    at = lambda mhz: f" at {mhz} MHz" if mhz else ""
+    line = (f"{head} ({limit:.0f} W): 0.90 of torch's best ({goal_ms:.3f} ms) holds at most {budget:.1f} mJ "
+            f"a forward; the GEMMs alone spend {g_mj:.1f}{at(g_mhz)}")
+    a_mj, a_mhz = mj(a)
+    if a_mj is not None:
+        line += f", with the attention {a_mj:.1f}{at(a_mhz)}"
+    if g_mj > budget:
+        line += f": {g_mj - budget:.1f} mJ over, so no forward that runs these GEMMs reaches 0.90 at this limit"
+    elif a_mj is not None and a_mj > budget:
+        line += (f": {a_mj - budget:.1f} mJ over, so no forward that runs these GEMMs and an attention that "
+                 "spends what SDPA's does reaches 0.90 at this limit")
+    else:
+        left = budget - (a_mj if a_mj is not None else g_mj)
+        line += f": {left:.1f} mJ left for all that is not " + ("these kernels" if a_mj is not None else
+                                                                "these GEMMs (the attention's floor read none)")
+    f_mj, f_mhz = mj(fg_best)
+    if f_mj is not None:
+        line += f"; fusegate's best spends {f_mj:.1f}{at(f_mhz)}"
+    return line
 
 
 def energy_cell(e):

@@ -67,8 +67,12 @@ class EnergyNotes(unittest.TestCase):
 GEMMS, ATTN = (label for label, _ in gpu_bench.FLOOR_CONFIGS)
 
 
-def floor_result(ms, kernels=5):
-    return {"ms": ms, "energy": READ, "kernels": ["gemm"] * kernels}
+def floor_result(ms, kernels=5, energy=READ):
+    return {"ms": ms, "energy": energy, "kernels": ["gemm"] * kernels}
+
+
+def at_limit(mj, mhz, limit=700.0):
+    return {"forwards": 5000, "mj_per_forward": mj, "watts": 698.1, "sm_mhz": mhz, "power_limit_w": limit}
 
 
 class Floor(unittest.TestCase):
@@ -130,6 +134,59 @@ class Floor(unittest.TestCase):
         self.assertIn("asked for and not measured", "\n".join(gpu_bench.floor_lines([], self.fg, self.th, True)))
         text = "\n".join(gpu_bench.floor_lines(self.rows(0.2, 0.21), self.fg, None, True))
         self.assertIn("n/a (no torch CUDA-graph configuration ran)", text)
+
+
+class EnergyFloor(unittest.TestCase):
+    # the figures of one H100 at world size 1, h2048 (2026-11-27): torch's
+    # best 0.259 ms, so 0.90 of it holds 700 W x 0.2331 ms = 163.2 mJ
+    fg = {"name": "fusegate C max-autotune + CUDA graphs", "ms": 0.251, "energy": at_limit(170.8, 1589)}
+    th = {"name": "torch.compile default + whole-forward CUDA graph", "ms": 0.259}
+
+    def text(self, gemms, attn, fg=None):
+        rows = gpu_bench.floor_rows(1, [{GEMMS: floor_result(0.227, 5, gemms), ATTN: floor_result(0.242, 6, attn)}])
+        return "\n".join(gpu_bench.floor_lines(rows, fg or self.fg, self.th, True))
+
+    def energy_line(self, text):
+        got = [ln for ln in text.splitlines() if ln.startswith("- energy at the power limit")]
+        self.assertEqual(len(got), 1, text)
+        return got[0]
+
+    def test_the_attention_over_the_budget_says_no_forward_reaches_it(self):
+        line = self.energy_line(self.text(at_limit(155.9, 1401), at_limit(167.9, 1438)))
+        self.assertIn("(700 W): 0.90 of torch's best (0.233 ms) holds at most 163.2 mJ a forward", line)
+        self.assertIn("the GEMMs alone spend 155.9 at 1401 MHz, with the attention 167.9 at 1438 MHz: 4.7 mJ over, "
+                      "so no forward that runs these GEMMs and an attention that spends what SDPA's does", line)
+        self.assertIn("fusegate's best spends 170.8 at 1589 MHz", line)
+
+    def test_the_gemms_over_the_budget_say_so_first(self):
+        line = self.energy_line(self.text(at_limit(170.0, 1401), at_limit(180.0, 1438)))
+        self.assertIn("6.8 mJ over, so no forward that runs these GEMMs reaches 0.90 at this limit", line)
+        self.assertNotIn("attention that spends", line)
+
+    def test_room_under_the_budget_is_counted(self):
+        line = self.energy_line(self.text(at_limit(120.0, 1401), at_limit(150.0, 1438)))
+        self.assertIn(": 13.2 mJ left for all that is not these kernels", line)
+        self.assertNotIn("over", line)
+        line = self.energy_line(self.text(at_limit(120.0, 1401), STEPPED_ONCE))
+        self.assertIn("43.2 mJ left for all that is not these GEMMs (the attention's floor read none)", line)
+
+    def test_a_figure_not_read_is_named_never_silent(self):
+        no_limit = {k: v for k, v in at_limit(155.9, 1401).items() if k != "power_limit_w"}
+        self.assertIn("n/a (NVML gave no enforced power limit)",
+                      self.energy_line(self.text(no_limit, no_limit, fg={"name": "f", "ms": 0.251})))
+        self.assertIn("n/a (the GEMMs' floor read no energy)",
+                      self.energy_line(self.text(STEPPED_ONCE, at_limit(167.9, 1438))))
+        # the limit may come from fusegate's own row when the floors lack it
+        self.assertIn("(700 W)", self.energy_line(self.text(no_limit, no_limit)))
+
+    def test_gpu_sh_summary_reads_the_energy_line(self):
+        import re
+        import subprocess
+        sh = (pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu.sh").read_text()
+        pattern = re.search(r"energy=\$\(grep -m1 -oE '([^']+)'", sh).group(1)
+        text = self.text(at_limit(155.9, 1401), at_limit(167.9, 1438))
+        p = subprocess.run(["grep", "-m1", "-oE", pattern], input=text + "\n", capture_output=True, text=True)
+        self.assertTrue(p.stdout.startswith("- energy at the power limit (700 W)"), p.stdout)
 
 
 class Warmup(unittest.TestCase):
