@@ -839,7 +839,16 @@ def torch_worker(rank, world, port, out):
                       {"world_size": world, "rows": rows, "traces": traces, "floors": floor},
                       slim=lambda o: {**o, "traces": {}})
     dist.barrier()
-    dist.destroy_process_group()
+    # Out at once, without destroy_process_group or the interpreter's exit
+    # handlers: every figure is already in torch.json (written whole by rank
+    # 0 before the barrier), and at world size 2 ranks that had replayed
+    # CUDA graphs holding NCCL's all-reduce stayed in that teardown for more
+    # than 20 s after their last figure (reduce-overhead's rounds, thirteenth
+    # step; max-autotune's in both rounds at h4096, 2026-11-27), stopped by
+    # wait_for_ranks each time. The process's end frees what destroy would.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_torch(world, out):
