@@ -62,7 +62,8 @@
 # BENCH_FLOOR=0: no floor (gpu_bench.py --no-floor; by default torch's side
 # also times the block's cuBLAS GEMMs alone, and with the attention, in one
 # CUDA graph: how far under 0.90 of torch's best any forward that keeps
-# those GEMMs can go, in time and in energy at the enforced power limit).
+# those GEMMs can go, in time and, an estimate, in energy at the enforced
+# power limit).
 # BENCH_ROUNDS_ONLY=1: no sweep, only the BENCH_ROUNDS interleaved rounds of
 # fusegate C max-autotune + CUDA graphs against BENCH_TORCH_CONFIG (default
 # torch.compile reduce-overhead): a world-size-2 call cannot hold both.

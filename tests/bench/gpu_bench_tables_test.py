@@ -143,7 +143,8 @@ class EnergyFloor(unittest.TestCase):
     th = {"name": "torch.compile default + whole-forward CUDA graph", "ms": 0.259}
 
     def text(self, gemms, attn, fg=None):
-        rows = gpu_bench.floor_rows(1, [{GEMMS: floor_result(0.227, 5, gemms), ATTN: floor_result(0.242, 6, attn)}])
+        a = attn if "error" in attn else floor_result(0.242, 6, attn)
+        rows = gpu_bench.floor_rows(1, [{GEMMS: floor_result(0.227, 5, gemms), ATTN: a}])
         return "\n".join(gpu_bench.floor_lines(rows, fg or self.fg, self.th, True))
 
     def energy_line(self, text):
@@ -153,22 +154,38 @@ class EnergyFloor(unittest.TestCase):
 
     def test_the_attention_over_the_budget_says_no_forward_reaches_it(self):
         line = self.energy_line(self.text(at_limit(155.9, 1401), at_limit(167.9, 1438)))
-        self.assertIn("(700 W): 0.90 of torch's best (0.233 ms) holds at most 163.2 mJ a forward", line)
-        self.assertIn("the GEMMs alone spend 155.9 at 1401 MHz, with the attention 167.9 at 1438 MHz: 4.7 mJ over, "
-                      "so no forward that runs these GEMMs and an attention that spends what SDPA's does", line)
+        self.assertIn("(700 W), an estimate: 0.90 of torch's best (0.233 ms) holds about 163.2 mJ a forward", line)
+        self.assertIn("the GEMMs alone spend 155.9 at 1401 MHz, with the attention 167.9 at 1438 MHz: 4.7 mJ "
+                      "(2.9%) over, so no forward that runs these GEMMs and an attention that spends what "
+                      "SDPA's does", line)
         self.assertIn("fusegate's best spends 170.8 at 1589 MHz", line)
 
     def test_the_gemms_over_the_budget_say_so_first(self):
         line = self.energy_line(self.text(at_limit(170.0, 1401), at_limit(180.0, 1438)))
-        self.assertIn("6.8 mJ over, so no forward that runs these GEMMs reaches 0.90 at this limit", line)
+        self.assertIn("6.8 mJ (4.2%) over, so no forward that runs these GEMMs reaches 0.90 at this limit", line)
         self.assertNotIn("attention that spends", line)
 
     def test_room_under_the_budget_is_counted(self):
         line = self.energy_line(self.text(at_limit(120.0, 1401), at_limit(150.0, 1438)))
-        self.assertIn(": 13.2 mJ left for all that is not these kernels", line)
+        self.assertIn(": 13.2 mJ (8.1%) left for all that is not these kernels", line)
         self.assertNotIn("over", line)
+        # the larger of the two, should the attention's read less (noise)
+        line = self.energy_line(self.text(at_limit(150.0, 1401), at_limit(149.0, 1438)))
+        self.assertIn(": 13.2 mJ (8.1%) left", line)
+
+    def test_within_the_spread_gives_no_verdict(self):
+        for attn_mj, sign in ((165.0, "+1.1%"), (161.0, "-1.3%")):
+            line = self.energy_line(self.text(at_limit(155.9, 1401), at_limit(attn_mj, 1438)))
+            self.assertIn(f"within 2% of it ({sign}), the spread of these figures: no verdict", line)
+            self.assertNotIn("reaches 0.90", line)
+            self.assertNotIn("left for", line)
+
+    def test_an_attention_floor_that_failed_or_read_nothing_is_named(self):
+        line = self.energy_line(self.text(at_limit(120.0, 1401), {"error": "RuntimeError: x"}))
+        self.assertIn("the GEMMs alone spend 120.0 at 1401 MHz (the attention's floor failed): 43.2 mJ (26.5%) "
+                      "left for all that is not these GEMMs", line)
         line = self.energy_line(self.text(at_limit(120.0, 1401), STEPPED_ONCE))
-        self.assertIn("43.2 mJ left for all that is not these GEMMs (the attention's floor read none)", line)
+        self.assertIn("(the attention's floor read no energy): 43.2 mJ", line)
 
     def test_a_figure_not_read_is_named_never_silent(self):
         no_limit = {k: v for k, v in at_limit(155.9, 1401).items() if k != "power_limit_w"}
@@ -179,14 +196,24 @@ class EnergyFloor(unittest.TestCase):
         # the limit may come from fusegate's own row when the floors lack it
         self.assertIn("(700 W)", self.energy_line(self.text(no_limit, no_limit)))
 
-    def test_gpu_sh_summary_reads_the_energy_line(self):
+    def test_gpu_sh_summary_reads_each_line_into_its_own_cell(self):
+        # the two greps of gpu.sh's last table, run as gpu.sh runs them, on
+        # floor_lines' text: the floor cell gets the time verdict, the
+        # energy cell the energy line from its "(700 W)" on
         import re
         import subprocess
         sh = (pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu.sh").read_text()
-        pattern = re.search(r"energy=\$\(grep -m1 -oE '([^']+)'", sh).group(1)
-        text = self.text(at_limit(155.9, 1401), at_limit(167.9, 1438))
-        p = subprocess.run(["grep", "-m1", "-oE", pattern], input=text + "\n", capture_output=True, text=True)
-        self.assertTrue(p.stdout.startswith("- energy at the power limit (700 W)"), p.stdout)
+        text = self.text(at_limit(155.9, 1401), at_limit(167.9, 1438)) + "\n"
+
+        def cell(var):
+            cmd = re.search(var + r"=\$\((grep -m1 -oE '[^']+') \"\$o/bench.md\" 2>/dev/null (\| cut -c[0-9]+-)\)",
+                            sh)
+            self.assertIsNotNone(cmd, var)
+            return subprocess.run(["bash", "-c", cmd.group(1) + " " + cmd.group(2)], input=text,
+                                  capture_output=True, text=True).stdout.strip()
+        self.assertTrue(cell("energy").startswith("(700 W), an estimate: 0.90 of torch's best"), cell("energy"))
+        self.assertTrue(cell("floor").startswith("0.90 of torch's best is 0.233 ms"), cell("floor"))
+        self.assertNotIn("energy", cell("floor"))
 
 
 class Warmup(unittest.TestCase):
