@@ -36,7 +36,7 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
         // library kernels may pick algorithms per device; a fast path says
         // which of its inputs make its result replicated (its TP contract)
         rep[static_cast<size_t>(n.id)] = false;
-        if (n.op == Op::FastPath)
+        if (n.op == Op::FastPath) {
           if (const FastPathSpec* f = find_fast_path(attr_str_or(n.attrs, "name", ""));
               f && f->replicated_always) {
             rep[static_cast<size_t>(n.id)] = true;
@@ -46,6 +46,7 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
               given = given && i < static_cast<int>(n.inputs.size()) && rep[static_cast<size_t>(n.inputs[static_cast<size_t>(i)])];
             rep[static_cast<size_t>(n.id)] = given;
           }
+        }
         break;
       default:
         // host ops and mutations are not values of the graph
