@@ -112,8 +112,12 @@ std::string source_excerpt(const json& e, const std::string& golden_dir, const s
     std::filesystem::path path = file;
     if (!std::filesystem::exists(path)) path = std::filesystem::path(golden_dir).parent_path() / file;
     // a .fg repro of a --repro-dir is named "<folder>/x.fg"
-    for (const auto& d : fg_dirs)
-      if (!std::filesystem::exists(path)) path = std::filesystem::path(d).parent_path() / file;
+    // (or, for `--graph FILE.fg`, the file itself: its folder's parent)
+    for (const auto& d : fg_dirs) {
+      const std::filesystem::path dir =
+          std::filesystem::path(d).extension() == ".fg" ? std::filesystem::path(d).parent_path() : std::filesystem::path(d);
+      if (!std::filesystem::exists(path)) path = dir.parent_path() / file;
+    }
     std::ifstream in(path);
     std::string text;
     for (long n = 1; in && std::getline(in, text); ++n)

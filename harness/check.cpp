@@ -1,5 +1,7 @@
 // check and bless: run every selected repro x mode x world size, compare
 // with the goldens (check) or write them (bless).
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,7 +21,10 @@ namespace {
 
 using Job = NodeJob;
 
-std::vector<Job> expand(const Selection& sel) {
+// `not_run`, when given, gets one "REPRO wN (...)" for each world size the
+// selection asked for by --world-size that a repro does not allow, so the
+// check can say what it left out.
+std::vector<Job> expand(const Selection& sel, std::vector<std::string>* not_run = nullptr) {
   auto repros = all_repros(sel.fg_dirs);
   std::vector<std::string> names = sel.repros;
   if (names.empty())
@@ -27,6 +32,9 @@ std::vector<Job> expand(const Selection& sel) {
   std::vector<Mode> modes =
       sel.modes.empty() ? std::vector<Mode>{Mode::Eager, Mode::CompiledDisabled, Mode::Compiled} : sel.modes;
   std::vector<int> worlds = sel.worlds.empty() ? std::vector<int>{1, 2, 4} : sel.worlds;
+  // ascending, so that world size 1 runs before the others compare with it
+  std::sort(worlds.begin(), worlds.end());
+  worlds.erase(std::unique(worlds.begin(), worlds.end()), worlds.end());
   if (sel.worlds.empty() && sel.nodes.nnodes > 1) {
     // across nodes, the default world sizes that every node has ranks of
     std::vector<int> spread;
@@ -44,6 +52,19 @@ std::vector<Job> expand(const Selection& sel) {
         user_error(n + " runs only with --backend " + backend_name(*r->only_backend) + " (it is sized for a GPU)");
       continue;
     }
+    const bool any_allowed =
+        std::any_of(worlds.begin(), worlds.end(), [&](int w) { return w <= r->max_world; });
+    for (int w : worlds)
+      if (w > r->max_world && !sel.worlds.empty()) {
+        // asked for by name and by world size, beside one it allows: bad
+        // input (none it allows: the selection of nothing below says so);
+        // asked for by world size alone: said in the output
+        const std::string allowed = std::to_string(r->min_world) + ".." + std::to_string(r->max_world);
+        if (!sel.repros.empty() && any_allowed)
+          user_error(n + " runs at world sizes " + allowed + ", not " + std::to_string(w) +
+                     ": drop --world-size " + std::to_string(w) + " or name repros that allow it");
+        if (not_run) not_run->push_back(n + " w" + std::to_string(w) + " (its world sizes " + allowed + ")");
+      }
     for (const auto& m : modes)
       for (int w : worlds) {
         if (w > r->max_world) continue;
@@ -83,6 +104,76 @@ std::vector<Job> expand(const Selection& sel) {
   return jobs;
 }
 
+// Over the whole selection (no repro named): the golden files of this
+// backend that no check of any selection would read: a folder that names no
+// repro, a file whose name is no golden's, or a world size its repro does
+// not allow. Each is a FAIL, so that a golden left behind is never taken
+// for a checked one (found by an audit: a golden folder of a deleted repro
+// passed `check --strict` with nothing said).
+std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repro>& repros) {
+  namespace fs = std::filesystem;
+  std::vector<Verdict> out;
+  const fs::path root = fs::path(sel.golden_dir) / backend_name(sel.backend);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return out;
+  auto stale = [&](const fs::path& p, const std::string& why) {
+    Verdict v;
+    v.check_id = p.generic_string();
+    v.kind = VerdictKind::Fail;
+    v.findings.push_back({v.kind, why});
+    out.push_back(v);
+  };
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (e.is_directory(ec)) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  for (const fs::path& d : dirs) {
+    const Repro* r = find_repro(repros, d.filename().string());
+    if (!r) {
+      stale(d, "golden folder of no repro: no check reads it; delete it, or restore the repro (known: " +
+                   repro_names(repros) + ")");
+      continue;
+    }
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.is_regular_file(ec) && e.path().filename().string()[0] != '.') files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& f : files) {
+      const std::string name = f.filename().string();
+      int w = 0;
+      size_t used = 0;
+      const bool shaped = name.size() > 8 && (name[0] == 'A' || name[0] == 'B' || name[0] == 'C') &&
+                          name.compare(1, 2, "_w") == 0 && name.compare(name.size() - 5, 5, ".json") == 0 &&
+                          std::isdigit(static_cast<unsigned char>(name[3]));
+      if (shaped) {
+        try {
+          w = std::stoi(name.substr(3), &used);
+        } catch (const std::exception&) {
+          w = 0;
+        }
+      }
+      if (!shaped || w < 1) {
+        stale(f, "not a golden's name (<mode>_w<N>[.<fusion>][.fp-<selection>][.nodes<K>].json): no check reads "
+                 "it; rename or delete it");
+      } else if (w < r->min_world || w > r->max_world) {
+        stale(f, "world size " + std::to_string(w) + ", which " + r->name + " does not allow (" +
+                     std::to_string(r->min_world) + ".." +
+                     (r->max_world >= (1 << 20) ? std::string("any") : std::to_string(r->max_world)) +
+                     "): no check reads it; delete it");
+      }
+    }
+  }
+  return out;
+}
+
+// --golden-dir must be a folder (or not there yet, for bless): a file there
+// made every check MISSING and exit 0 (an audit, 2026-11-27).
+void golden_dir_is_a_folder(const Selection& sel) {
+  std::error_code ec;
+  if (std::filesystem::exists(sel.golden_dir, ec) && !std::filesystem::is_directory(sel.golden_dir, ec))
+    user_error("--golden-dir " + sel.golden_dir + ": error: is not a folder; name the folder of the goldens");
+}
+
 std::string golden_of_job(const Selection& sel, const Job& j) {
   return golden_path(sel.golden_dir, backend_name(sel.backend), j.spec.repro, mode_letter(j.spec.mode), j.spec.world,
                      policy_name(sel.fusion), sel.fast_paths.text(), sel.nodes.nnodes);
@@ -92,7 +183,11 @@ std::string golden_of_job(const Selection& sel, const Job& j) {
 // Eager (mode A) runs no fast path: the requirement is for compiled modes.
 // A required fast path that did not run on a rank fails the check.
 void require_fast_paths(const Selection& sel, const nlohmann::json& rec, Verdict* v) {
-  if (rec.value("mode", "") == "A") return;
+  if (sel.require_fast_paths.empty()) return;
+  if (rec.value("mode", "") == "A") {
+    v->findings.push_back({VerdictKind::Pass, "--require-fast-path not asked of mode A (eager runs no fast path)"});
+    return;
+  }
   for (const auto& name : sel.require_fast_paths)
     for (const auto& rk : rec["ranks"]) {
       std::string status = "missing from the record";
@@ -132,7 +227,18 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
 }  // namespace
 
 int cmd_check(const Selection& sel, const CheckOptions& opts) {
-  std::vector<Job> jobs = expand(sel);
+  if (!sel.require_fast_paths.empty() && !sel.modes.empty() &&
+      std::all_of(sel.modes.begin(), sel.modes.end(), [](Mode m) { return m == Mode::Eager; }))
+    user_error("--require-fast-path asks for a fast path, and mode A (eager) runs none: add --mode B or --mode C");
+  golden_dir_is_a_folder(sel);
+  std::vector<std::string> not_run;
+  std::vector<Job> jobs = expand(sel, &not_run);
+  if (!not_run.empty()) {
+    std::string list;
+    for (const auto& x : not_run) list += (list.empty() ? "" : ", ") + x;
+    std::cerr << "fusegate check: not in this selection, as their repros do not allow the world size asked: " << list
+              << "\n";
+  }
   CommandNodes nodes(sel.nodes, sel.timeout_s);
   if (!nodes.leader()) {
     if (!opts.junit.empty() || !opts.markdown.empty() || !opts.records_dir.empty())
@@ -150,18 +256,20 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
   const std::string qpath = sel.golden_dir + "/quarantine.json";
   const std::vector<QuarantineEntry> quarantine = load_quarantine(qpath);
   {
-    const auto repros = all_repros(sel.fg_dirs);
+    const auto known = all_repros(sel.fg_dirs);
     for (const auto& e : quarantine)
-      if (!find_repro(repros, e.id.substr(0, e.id.find('/'))))
+      if (!find_repro(known, e.id.substr(0, e.id.find('/'))))
         user_error(qpath + ": error: quarantined check '" + e.id + "' names no repro; known repros: " +
-                   repro_names(repros));
+                   repro_names(known));
   }
   const std::string as_of = opts.as_of.empty() ? today_utc() : opts.as_of;
+  check_quarantine_horizon(quarantine, qpath, as_of);
   // every golden is read (a corrupted one is bad input: exit 2) before any run
   std::vector<std::optional<nlohmann::json>> goldens;
   for (const Job& j : jobs) goldens.push_back(load_golden(golden_of_job(sel, j)));
   nodes.agree("check", job_ids(jobs));
   std::vector<Verdict> verdicts;
+  const auto repros = all_repros(sel.fg_dirs);
   std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
   std::string lost;  // a node that is gone: the jobs after it are not run
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -206,10 +314,18 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
       Verdict w = compare_across_worlds(world1[key], run.record, j.id);
       for (const auto& f : w.findings) v.findings.push_back(f);
       if (golden || v.kind != VerdictKind::Missing) v.kind = overall_kind(v.findings);
+    } else if (const Repro* r = find_repro(repros, j.spec.repro); r && r->replicated_outputs) {
+      // never a comparison skipped with nothing said
+      v.findings.push_back(
+          {VerdictKind::Pass, r->min_world > 1 ? "rank 0 not compared with world size 1 (this repro has none)"
+                                               : "rank 0 not compared with world size 1: not in this selection "
+                                                 "(add --world-size 1)"});
     }
     require_fast_paths(sel, run.record, &v);
     verdicts.push_back(v);
   }
+  if (sel.repros.empty())
+    for (Verdict& v : unread_goldens(sel, repros)) verdicts.push_back(std::move(v));
   for (Verdict& v : verdicts) apply_quarantine(quarantine, as_of, &v);
   const std::string table = verdict_table(verdicts);
   std::cout << table;
@@ -248,6 +364,14 @@ int cmd_bless(const Selection& sel, const std::string& why, bool missing_only) {
 namespace {
 
 int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes) {
+  // every place a golden goes must take a file, before any run
+  golden_dir_is_a_folder(sel);
+  for (const Job& j : jobs) {
+    const std::string path = golden_of_job(sel, j);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      user_error(path + ": error: is a folder where the golden file goes; move it away and bless again");
+  }
   nodes.agree("bless", job_ids(jobs));
   int changed = 0;
   // a job that cannot be blessed stops the command, on every node

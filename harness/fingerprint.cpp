@@ -85,6 +85,15 @@ bool fingerprints_close(const json& a, const json& b, std::string* why) {
   // or split roundings, so its results stray further from the golden than
   // one eager op's rounding does; torch's defaults alone would flag that.
   const double k = 4 * tol.rtol;
+  // The whole output's rms and mean move far less than one element does:
+  // measured on the cpu goldens (2026-11-27), at most 3.6e-6 of the rms
+  // across environments (avx2 goldens run on avx512f) and 6.5e-5 across
+  // world sizes, where single samples moved up to 8.7e-3. So for the
+  // half-precision types, whose per-element slack (4 x 1.6e-2 in bf16) let
+  // a 5% scale of a whole output pass a check (an audit), they get rtol / 4
+  // (bf16: 4e-3 of the rms) once an output has 1024 elements or more; a
+  // smaller one, and f32 / f64 (4 x rtol is already tight), keep k.
+  const double k_whole = tol.rtol >= 1e-3 && n >= 1024 ? tol.rtol / 4 : k;
   double rms = std::max(scale(rms_a), scale(rms_b));
   auto check = [&](const char* what, double x, double y, double allowed) {
     if (near(x, y, allowed)) return true;
@@ -92,8 +101,8 @@ bool fingerprints_close(const json& a, const json& b, std::string* why) {
         fmt(allowed) + ")";
     return false;
   };
-  if (!check("rms", rms_a, rms_b, k * rms + tol.atol)) return false;
-  if (!check("mean", mean_a, mean_b, k * rms + tol.atol)) return false;
+  if (!check("rms", rms_a, rms_b, k_whole * rms + tol.atol)) return false;
+  if (!check("mean", mean_a, mean_b, k_whole * rms + tol.atol)) return false;
   if (!check("max_abs", max_a, max_b, k * std::max(scale(max_a), scale(max_b)) + tol.atol))
     return false;
   const json& sa = array_of(a, "samples");

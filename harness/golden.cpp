@@ -312,29 +312,49 @@ void check_schema(const std::string& path, const std::string& text, const json& 
   SchemaCheck sc(path, text);
   if (!j.is_object())
     sc.fail("", std::string("is ") + type_word(j) + ", expected an object holding a RunRecord");
+  // Required: every key `check` compares. A golden without one would have
+  // that comparison skipped with nothing said (the header, the environment
+  // that decides whether exact digests are compared, the recompiles, the
+  // graph/decision/collective hashes, the fast paths, each output's exact
+  // digest and fingerprint); every golden this fusegate blesses holds them.
   check_fields(sc, j, "",
-               {{"format_version", T::Int, false}, {"repro", T::Str, false}, {"mode", T::Str, false},
-                {"world_size", T::Int, false},
-                {"backend", T::Str, false}, {"fusion", T::Str, false}, {"fast_paths", T::Str, false},
-                {"env", T::Obj, false}, {"ranks", T::Arr, true, T::Obj}});
+               {{"format_version", T::Int, false}, {"repro", T::Str, true}, {"mode", T::Str, true},
+                {"world_size", T::Int, true},
+                {"backend", T::Str, true}, {"fusion", T::Str, true}, {"fast_paths", T::Str, true},
+                {"env", T::Obj, true}, {"ranks", T::Arr, true, T::Obj}});
   if (j.contains("format_version") && j["format_version"].get<int>() != kRecordFormatVersion)
     sc.fail("format_version", "is format_version " + j["format_version"].dump() + ", and this fusegate reads " +
                                   std::to_string(kRecordFormatVersion) +
                                   " only: check it with the fusegate that wrote it, or re-bless it with this one");
   const json& ranks = j.at("ranks");
+  // one rank record for each rank, 0 .. world_size - 1 in order: a golden of
+  // two ranks at world size 1 passed (an audit, 2026-11-27)
+  if (ranks.size() != static_cast<size_t>(j.at("world_size").get<int64_t>()))
+    sc.fail("ranks", "holds " + std::to_string(ranks.size()) + " rank record(s) for world_size " +
+                         j.at("world_size").dump() + ", expected one a rank");
   for (size_t r = 0; r < ranks.size(); ++r) {
     const json& rk = ranks[r];
     const std::string rp = "ranks[" + std::to_string(r) + "]";
     check_fields(sc, rk, rp,
-                 {{"rank", T::Int, false}, {"graph_count", T::Int, true}, {"graph_break_count", T::Int, true},
-                  {"kernel_count", T::Int, true}, {"recompile_count", T::Int, false},
+                 {{"rank", T::Int, true}, {"graph_count", T::Int, true}, {"graph_break_count", T::Int, true},
+                  {"kernel_count", T::Int, true}, {"recompile_count", T::Int, true},
                   {"breaks", T::Arr, true, T::Obj}, {"kernels", T::Arr, true, T::Obj},
                   {"outputs", T::Arr, true, T::Obj}, {"ledger", T::Arr, false, T::Obj},
                   {"kernel_count_by_kind", T::Obj, false, T::Int}, {"device_kernel_count", T::Int, false},
-                  {"aten_op_count", T::Int, false}, {"fast_paths", T::Arr, false, T::Obj},
-                  {"hashes", T::Obj, false, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
+                  {"aten_op_count", T::Int, false}, {"fast_paths", T::Arr, true, T::Obj},
+                  {"hashes", T::Obj, true, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
                   {"codegen_variants", T::Arr, false, T::Obj}, {"gemm_algos", T::Arr, false, T::Obj},
                   {"gemm_choices", T::Arr, false, T::Obj}, {"residual_placement", T::Arr, false, T::Obj}});
+    if (rk.at("rank") != static_cast<int64_t>(r))
+      sc.fail(rp + ".rank", "has " + rp + ".rank " + rk.at("rank").dump() + ", expected " + std::to_string(r) +
+                                " (the ranks in order)");
+    for (const char* k : {"graph_count", "graph_break_count", "kernel_count", "recompile_count",
+                          "device_kernel_count", "aten_op_count"})
+      if (rk.contains(k) && rk[k].get<int64_t>() < 0)
+        sc.fail(rp + "." + k, "has " + rp + "." + k + " " + rk[k].dump() + ", expected a count (0 or more)");
+    if (rk.contains("hashes") && rk["hashes"].is_object())
+      check_fields(sc, rk["hashes"], rp + ".hashes",
+                   {{"graphs", T::Str, true}, {"decisions", T::Str, true}, {"collectives", T::Str, true}});
     if (rk.contains("gemm_choices") && rk["gemm_choices"].is_array())
       for (size_t i = 0; i < rk["gemm_choices"].size(); ++i)
         check_fields(sc, rk["gemm_choices"][i], rp + ".gemm_choices[" + std::to_string(i) + "]",
@@ -360,7 +380,7 @@ void check_schema(const std::string& path, const std::string& text, const json& 
                     {"aten_ops", T::Obj, false, T::Int}});
     for (size_t i = 0; i < rk.at("outputs").size(); ++i)
       check_fields(sc, rk["outputs"][i], rp + ".outputs[" + std::to_string(i) + "]",
-                   {{"name", T::Str, true}, {"exact", T::Str, false}, {"fingerprint", T::Obj, false},
+                   {{"name", T::Str, true}, {"exact", T::Str, true}, {"fingerprint", T::Obj, true},
                     {"replicated", T::Bool, false}, {"gathered", T::Obj, false}});
     if (rk.contains("ledger"))
       for (size_t i = 0; i < rk["ledger"].size(); ++i)
@@ -480,7 +500,54 @@ int remove_entry(const char* path, const struct stat*, int, struct FTW*) { retur
 
 void remove_tree(const std::string& dir) { nftw(dir.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
+namespace {
+// Writes text into whatever path names, in place (not atomic): for a path
+// that is no regular file, which rename() would replace by one.
+void write_through(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    int err = errno;
+    user_error(path + ": error: cannot open it for writing (" + std::string(std::strerror(err)) + ")");
+  }
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      user_error(path + ": error: cannot write it (" + std::string(std::strerror(err)) + ")");
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    int err = errno;
+    user_error(path + ": error: cannot write it (close: " + std::string(std::strerror(err)) + ")");
+  }
+}
+}  // namespace
+
 void write_atomic(const std::string& path, const std::string& text) {
+  // A symlink is followed (the file it names is replaced, the link kept);
+  // a path that is no regular file (a FIFO, a device, /dev/stdout and what
+  // it names in /proc) is written through. rename() would put a regular
+  // file in their place: an audit's `--out /dev/full` replaced the device,
+  // as root, and exited 0.
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    std::error_code cec;
+    const fs::path real = fs::canonical(path, cec);
+    struct stat rst {};
+    if (!cec && real.string().rfind("/proc/", 0) != 0 && ::stat(real.c_str(), &rst) == 0 && S_ISREG(rst.st_mode))
+      return write_atomic(real.string(), text);
+    if (::stat(path.c_str(), &rst) == 0 && S_ISDIR(rst.st_mode))
+      user_error(path + ": error: is a link to a folder, not a file: name a file");
+    return write_through(path, text);
+  } else if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    return write_through(path, text);
+  }
   fs::path target(path);
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";

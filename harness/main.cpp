@@ -1,6 +1,7 @@
 // The fusegate command line. Exit codes: 0 pass, 1 regression, 2 bad usage
 // or bad input, 125 cannot test.
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -316,12 +317,26 @@ int run_main(int argc, char** argv) {
       sel.repeat_flags += " --master-addr " + quoted(sel.nodes.master_addr) + " --master-port " +
                           std::to_string(sel.nodes.master_port) + " (on every node, each with its --node-rank)";
   }
+  for (const auto& d : extra_dirs) {
+    // a folder that is not there checked only the shipped repros, and
+    // passed (an audit, 2026-11-27)
+    // (one .fg file is taken too: ranks get `run --graph FILE.fg`'s file so)
+    std::error_code ec;
+    const bool one_graph =
+        std::filesystem::path(d).extension() == ".fg" && std::filesystem::is_regular_file(d, ec);
+    if (!one_graph && !std::filesystem::is_directory(d, ec))
+      user_error("--repro-dir " + d + ": error: " +
+                 (std::filesystem::exists(d, ec) ? "is not a folder" : "no such folder") +
+                 "; name a folder of .fg repros");
+  }
   if (!graph_path.empty()) {
     namespace fs = std::filesystem;
     if (fs::path(graph_path).extension() != ".fg" || !fs::is_regular_file(graph_path))
       user_error("--graph " + graph_path + ": not an .fg file");
-    // first, so that it shadows a repro of the same name
-    extra_dirs.insert(extra_dirs.begin(), fs::absolute(graph_path).parent_path().string());
+    // the file alone (all_repros reads an .fg file named in fg_dirs), not
+    // its folder, whose other graphs are none of this run's business; first,
+    // so that it shadows a repro of the same name
+    extra_dirs.insert(extra_dirs.begin(), fs::absolute(graph_path).string());
     spec.repro = fs::path(graph_path).stem().string();
   }
   if ((*run || *bisect) && spec.repro.empty()) user_error("name a repro, or give --graph FILE.fg");
@@ -558,7 +573,16 @@ int guarded_main(int argc, char** argv) {
   } catch (const fg::InternalError& e) {
     std::cerr << "fusegate: " << e.what() << "\n";
     return 125;
-  } catch (const std::exception& e) {  // CannotTest and what LibTorch throws
+  } catch (const c10::Error& e) {
+    // LibTorch's own error (a bad attribute value an op passes on, an index
+    // out of range, memory): its message, without the backtrace that what()
+    // appends, whose last frames were all a rank's log showed (an audit,
+    // 2026-11-27)
+    std::string msg = e.what_without_backtrace();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    std::cerr << "fusegate: cannot test: LibTorch: " << msg << "\n";
+    return 125;
+  } catch (const std::exception& e) {  // CannotTest and what else the libraries throw
     std::cerr << "fusegate: cannot test: " << e.what() << "\n";
     return 125;
   }

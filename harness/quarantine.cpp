@@ -23,6 +23,31 @@ std::string parse_date(const std::string& text) {
   return text;
 }
 
+namespace {
+// Days since 1970-01-01 of a date parse_date() accepted (the civil calendar).
+long days_of(const std::string& date) {
+  int y = 0, m = 0, d = 0;
+  std::sscanf(date.c_str(), "%4d-%2d-%2d", &y, &m, &d);
+  y -= m <= 2;
+  const long era = (y >= 0 ? y : y - 399) / 400;
+  const long yoe = y - era * 400;
+  const long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+}  // namespace
+
+void check_quarantine_horizon(const std::vector<QuarantineEntry>& q, const std::string& path,
+                              const std::string& as_of) {
+  for (const auto& e : q) {
+    const long ahead = days_of(e.expires) - days_of(as_of);
+    if (ahead > kQuarantineMaxDays)
+      user_error(path + ": error: quarantine of '" + e.id + "' expires on " + e.expires + ", " +
+                 std::to_string(ahead) + " days after " + as_of + "; a quarantine may run at most " +
+                 std::to_string(kQuarantineMaxDays) + " days: fix the check, or set an earlier date and renew it");
+  }
+}
+
 std::string today_utc() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};

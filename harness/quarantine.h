@@ -2,7 +2,8 @@
 // each with its reason, a tracking link and an expiry date. Until it
 // expires, a quarantined check that fails or cannot test reports FLAKY and
 // does not fail the gate; from its expiry date on, the check fails saying
-// the quarantine expired, whatever its verdict. `bless` never reads or
+// the quarantine expired, whatever its verdict. An entry may end at most
+// kQuarantineMaxDays after the day it is read. `bless` never reads or
 // writes the file.
 //
 //   {"format_version": 1,
@@ -29,6 +30,14 @@ std::vector<QuarantineEntry> load_quarantine(const std::string& path);
 std::string parse_date(const std::string& text);
 // Today in UTC, YYYY-MM-DD.
 std::string today_utc();
+
+// The most days a quarantine may run past `as_of`: one that ends later (an
+// audit's "9999-12-31" excused any failure for ever) is bad input.
+constexpr int kQuarantineMaxDays = 90;
+// Bad input (exit 2, the entry named) for an entry expiring more than
+// kQuarantineMaxDays after `as_of`.
+void check_quarantine_horizon(const std::vector<QuarantineEntry>& q, const std::string& path,
+                              const std::string& as_of);
 
 // Applies the quarantine to one verdict, as of `as_of` (YYYY-MM-DD).
 void apply_quarantine(const std::vector<QuarantineEntry>& q, const std::string& as_of, Verdict* v);

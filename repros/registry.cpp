@@ -291,10 +291,15 @@ std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs) {
                         tp_block_llama(anchor_block_wide())};
   for (const auto& dir : fg_dirs) {
     std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec)) continue;
     std::vector<std::string> files;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-      if (e.path().extension() == ".fg") files.push_back(e.path().string());
+    if (std::filesystem::path(dir).extension() == ".fg" && std::filesystem::is_regular_file(dir, ec)) {
+      files.push_back(dir);  // one graph (`run --graph FILE.fg`)
+    } else if (!std::filesystem::is_directory(dir, ec)) {
+      continue;
+    } else {
+      for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().extension() == ".fg") files.push_back(e.path().string());
+    }
     std::sort(files.begin(), files.end());
     // the first folder that defines a name wins, so a user's folder can
     // shadow a shipped repro

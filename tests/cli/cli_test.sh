@@ -333,17 +333,25 @@ p = sys.argv[1]; r = json.load(open(p))
 for k in r["ranks"]: k["kernel_count"] -= 1
 open(p, "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
 PY
-    cat >"$T/golden/quarantine.json" <<'Q'
+    # (a quarantine runs at most 90 days: its date is a month from today)
+    exp=$(date -u -d '+30 days' +%F)
+    cat >"$T/golden/quarantine.json" <<Q
 {"format_version": 1, "checks": [{"id": "ffn_allreduce/C/w1/cpu", "reason": "kernel count flips on busy hosts",
-  "link": "https://tracker.example/FG-7", "expires": "2030-01-01"}]}
+  "link": "https://tracker.example/FG-7", "expires": "$exp"}]}
 Q
     sum=$(sha256sum "$T/golden/quarantine.json")
     check --strict --junit "$T/q.xml"; expect_rc $? 0
     expect_out "ffn_allreduce/C/w1/cpu +FLAKY"; expect_out "1 flaky \(quarantined\)"
-    grep -q '<skipped message="quarantined: kernel count flips on busy hosts (https://tracker.example/FG-7), until 2030-01-01"' \
+    grep -q "<skipped message=\"quarantined: kernel count flips on busy hosts (https://tracker.example/FG-7), until $exp\"" \
       "$T/q.xml" || fail "JUnit lacks the skipped case with the quarantine's reason"
-    check --strict --as-of 2030-01-01; expect_rc $? 1
-    expect_out "quarantine expired on 2030-01-01 \(kernel count flips"
+    check --strict --as-of "$exp"; expect_rc $? 1
+    expect_out "quarantine expired on $exp \(kernel count flips"
+    # a quarantine with no end in sight is bad input (an audit: "9999-12-31"
+    # excused any failure of the check for ever)
+    sed "s/$exp/9999-12-31/" "$T/golden/quarantine.json" >"$T/q.json" && cp "$T/golden/quarantine.json" "$T/q.keep"
+    cp "$T/q.json" "$T/golden/quarantine.json"
+    check --strict; expect_rc $? 2; expect_out "expires on 9999-12-31, [0-9]+ days after .*at most 90 days"
+    cp "$T/q.keep" "$T/golden/quarantine.json"
     check --as-of 2030-13-01; expect_rc $? 2; expect_out "--as-of '2030-13-01' is not a date"
     "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 0
@@ -791,6 +799,35 @@ PY
     # a selection that matches no check is bad input, never "0 checks" and a pass
     "$FG" check tp_block_llama --world-size 4096 --strict >"$T/out" 2>&1; expect_rc $? 2
     expect_out "matches no check"; expect_out "tp_block_llama \\(world sizes 1\\.\\.[0-9]+\\)" ;;
+  selection_said)
+    # what a selection leaves out is said, never a silent pass (an audit,
+    # 2026-11-27: each of these passed `check --strict` with nothing said)
+    # goldens no check reads: a folder of no repro, a file of no golden's name
+    mkdir -p "$T/golden/cpu/ghost_repro"; cp "$G" "$T/golden/cpu/ghost_repro/C_w1.json"
+    cp "$G" "$T/golden/cpu/ffn_allreduce/notes.json"
+    "$FG" check --repro-dir "$T/repros" --golden-dir "$T/golden" --mode A --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 1
+    expect_out "ghost_repro \\(FAIL\\)"; expect_out "golden folder of no repro: no check reads it"
+    expect_out "ffn_allreduce/notes.json \\(FAIL\\)"; expect_out "not a golden's name"
+    # named repros only: the folder is not scanned
+    check --strict; expect_rc $? 0
+    rm -rf "$T/golden/cpu/ghost_repro" "$T/golden/cpu/ffn_allreduce/notes.json"
+    # a named repro at a world size it does not allow, beside one it does
+    "$FG" check tp_block_llama --mode A --world-size 1 --world-size 16 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "tp_block_llama runs at world sizes 1\\.\\.8, not 16"
+    # --require-fast-path of eager alone
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode A --world-size 1 \
+      --require-fast-path allreduce_residual_rmsnorm >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "mode A \\(eager\\) runs none: add --mode B or --mode C"
+    # rank 0 against world size 1: said when not in the selection, made when
+    # it is, whatever the order the world sizes were given in
+    # (tp_block_llama: its outputs have layouts; the committed goldens, read only)
+    "$FG" check tp_block_llama --golden-dir "$SRC/golden" --mode A --world-size 2 >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "rank 0 not compared with world size 1: not in this selection \\(add --world-size 1\\)"
+    "$FG" check tp_block_llama --golden-dir "$SRC/golden" --mode A --world-size 2 --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 0
+    grep -q "not compared with world size 1" "$T/out" && fail "world size 1 was in the selection"
+    expect_out "2 checks: 2 passed" ;;
   bad_input_before_run)
     # bad flags and environment are exit 2, named, before any rank starts
     start=$(date +%s)
@@ -1081,7 +1118,8 @@ PY
     expect_out "three: a print"
     (cd "$R" && git bisect reset >/dev/null 2>&1; FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" "${args[@]}") \
       >"$T/out" 2>&1
-    expect_rc $? 125; expect_out "unknown repro 'hist_block'"; expect_out "cannot test this commit" ;;
+    # (the commit has no repros folder left: bad input there, so 125)
+    expect_rc $? 125; expect_out "--repro-dir repros: error: no such folder"; expect_out "cannot test this commit" ;;
   fg_inputs_as_declared)
     # each input as its attributes say, or by its use: seen through the
     # outputs that return them

@@ -6,7 +6,9 @@ validator (Debian's python3-jsonschema). Usage:
 Fails on any invalid golden or proof, on finding too few of either to vouch
 for anything, and if a schema accepts a file broken on purpose (a golden
 with "kernels": [1, 2] or another format_version; a proof of format 2, with
-a failed case, or a cuda proof naming no GPU)."""
+a failed case, or a cuda proof naming no GPU), or a golden without a key
+that `check` compares (its environment, hashes, recompiles, an output's
+exact digest or fingerprint)."""
 import copy
 import json
 import pathlib
@@ -53,6 +55,16 @@ must_refuse(records, broken, '"kernels": [1, 2]')
 broken = copy.deepcopy(g)
 broken["format_version"] = 2
 must_refuse(records, broken, 'a golden of "format_version": 2')
+# every key `check` compares is required (a golden without one had that
+# comparison skipped, with nothing said)
+for path in (("env",), ("ranks", 0, "hashes"), ("ranks", 0, "hashes", "collectives"), ("ranks", 0, "recompile_count"),
+             ("ranks", 0, "outputs", 0, "exact"), ("ranks", 0, "outputs", 0, "fingerprint")):
+    broken = copy.deepcopy(g)
+    o = broken
+    for k in path[:-1]:
+        o = o[k]
+    del o[path[-1]]
+    must_refuse(records, broken, "a golden without " + ".".join(map(str, path)))
 
 cuda = [p for p in proof_files if "cuda" in p.relative_to(root).parts]
 pr = json.loads((cuda or proof_files)[0].read_text())

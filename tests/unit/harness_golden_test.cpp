@@ -1,12 +1,16 @@
 // Golden files: naming, canonical text, loading with useful errors, atomic
 // writes and the diff that a bless shows.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <functional>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "fusion/errors.h"
 #include "harness/golden.h"
@@ -21,15 +25,22 @@ json rank_record(int r) {
           {"graph_count", 1},
           {"graph_break_count", 0},
           {"breaks", json::array()},
+          {"recompile_count", 0},
           {"kernel_count", 12},
           {"kernels", json::array({{{"name", "cpu_poi_fused_add_0"}, {"kind", "poi"}}})},
-          {"outputs", json::array({{{"name", "out"}, {"exact", "0123456789abcdef"}}})}};
+          {"fast_paths", json::array()},
+          {"hashes", {{"graphs", "g0"}, {"decisions", "d0"}, {"collectives", "c0"}}},
+          {"outputs", json::array({{{"name", "out"},
+                                    {"exact", "0123456789abcdef"},
+                                    {"fingerprint", {{"dtype", "bf16"}, {"shape", {2, 4}}, {"numel", 8}}}}})}};
 }
 
 json valid_record() {
   return {{"repro", "x"},        {"mode", "C"},
           {"world_size", 2},     {"backend", "cpu"},
-          {"fusion", "default"}, {"ranks", json::array({rank_record(0), rank_record(1)})}};
+          {"fusion", "default"}, {"fast_paths", "proven"},
+          {"env", {{"backend", "cpu"}, {"fingerprint", "e0"}}},
+          {"ranks", json::array({rank_record(0), rank_record(1)})}};
 }
 
 // A fresh folder per test, removed afterwards.
@@ -300,10 +311,63 @@ TEST(LoadGolden, MissingKeyNamesKeyPathAndEnclosingLine) {
   EXPECT_NE(msg.find(p.string() + ":" + std::to_string(line) + ":"), std::string::npos) << msg;
 }
 
+// Every key `check` compares is required: a golden without one would have
+// that comparison skipped with nothing said (found by an audit: a golden
+// with its outputs' exact digests, its hashes or its header keys deleted
+// passed `check --strict`).
+TEST(LoadGolden, AKeyThatCheckComparesIsRequired) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  write_file(p, dump_record(valid_record()));
+  EXPECT_NO_THROW(load_golden(p.string())) << load_error(p);
+  const std::vector<std::vector<std::string>> keys = {
+      {"repro"}, {"mode"}, {"world_size"}, {"backend"}, {"fusion"}, {"fast_paths"}, {"env"},
+      {"ranks", "0", "rank"}, {"ranks", "1", "recompile_count"}, {"ranks", "0", "fast_paths"},
+      {"ranks", "0", "hashes"}, {"ranks", "1", "hashes", "collectives"}, {"ranks", "0", "hashes", "graphs"},
+      {"ranks", "0", "outputs", "0", "exact"}, {"ranks", "1", "outputs", "0", "fingerprint"}};
+  for (const auto& path : keys) {
+    json j = valid_record();
+    json* o = &j;
+    std::string name;
+    for (size_t i = 0; i + 1 < path.size(); ++i) {
+      const std::string& k = path[i];
+      const bool index = !k.empty() && k[0] >= '0' && k[0] <= '9';
+      o = index ? &(*o)[static_cast<size_t>(std::stoi(k))] : &(*o)[k];
+      name += index ? "[" + k + "]" : (name.empty() ? k : "." + k);
+    }
+    o->erase(path.back());
+    name += name.empty() ? path.back() : "." + path.back();
+    write_file(p, dump_record(j));
+    const std::string msg = load_error(p);
+    EXPECT_NE(msg.find("golden file lacks " + name + " ("), std::string::npos) << name << ": " << msg;
+  }
+}
+
+// One rank record a rank, in order, and counts that are counts (an audit:
+// two ranks at world size 1, and a kernel_count of -5, were taken).
+TEST(LoadGolden, RanksMatchTheWorldSizeAndCountsAreCounts) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  json j = valid_record();
+  j["world_size"] = 1;
+  write_file(p, dump_record(j));
+  EXPECT_NE(load_error(p).find("holds 2 rank record(s) for world_size 1"), std::string::npos) << load_error(p);
+  j = valid_record();
+  j["ranks"][1]["rank"] = 0;
+  write_file(p, dump_record(j));
+  EXPECT_NE(load_error(p).find("has ranks[1].rank 0, expected 1"), std::string::npos) << load_error(p);
+  j = valid_record();
+  j["ranks"][0]["kernel_count"] = -5;
+  write_file(p, dump_record(j));
+  EXPECT_NE(load_error(p).find("has ranks[0].kernel_count -5, expected a count"), std::string::npos) << load_error(p);
+}
+
 TEST(LoadGolden, RecordWithoutRanksIsAnError) {
   TempDir dir;
   fs::path p = dir.path() / "cpu/x/C_w2.json";
-  write_file(p, "{\"repro\": \"x\"}\n");
+  json j = valid_record();
+  j.erase("ranks");
+  write_file(p, dump_record(j));
   EXPECT_NE(load_error(p).find(p.string() + ":1: error: golden file lacks ranks"),
             std::string::npos)
       << load_error(p);
@@ -338,6 +402,48 @@ std::string numbered(int n, int changed = -1, int changed2 = -1) {
   for (int i = 1; i <= n; ++i)
     s += (i == changed || i == changed2 ? "LINE" : "line") + std::to_string(i) + "\n";
   return s;
+}
+
+// A path that is no regular file is written through, never replaced by
+// one (an audit's `--out /dev/full`, as root, replaced the device and
+// exited 0); a symlink keeps its link and its file takes the text.
+TEST(WriteAtomic, FollowsLinksAndWritesThroughWhatIsNoRegularFile) {
+  TempDir dir;
+  const fs::path file = dir.path() / "real.json", link = dir.path() / "link.json";
+  write_file(file, "old\n");
+  fs::create_symlink(file, link);
+  write_atomic(link.string(), "new\n");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(read_file(file), "new\n");
+  // a FIFO with a reader: the text goes down it, and it stays a FIFO
+  const fs::path fifo = dir.path() / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(rd, 0);
+  write_atomic(fifo.string(), "down the pipe\n");
+  char buf[64] = {};
+  const ssize_t n = ::read(rd, buf, sizeof buf - 1);
+  ::close(rd);
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "down the pipe\n");
+  EXPECT_EQ(fs::status(fifo).type(), fs::file_type::fifo);
+  // a device that refuses the write: bad input named, the device kept.
+  // Not as root: there a regression of this very rule would replace the
+  // machine's /dev/full (the FIFO above covers the write-through).
+  if (::geteuid() != 0 && fs::exists("/dev/full")) {
+    std::string msg;
+    try {
+      write_atomic("/dev/full", "x");
+    } catch (const UserError& e) {
+      msg = e.what();
+    }
+    EXPECT_NE(msg.find("/dev/full: error: cannot write it"), std::string::npos) << msg;
+    EXPECT_EQ(fs::status("/dev/full").type(), fs::file_type::character);
+  }
+  // a link to a folder is refused, the link kept
+  const fs::path dlink = dir.path() / "dlink";
+  fs::create_directory_symlink(dir.path(), dlink);
+  EXPECT_THROW(write_atomic(dlink.string(), "x"), UserError);
+  EXPECT_TRUE(fs::is_symlink(dlink));
 }
 
 TEST(UnifiedDiff, EqualTextsGiveEmptyDiff) {
