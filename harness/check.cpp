@@ -2,6 +2,8 @@
 // with the goldens (check) or write them (bless).
 #include <algorithm>
 #include <cctype>
+#include <regex>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -54,6 +56,11 @@ std::vector<Job> expand(const Selection& sel, std::vector<std::string>* not_run 
     }
     const bool any_allowed =
         std::any_of(worlds.begin(), worlds.end(), [&](int w) { return w <= r->max_world; });
+    // named beside others and allowed none of the world sizes: it would get
+    // no check while the others' kept the selection from being empty
+    if (!any_allowed && sel.repros.size() > 1)
+      user_error(n + " runs at world sizes " + std::to_string(r->min_world) + ".." + std::to_string(r->max_world) +
+                 ", none of those asked: it would not be checked; drop it or add a world size it allows");
     for (int w : worlds)
       if (w > r->max_world && !sel.worlds.empty()) {
         // asked for by name and by world size, beside one it allows: bad
@@ -118,49 +125,61 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
   if (!fs::is_directory(root, ec)) return out;
   auto stale = [&](const fs::path& p, const std::string& why) {
     Verdict v;
-    v.check_id = p.generic_string();
+    // named from the golden folder's name on, the same on every machine
+    fs::path gd = fs::path(sel.golden_dir).lexically_normal();
+    if (gd.filename().empty()) gd = gd.parent_path();
+    v.check_id = (gd.filename() / p.lexically_normal().lexically_relative(gd)).generic_string();
     v.kind = VerdictKind::Fail;
     v.findings.push_back({v.kind, why});
     out.push_back(v);
   };
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(root, ec))
-    if (e.is_directory(ec)) dirs.push_back(e.path());
-  std::sort(dirs.begin(), dirs.end());
-  for (const fs::path& d : dirs) {
+  // what golden_path() writes: mode A takes no fusion policy or fast path
+  // selection; "default" and "proven" are never spelt
+  static const std::regex kEager(R"(A_w([0-9]+)(\.nodes([0-9]+))?\.json)");
+  static const std::regex kCompiled(
+      R"([BC]_w([0-9]+)(\.(max-autotune|none))?(\.fp-([a-z0-9_+]+))?(\.nodes([0-9]+))?\.json)");
+  std::vector<fs::path> entries;
+  for (const auto& e : fs::directory_iterator(root, ec)) entries.push_back(e.path());
+  std::sort(entries.begin(), entries.end());
+  for (const fs::path& d : entries) {
+    if (!fs::is_directory(d, ec)) {
+      if (d.filename().string()[0] != '.') stale(d, "a file beside the repro folders: no check reads it; delete it");
+      continue;
+    }
     const Repro* r = find_repro(repros, d.filename().string());
     if (!r) {
       stale(d, "golden folder of no repro: no check reads it; delete it, or restore the repro (known: " +
                    repro_names(repros) + ")");
       continue;
     }
+    if (r->only_backend && *r->only_backend != sel.backend) {
+      stale(d, r->name + " runs only with --backend " + backend_name(*r->only_backend) +
+                   ": no check reads its goldens here; delete the folder");
+      continue;
+    }
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(d, ec))
-      if (e.is_regular_file(ec) && e.path().filename().string()[0] != '.') files.push_back(e.path());
+      if (e.path().filename().string()[0] != '.') files.push_back(e.path());
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
       const std::string name = f.filename().string();
-      int w = 0;
-      size_t used = 0;
-      const bool shaped = name.size() > 8 && (name[0] == 'A' || name[0] == 'B' || name[0] == 'C') &&
-                          name.compare(1, 2, "_w") == 0 && name.compare(name.size() - 5, 5, ".json") == 0 &&
-                          std::isdigit(static_cast<unsigned char>(name[3]));
-      if (shaped) {
-        try {
-          w = std::stoi(name.substr(3), &used);
-        } catch (const std::exception&) {
-          w = 0;
-        }
+      std::smatch m;
+      const bool eager = std::regex_match(name, m, kEager);
+      const bool compiled = !eager && std::regex_match(name, m, kCompiled);
+      const std::string nodes = eager ? m[3].str() : compiled ? m[7].str() : "";
+      const std::string fp = compiled ? m[5].str() : "";
+      if ((!eager && !compiled) || !fs::is_regular_file(f, ec) || fp == "proven" ||
+          (!nodes.empty() && std::stoll(nodes.substr(0, 9)) < 2)) {
+        stale(f, "not a golden's name (A_w<N>[.nodes<K>].json, or B/C_w<N>[.max-autotune|.none][.fp-<selection>]"
+                 "[.nodes<K>].json): no check reads it; rename or delete it");
+        continue;
       }
-      if (!shaped || w < 1) {
-        stale(f, "not a golden's name (<mode>_w<N>[.<fusion>][.fp-<selection>][.nodes<K>].json): no check reads "
-                 "it; rename or delete it");
-      } else if (w < r->min_world || w > r->max_world) {
+      const long long w = std::stoll(m[1].str().substr(0, 9));
+      if (w < r->min_world || w > r->max_world)
         stale(f, "world size " + std::to_string(w) + ", which " + r->name + " does not allow (" +
                      std::to_string(r->min_world) + ".." +
                      (r->max_world >= (1 << 20) ? std::string("any") : std::to_string(r->max_world)) +
                      "): no check reads it; delete it");
-      }
     }
   }
   return out;
@@ -172,6 +191,20 @@ void golden_dir_is_a_folder(const Selection& sel) {
   std::error_code ec;
   if (std::filesystem::exists(sel.golden_dir, ec) && !std::filesystem::is_directory(sel.golden_dir, ec))
     user_error("--golden-dir " + sel.golden_dir + ": error: is not a folder; name the folder of the goldens");
+}
+
+std::string golden_of_job(const Selection& sel, const Job& j);
+
+// Every place a golden of `jobs` goes must take a file, before any run
+// (bless --missing would have taken a folder there for a golden).
+void golden_paths_take_files(const Selection& sel, const std::vector<Job>& jobs) {
+  golden_dir_is_a_folder(sel);
+  for (const Job& j : jobs) {
+    const std::string path = golden_of_job(sel, j);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      user_error(path + ": error: is a folder where the golden file goes; move it away and bless again");
+  }
 }
 
 std::string golden_of_job(const Selection& sel, const Job& j) {
@@ -231,9 +264,17 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
       std::all_of(sel.modes.begin(), sel.modes.end(), [](Mode m) { return m == Mode::Eager; }))
     user_error("--require-fast-path asks for a fast path, and mode A (eager) runs none: add --mode B or --mode C");
   golden_dir_is_a_folder(sel);
+  {
+    // a golden folder that is not there made every check MISSING (exit 0
+    // without --strict): a typo, said as one
+    std::error_code ec;
+    if (!std::filesystem::exists(sel.golden_dir, ec))
+      user_error("--golden-dir " + sel.golden_dir + ": error: no such folder; name the folder of the goldens "
+                 "(bless creates it)");
+  }
   std::vector<std::string> not_run;
   std::vector<Job> jobs = expand(sel, &not_run);
-  if (!not_run.empty()) {
+  if (!not_run.empty() && sel.nodes.node_rank == 0) {
     std::string list;
     for (const auto& x : not_run) list += (list.empty() ? "" : ", ") + x;
     std::cerr << "fusegate check: not in this selection, as their repros do not allow the world size asked: " << list
@@ -263,7 +304,9 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
                    repro_names(known));
   }
   const std::string as_of = opts.as_of.empty() ? today_utc() : opts.as_of;
-  check_quarantine_horizon(quarantine, qpath, as_of);
+  // the horizon runs from today, whatever --as-of says: a past --as-of
+  // (bisecting old commits) must not turn a valid entry into bad input
+  check_quarantine_horizon(quarantine, qpath, today_utc());
   // every golden is read (a corrupted one is bad input: exit 2) before any run
   std::vector<std::optional<nlohmann::json>> goldens;
   for (const Job& j : jobs) goldens.push_back(load_golden(golden_of_job(sel, j)));
@@ -271,6 +314,9 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
   std::vector<Verdict> verdicts;
   const auto repros = all_repros(sel.fg_dirs);
   std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
+  std::set<std::string> with_world1;              // repro/mode pairs the selection runs at world size 1
+  for (const Job& j : jobs)
+    if (j.spec.world == 1) with_world1.insert(j.spec.repro + "/" + mode_letter(j.spec.mode));
   std::string lost;  // a node that is gone: the jobs after it are not run
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
@@ -316,10 +362,11 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
       if (golden || v.kind != VerdictKind::Missing) v.kind = overall_kind(v.findings);
     } else if (const Repro* r = find_repro(repros, j.spec.repro); r && r->replicated_outputs) {
       // never a comparison skipped with nothing said
-      v.findings.push_back(
-          {VerdictKind::Pass, r->min_world > 1 ? "rank 0 not compared with world size 1 (this repro has none)"
-                                               : "rank 0 not compared with world size 1: not in this selection "
-                                                 "(add --world-size 1)"});
+      const std::string why = r->min_world > 1              ? "this repro has none"
+                              : sel.nodes.nnodes > 1        ? "world size 1 is not run across nodes"
+                              : with_world1.count(key) != 0 ? "its run did not finish (above)"
+                                                            : "not in this selection (add --world-size 1)";
+      v.findings.push_back({VerdictKind::Pass, "rank 0 not compared with world size 1: " + why});
     }
     require_fast_paths(sel, run.record, &v);
     verdicts.push_back(v);
@@ -340,6 +387,7 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
 
 int cmd_bless(const Selection& sel, const std::string& why, bool missing_only) {
   std::vector<Job> jobs = expand(sel);
+  golden_paths_take_files(sel, jobs);
   if (missing_only) {
     // --missing: only the selected checks no golden file holds yet (a world
     // size or repro added); every node filters the same way, and the nodes
@@ -364,14 +412,6 @@ int cmd_bless(const Selection& sel, const std::string& why, bool missing_only) {
 namespace {
 
 int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes) {
-  // every place a golden goes must take a file, before any run
-  golden_dir_is_a_folder(sel);
-  for (const Job& j : jobs) {
-    const std::string path = golden_of_job(sel, j);
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-      user_error(path + ": error: is a folder where the golden file goes; move it away and bless again");
-  }
   nodes.agree("bless", job_ids(jobs));
   int changed = 0;
   // a job that cannot be blessed stops the command, on every node

@@ -9,12 +9,14 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <chrono>
 #include <sstream>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -339,8 +341,8 @@ void check_schema(const std::string& path, const std::string& text, const json& 
                  {{"rank", T::Int, true}, {"graph_count", T::Int, true}, {"graph_break_count", T::Int, true},
                   {"kernel_count", T::Int, true}, {"recompile_count", T::Int, true},
                   {"breaks", T::Arr, true, T::Obj}, {"kernels", T::Arr, true, T::Obj},
-                  {"outputs", T::Arr, true, T::Obj}, {"ledger", T::Arr, false, T::Obj},
-                  {"kernel_count_by_kind", T::Obj, false, T::Int}, {"device_kernel_count", T::Int, false},
+                  {"outputs", T::Arr, true, T::Obj}, {"ledger", T::Arr, true, T::Obj},
+                  {"kernel_count_by_kind", T::Obj, true, T::Int}, {"device_kernel_count", T::Int, false},
                   {"aten_op_count", T::Int, false}, {"fast_paths", T::Arr, true, T::Obj},
                   {"hashes", T::Obj, true, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
                   {"codegen_variants", T::Arr, false, T::Obj}, {"gemm_algos", T::Arr, false, T::Obj},
@@ -503,12 +505,25 @@ void remove_tree(const std::string& dir) { nftw(dir.c_str(), remove_entry, 16, F
 namespace {
 // Writes text into whatever path names, in place (not atomic): for a path
 // that is no regular file, which rename() would replace by one.
+void write_fd(const std::string& path, int fd, const std::string& text, bool close_it);
+
 void write_through(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  // a FIFO is opened without waiting: with no reader it would block for ever
+  struct stat st {};
+  const bool fifo = ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (fifo ? O_NONBLOCK : O_TRUNC), 0666);
   if (fd < 0) {
     int err = errno;
-    user_error(path + ": error: cannot open it for writing (" + std::string(std::strerror(err)) + ")");
+    user_error(path + ": error: " +
+               (fifo && err == ENXIO ? std::string("a FIFO with no reader; start its reader first")
+                                     : "cannot open it for writing (" + std::string(std::strerror(err)) + ")"));
   }
+  if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  write_fd(path, fd, text, true);
+}
+
+// The text down an open descriptor; errors name the path.
+void write_fd(const std::string& path, int fd, const std::string& text, bool close_it) {
   const char* p = text.data();
   size_t left = text.size();
   while (left > 0) {
@@ -516,20 +531,41 @@ void write_through(const std::string& path, const std::string& text) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       int err = n < 0 ? errno : EIO;
-      ::close(fd);
+      if (close_it) ::close(fd);
       user_error(path + ": error: cannot write it (" + std::string(std::strerror(err)) + ")");
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::close(fd) != 0) {
+  if (close_it && ::close(fd) != 0) {
     int err = errno;
     user_error(path + ": error: cannot write it (close: " + std::string(std::strerror(err)) + ")");
   }
 }
 }  // namespace
 
+int std_stream_fd(const std::string& path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"})
+    if (path.rfind(prefix, 0) == 0) {
+      const std::string n = path.substr(std::strlen(prefix));
+      if (!n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos) return std::stoi(n);
+    }
+  return -1;
+}
+
 void write_atomic(const std::string& path, const std::string& text) {
+  // This process's own descriptor (/dev/stdout, /dev/fd/N): written down the
+  // descriptor as it is open, after what std::cout / std::cerr hold, never
+  // reopened (a file that stdout is redirected to would be truncated, or
+  // replaced by the rename).
+  if (const int fd = std_stream_fd(path); fd >= 0) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    return write_fd(path, fd, text, false);
+  }
   // A symlink is followed (the file it names is replaced, the link kept);
   // a path that is no regular file (a FIFO, a device, /dev/stdout and what
   // it names in /proc) is written through. rename() would put a regular

@@ -39,6 +39,11 @@ std::string dump_record(const nlohmann::json& j);
 // path:line[:col] and how to recover.
 std::optional<nlohmann::json> load_golden(const std::string& path);
 
+// The descriptor a path names when it is this process's own stream
+// (/dev/stdout 1, /dev/stderr 2, /dev/fd/N or /proc/self/fd/N), else -1:
+// write_atomic writes those down the descriptor, as it is open.
+int std_stream_fd(const std::string& path);
+
 // Reads a JSON file: nullopt when it does not exist; a folder, an unreadable
 // file, one nested deeper than 64 levels or malformed JSON is a UserError
 // naming path[:line:col], `what` it is ("golden file", "proof") and `hint`

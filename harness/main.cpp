@@ -56,6 +56,11 @@ void require_writable_dir(const std::string& flag, const std::string& dir, const
 void require_writable_file(const std::string& flag, const std::string& file) {
   namespace fs = std::filesystem;
   if (fs::is_directory(file)) fg::user_error(flag + " " + file + ": is a folder; give a file name");
+  // this process's own stream, or a FIFO or device already there: written
+  // through (write_atomic), whose errors are bad input; its folder (/dev)
+  // need not be writable
+  std::error_code ec;
+  if (fg::std_stream_fd(file) >= 0 || (fs::exists(file, ec) && !fs::is_regular_file(file, ec))) return;
   require_writable_dir(flag, fs::absolute(file).parent_path().string(), file);
 }
 
@@ -320,7 +325,10 @@ int run_main(int argc, char** argv) {
   for (const auto& d : extra_dirs) {
     // a folder that is not there checked only the shipped repros, and
     // passed (an audit, 2026-11-27)
-    // (one .fg file is taken too: ranks get `run --graph FILE.fg`'s file so)
+    // (one .fg file is taken too: ranks get `run --graph FILE.fg`'s file so;
+    // the shipped folder, which ranks are passed too, is not asked for by a
+    // user: a build whose source tree is gone runs without it, as before)
+    if (d == std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg") continue;
     std::error_code ec;
     const bool one_graph =
         std::filesystem::path(d).extension() == ".fg" && std::filesystem::is_regular_file(d, ec);

@@ -38,12 +38,12 @@ long days_of(const std::string& date) {
 }  // namespace
 
 void check_quarantine_horizon(const std::vector<QuarantineEntry>& q, const std::string& path,
-                              const std::string& as_of) {
+                              const std::string& today) {
   for (const auto& e : q) {
-    const long ahead = days_of(e.expires) - days_of(as_of);
+    const long ahead = days_of(e.expires) - days_of(today);
     if (ahead > kQuarantineMaxDays)
       user_error(path + ": error: quarantine of '" + e.id + "' expires on " + e.expires + ", " +
-                 std::to_string(ahead) + " days after " + as_of + "; a quarantine may run at most " +
+                 std::to_string(ahead) + " days after today (" + today + "); a quarantine may run at most " +
                  std::to_string(kQuarantineMaxDays) + " days: fix the check, or set an earlier date and renew it");
   }
 }

@@ -31,13 +31,14 @@ std::string parse_date(const std::string& text);
 // Today in UTC, YYYY-MM-DD.
 std::string today_utc();
 
-// The most days a quarantine may run past `as_of`: one that ends later (an
-// audit's "9999-12-31" excused any failure for ever) is bad input.
+// The most days a quarantine may run past the day it is read (today, not
+// --as-of): one that ends later (an audit's "9999-12-31" excused any
+// failure for ever) is bad input.
 constexpr int kQuarantineMaxDays = 90;
 // Bad input (exit 2, the entry named) for an entry expiring more than
-// kQuarantineMaxDays after `as_of`.
+// kQuarantineMaxDays after `today`.
 void check_quarantine_horizon(const std::vector<QuarantineEntry>& q, const std::string& path,
-                              const std::string& as_of);
+                              const std::string& today);
 
 // Applies the quarantine to one verdict, as of `as_of` (YYYY-MM-DD).
 void apply_quarantine(const std::vector<QuarantineEntry>& q, const std::string& as_of, Verdict* v);

@@ -350,8 +350,11 @@ Q
     # excused any failure of the check for ever)
     sed "s/$exp/9999-12-31/" "$T/golden/quarantine.json" >"$T/q.json" && cp "$T/golden/quarantine.json" "$T/q.keep"
     cp "$T/q.json" "$T/golden/quarantine.json"
-    check --strict; expect_rc $? 2; expect_out "expires on 9999-12-31, [0-9]+ days after .*at most 90 days"
+    check --strict; expect_rc $? 2; expect_out "expires on 9999-12-31, [0-9]+ days after today .*at most 90 days"
     cp "$T/q.keep" "$T/golden/quarantine.json"
+    # the horizon runs from today: a past --as-of (bisecting an old commit)
+    # keeps a valid entry valid
+    check --strict --as-of 2020-01-01; expect_rc $? 0; expect_out "ffn_allreduce/C/w1/cpu +FLAKY"
     check --as-of 2030-13-01; expect_rc $? 2; expect_out "--as-of '2030-13-01' is not a date"
     "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 0
@@ -815,6 +818,13 @@ PY
     # a named repro at a world size it does not allow, beside one it does
     "$FG" check tp_block_llama --mode A --world-size 1 --world-size 16 >"$T/out" 2>&1; expect_rc $? 2
     expect_out "tp_block_llama runs at world sizes 1\\.\\.8, not 16"
+    # ... or at none of them, beside a repro that allows them
+    "$FG" check tp_block_llama ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode A \
+      --world-size 16 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "tp_block_llama runs at world sizes 1\\.\\.8, none of those asked: it would not be checked"
+    # a golden folder that is not there (a typo) is bad input, not all MISSING
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/goldne" --mode C --world-size 1 \
+      >"$T/out" 2>&1; expect_rc $? 2; expect_out "--golden-dir .*/goldne: error: no such folder"
     # --require-fast-path of eager alone
     "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode A --world-size 1 \
       --require-fast-path allreduce_residual_rmsnorm >"$T/out" 2>&1; expect_rc $? 2

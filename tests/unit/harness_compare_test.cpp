@@ -611,6 +611,10 @@ TEST(FingerprintsClose, AWholeOutputThatDriftedFailsInBf16) {
   c["numel"] = d["numel"] = 512;   // a small output: 4 x rtol
   c["shape"] = d["shape"] = {2, 256};
   EXPECT_TRUE(fingerprints_close(c, d, &why)) << why;
+  json e = fingerprint(), f = fingerprint();  // f16 keeps 4 x rtol (rtol / 4: half its ulp)
+  e["dtype"] = f["dtype"] = "f16";
+  f["sumsq"] = 3.0 * 1.003 * 1.003;
+  EXPECT_TRUE(fingerprints_close(e, f, &why)) << why;
 }
 
 TEST(FingerprintsClose, IntegersAreExact) {

@@ -29,6 +29,8 @@ json rank_record(int r) {
           {"kernel_count", 12},
           {"kernels", json::array({{{"name", "cpu_poi_fused_add_0"}, {"kind", "poi"}}})},
           {"fast_paths", json::array()},
+          {"ledger", json::array()},
+          {"kernel_count_by_kind", {{"poi", 1}}},
           {"hashes", {{"graphs", "g0"}, {"decisions", "d0"}, {"collectives", "c0"}}},
           {"outputs", json::array({{{"name", "out"},
                                     {"exact", "0123456789abcdef"},
@@ -324,6 +326,7 @@ TEST(LoadGolden, AKeyThatCheckComparesIsRequired) {
       {"repro"}, {"mode"}, {"world_size"}, {"backend"}, {"fusion"}, {"fast_paths"}, {"env"},
       {"ranks", "0", "rank"}, {"ranks", "1", "recompile_count"}, {"ranks", "0", "fast_paths"},
       {"ranks", "0", "hashes"}, {"ranks", "1", "hashes", "collectives"}, {"ranks", "0", "hashes", "graphs"},
+      {"ranks", "0", "ledger"}, {"ranks", "1", "kernel_count_by_kind"},
       {"ranks", "0", "outputs", "0", "exact"}, {"ranks", "1", "outputs", "0", "fingerprint"}};
   for (const auto& path : keys) {
     json j = valid_record();
@@ -438,6 +441,24 @@ TEST(WriteAtomic, FollowsLinksAndWritesThroughWhatIsNoRegularFile) {
     }
     EXPECT_NE(msg.find("/dev/full: error: cannot write it"), std::string::npos) << msg;
     EXPECT_EQ(fs::status("/dev/full").type(), fs::file_type::character);
+  }
+  // this process's own descriptor: written down it as it is open
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  write_atomic("/dev/fd/" + std::to_string(fds[1]), "through fd\n");
+  ::close(fds[1]);
+  char got[64] = {};
+  const ssize_t m = ::read(fds[0], got, sizeof got - 1);
+  ::close(fds[0]);
+  EXPECT_EQ(std::string(got, m > 0 ? static_cast<size_t>(m) : 0), "through fd\n");
+  // a FIFO with no reader: bad input at once, not a wait for ever
+  const fs::path lonely = dir.path() / "lonely";
+  ASSERT_EQ(::mkfifo(lonely.c_str(), 0600), 0);
+  try {
+    write_atomic(lonely.string(), "x");
+    ADD_FAILURE() << "a FIFO with no reader was written";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("a FIFO with no reader"), std::string::npos) << e.what();
   }
   // a link to a folder is refused, the link kept
   const fs::path dlink = dir.path() / "dlink";
