@@ -1,14 +1,15 @@
 // check and bless: run every selected repro x mode x world size, compare
 // with the goldens (check) or write them (bless).
 #include <algorithm>
-#include <cctype>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "fusion/errors.h"
+#include "fusion/options.h"
 #include "harness/commands.h"
 #include "harness/compare.h"
 #include "harness/golden.h"
@@ -133,11 +134,39 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
     v.findings.push_back({v.kind, why});
     out.push_back(v);
   };
-  // what golden_path() writes: mode A takes no fusion policy or fast path
-  // selection; "default" and "proven" are never spelt
-  static const std::regex kEager(R"(A_w([0-9]+)(\.nodes([0-9]+))?\.json)");
-  static const std::regex kCompiled(
-      R"([BC]_w([0-9]+)(\.(max-autotune|none))?(\.fp-([a-z0-9_+]+))?(\.nodes([0-9]+))?\.json)");
+  // A golden's name is what golden_path() writes for its parts: the name is
+  // cut into mode, world size and suffixes, each suffix read by the parser
+  // the command line uses, and the name written again from them; a name
+  // that does not come back the same (a policy or selection spelt that is
+  // never spelt, mode A with a suffix, an unknown policy) no check reads.
+  static const std::regex kName(R"(([ABC])_w([0-9]{1,9})((\.[^.]+)*)\.json)");
+  auto golden_name_world = [&](const Repro& r, const std::string& name) -> int {
+    std::smatch m;
+    if (!std::regex_match(name, m, kName)) return 0;
+    std::string fusion = "default", fast = "proven";
+    int nodes = 1;
+    std::stringstream parts(m[3].str().empty() ? "" : m[3].str().substr(1));
+    try {
+      for (std::string part; std::getline(parts, part, '.');) {
+        if (part.rfind("fp-", 0) == 0) {
+          std::string names = part.substr(3);
+          std::replace(names.begin(), names.end(), '+', ',');
+          fast = parse_fast_paths(names).text();
+        } else if (part.rfind("nodes", 0) == 0 && part.size() > 5 && part.size() < 10 &&
+                   part.find_first_not_of("0123456789", 5) == std::string::npos) {
+          nodes = std::stoi(part.substr(5));
+        } else {
+          fusion = policy_name(parse_fusion(part));
+        }
+      }
+    } catch (const UserError&) {
+      return 0;
+    }
+    const int w = std::stoi(m[2].str());
+    const fs::path again = golden_path(sel.golden_dir, backend_name(sel.backend), r.name, m[1].str(), w, fusion,
+                                       fast, nodes);
+    return again.filename() == name ? w : 0;
+  };
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(root, ec)) entries.push_back(e.path());
   std::sort(entries.begin(), entries.end());
@@ -162,19 +191,12 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
       if (e.path().filename().string()[0] != '.') files.push_back(e.path());
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) {
-      const std::string name = f.filename().string();
-      std::smatch m;
-      const bool eager = std::regex_match(name, m, kEager);
-      const bool compiled = !eager && std::regex_match(name, m, kCompiled);
-      const std::string nodes = eager ? m[3].str() : compiled ? m[7].str() : "";
-      const std::string fp = compiled ? m[5].str() : "";
-      if ((!eager && !compiled) || !fs::is_regular_file(f, ec) || fp == "proven" ||
-          (!nodes.empty() && std::stoll(nodes.substr(0, 9)) < 2)) {
+      const int w = fs::is_regular_file(f, ec) ? golden_name_world(*r, f.filename().string()) : 0;
+      if (w == 0) {
         stale(f, "not a golden's name (A_w<N>[.nodes<K>].json, or B/C_w<N>[.max-autotune|.none][.fp-<selection>]"
                  "[.nodes<K>].json): no check reads it; rename or delete it");
         continue;
       }
-      const long long w = std::stoll(m[1].str().substr(0, 9));
       if (w < r->min_world || w > r->max_world)
         stale(f, "world size " + std::to_string(w) + ", which " + r->name + " does not allow (" +
                      std::to_string(r->min_world) + ".." +
@@ -185,12 +207,17 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
   return out;
 }
 
-// --golden-dir must be a folder (or not there yet, for bless): a file there
-// made every check MISSING and exit 0 (an audit, 2026-11-27).
-void golden_dir_is_a_folder(const Selection& sel) {
+// --golden-dir must be a folder, and for check one that is there (bless
+// creates it): a file there, or a typo, made every check MISSING and exit 0
+// (an audit, 2026-11-27).
+void golden_dir_is_a_folder(const Selection& sel, bool must_exist) {
   std::error_code ec;
-  if (std::filesystem::exists(sel.golden_dir, ec) && !std::filesystem::is_directory(sel.golden_dir, ec))
+  const bool there = std::filesystem::exists(sel.golden_dir, ec);
+  if (there && !std::filesystem::is_directory(sel.golden_dir, ec))
     user_error("--golden-dir " + sel.golden_dir + ": error: is not a folder; name the folder of the goldens");
+  if (!there && must_exist)
+    user_error("--golden-dir " + sel.golden_dir + ": error: no such folder; name the folder of the goldens "
+               "(bless creates it)");
 }
 
 std::string golden_of_job(const Selection& sel, const Job& j);
@@ -198,7 +225,7 @@ std::string golden_of_job(const Selection& sel, const Job& j);
 // Every place a golden of `jobs` goes must take a file, before any run
 // (bless --missing would have taken a folder there for a golden).
 void golden_paths_take_files(const Selection& sel, const std::vector<Job>& jobs) {
-  golden_dir_is_a_folder(sel);
+  golden_dir_is_a_folder(sel, false);
   for (const Job& j : jobs) {
     const std::string path = golden_of_job(sel, j);
     std::error_code ec;
@@ -263,15 +290,7 @@ int cmd_check(const Selection& sel, const CheckOptions& opts) {
   if (!sel.require_fast_paths.empty() && !sel.modes.empty() &&
       std::all_of(sel.modes.begin(), sel.modes.end(), [](Mode m) { return m == Mode::Eager; }))
     user_error("--require-fast-path asks for a fast path, and mode A (eager) runs none: add --mode B or --mode C");
-  golden_dir_is_a_folder(sel);
-  {
-    // a golden folder that is not there made every check MISSING (exit 0
-    // without --strict): a typo, said as one
-    std::error_code ec;
-    if (!std::filesystem::exists(sel.golden_dir, ec))
-      user_error("--golden-dir " + sel.golden_dir + ": error: no such folder; name the folder of the goldens "
-                 "(bless creates it)");
-  }
+  golden_dir_is_a_folder(sel, true);
   std::vector<std::string> not_run;
   std::vector<Job> jobs = expand(sel, &not_run);
   if (!not_run.empty() && sel.nodes.node_rank == 0) {
@@ -296,13 +315,11 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
   // the quarantine is read (and refused if malformed) before any run
   const std::string qpath = sel.golden_dir + "/quarantine.json";
   const std::vector<QuarantineEntry> quarantine = load_quarantine(qpath);
-  {
-    const auto known = all_repros(sel.fg_dirs);
-    for (const auto& e : quarantine)
-      if (!find_repro(known, e.id.substr(0, e.id.find('/'))))
-        user_error(qpath + ": error: quarantined check '" + e.id + "' names no repro; known repros: " +
-                   repro_names(known));
-  }
+  const auto repros = all_repros(sel.fg_dirs);
+  for (const auto& e : quarantine)
+    if (!find_repro(repros, e.id.substr(0, e.id.find('/'))))
+      user_error(qpath + ": error: quarantined check '" + e.id + "' names no repro; known repros: " +
+                 repro_names(repros));
   const std::string as_of = opts.as_of.empty() ? today_utc() : opts.as_of;
   // the horizon runs from today, whatever --as-of says: a past --as-of
   // (bisecting old commits) must not turn a valid entry into bad input
@@ -312,7 +329,6 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
   for (const Job& j : jobs) goldens.push_back(load_golden(golden_of_job(sel, j)));
   nodes.agree("check", job_ids(jobs));
   std::vector<Verdict> verdicts;
-  const auto repros = all_repros(sel.fg_dirs);
   std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
   std::set<std::string> with_world1;              // repro/mode pairs the selection runs at world size 1
   for (const Job& j : jobs)

@@ -566,24 +566,30 @@ void write_atomic(const std::string& path, const std::string& text) {
     std::fflush(nullptr);
     return write_fd(path, fd, text, false);
   }
-  // A symlink is followed (the file it names is replaced, the link kept);
-  // a path that is no regular file (a FIFO, a device, /dev/stdout and what
-  // it names in /proc) is written through. rename() would put a regular
-  // file in their place: an audit's `--out /dev/full` replaced the device,
-  // as root, and exited 0.
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    std::error_code cec;
-    const fs::path real = fs::canonical(path, cec);
-    struct stat rst {};
-    if (!cec && real.string().rfind("/proc/", 0) != 0 && ::stat(real.c_str(), &rst) == 0 && S_ISREG(rst.st_mode))
-      return write_atomic(real.string(), text);
-    if (::stat(path.c_str(), &rst) == 0 && S_ISDIR(rst.st_mode))
-      user_error(path + ": error: is a link to a folder, not a file: name a file");
-    return write_through(path, text);
-  } else if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    return write_through(path, text);
+  // A symlink is followed link by link, and what it names is written as
+  // that path would be: the link is kept, a file replaced atomically (a
+  // dangling link's file created so), and a link into this process's own
+  // stream stops there (resolving it further would reach the file stdout is
+  // redirected to, and replace it).
+  std::error_code lec;
+  if (fs::is_symlink(path, lec)) {
+    fs::path p = path;
+    for (int hop = 0; hop < 40 && fs::is_symlink(p, lec) && std_stream_fd(p.string()) < 0; ++hop) {
+      const fs::path to = fs::read_symlink(p, lec);
+      if (lec) break;
+      p = (to.is_absolute() ? to : p.parent_path() / to).lexically_normal();
+    }
+    if (fs::is_symlink(p, lec) && std_stream_fd(p.string()) < 0)
+      user_error(path + ": error: its links do not end (a loop, or more than 40); name a file");
+    if (fs::is_directory(p, lec)) user_error(path + ": error: is a link to a folder, not a file: name a file");
+    return write_atomic(p.string(), text);
   }
+  // A path that is no regular file (a FIFO, a device) is written through:
+  // rename() would put a regular file in its place (an audit's `--out
+  // /dev/full` replaced the device, as root, and exited 0).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    return write_through(path, text);
   fs::path target(path);
   fs::path dir = target.parent_path();
   if (dir.empty()) dir = ".";
