@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|exchange_bw|occupancy|placement|none|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|exchange_bw|occupancy|placement|travel|none|all]     (default: all)
 # none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
@@ -58,6 +58,18 @@
 # (SWIGLU_WARMUP_MS=MS: each timed graph replayed back to back that long first;
 # SWIGLU_TILE_N=112: the kernel's tiles of 112 output columns, SWIGLU_SIZES
 # then naming sizes whose N 112 divides).
+# travel: the cuda goldens across GPU models (issue 44). This GPU's
+# environment key is printed; TRAVEL_ARGS (default: every cuda repro's mode
+# C at world size 1) is blessed into a fresh golden folder (the proofs
+# copied) and checked there with --exact; where TRAVEL_FROM names a .tgz of
+# another machine's `golden/cuda` (carried), its goldens are checked here
+# (--strict: their fingerprints, with a note naming what differs; --exact
+# must fail) and blessed here (this GPU's digests added where the state
+# agrees, else replaced: said per file), then checked again with --exact.
+# TRAVEL_HERE=0: no fresh bless here (only the carried goldens).
+# Packed as $OUTDIR/travel-<GPU model>.tgz and, with TRAVEL_FROM,
+# $OUTDIR/travel-merged.tgz (each a golden/cuda folder); the verdicts in
+# $OUTDIR/travel-*.txt.
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
 # BENCH_FLOOR=0: no floor (gpu_bench.py --no-floor; by default torch's side
 # also times the block's cuBLAS GEMMs alone, and with the attention, in one
@@ -88,7 +100,7 @@ set -uo pipefail
 what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode,
 # or a block the bench does not know (a typo used to cost a device call)
-modes="all attention attnproof bench bisect bless check exchange exchange_bw fastpaths fuzz gateup kernels missing multinode none occupancy placement prove seeds swiglu"
+modes="all attention attnproof bench bisect bless check exchange exchange_bw fastpaths fuzz gateup kernels missing multinode none occupancy placement prove seeds swiglu travel"
 [[ " $modes " == *" $what "* && "$what" != *" "* ]] || {
   echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 for blk in ${BENCH_BLOCKS:-h2048}; do
@@ -134,7 +146,9 @@ echo "gpus: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noh
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
   -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
 grep fusegate "$OUTDIR/cmake.log"
-ninja -C build-gpu fusegate test_cuda_codegen test_runtime attention_bench >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
+targets="fusegate test_cuda_codegen test_runtime attention_bench"
+[ "$what" = travel ] && targets=fusegate  # the goldens alone: no test or bench binary
+ninja -C build-gpu $targets >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
 FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
 worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"
 bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
@@ -240,6 +254,59 @@ PY
   bless_max_autotune "${BLESS_WHY:-residual placement measured again}"
   placement_fault_check
   tar czf "$OUTDIR/golden-ma.tgz" golden/cuda
+fi
+if [ "$what" = travel ]; then
+  if [ -n "${TRAVEL_FROM:-}" ] && [ ! -f "$TRAVEL_FROM" ]; then
+    echo "gpu.sh: TRAVEL_FROM names '$TRAVEL_FROM', which is not a file (carry it)" >&2; exit 2
+  fi
+  read -r -a targs <<<"${TRAVEL_ARGS:---mode C --world-size 1}"
+  sel=(--backend cuda "${targs[@]}")
+  TR="$PWD/build-gpu/travel"; rm -rf "$TR"; mkdir -p "$TR/here/golden"
+  cp -r golden/proofs "$TR/here/golden/"
+  verdicts() { grep -E "^[0-9]+ checks:" "$1" | tail -1; }
+  $FG run "${TRAVEL_ENV_REPRO:-ffn_allreduce}" --backend cuda --mode A --world-size 1 --iters 1 \
+    --out "$OUTDIR/travel-env.json" >/dev/null 2>&1 &&
+    python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["env"]; print("environment key here:", json.dumps(e, sort_keys=True))' \
+      "$OUTDIR/travel-env.json"
+  if [ "${TRAVEL_HERE:-1}" = 1 ]; then
+    $FG bless "${sel[@]}" --golden-dir "$TR/here/golden" --why "travel: blessed on $gpu_model" \
+      >"$OUTDIR/travel-bless-here.txt" 2>"$OUTDIR/travel-bless-here.err"
+    echo "bless here: exit $? ($(tail -1 "$OUTDIR/travel-bless-here.txt"))"
+    $FG check --strict --exact "${sel[@]}" --golden-dir "$TR/here/golden" >"$OUTDIR/travel-check-here.txt" 2>&1
+    r=$?; [ $r -ne 0 ] && rc=$r
+    echo "check --strict --exact of this GPU's goldens: exit $r ($(verdicts "$OUTDIR/travel-check-here.txt"))"
+    phase "blessed and checked here"
+  fi
+  if [ -n "${TRAVEL_FROM:-}" ]; then
+    mkdir -p "$TR/from"; tar xzf "$TRAVEL_FROM" -C "$TR/from" && cp -r golden/proofs "$TR/from/golden/"
+    $FG check --strict "${sel[@]}" --golden-dir "$TR/from/golden" >"$OUTDIR/travel-check-from.txt" 2>&1
+    r=$?; [ $r -ne 0 ] && rc=$r
+    echo "check --strict of the carried goldens: exit $r ($(verdicts "$OUTDIR/travel-check-from.txt"))"
+    grep -E "^  (FAIL|note) " "$OUTDIR/travel-check-from.txt" | sed -E 's/rank [0-9]+: //' | sort | uniq -c | sort -rn | head -12
+    # --exact fails where the carried goldens lack this environment (another
+    # GPU model, driver or library), and passes where they hold it
+    want=$(python3 - "$TR/from/golden" "$OUTDIR/travel-env.json" <<'PY'
+import glob, json, sys
+fp = json.load(open(sys.argv[2]))["env"]["fingerprint"]
+held = all(fp in json.load(open(f))["environments"] for f in glob.glob(sys.argv[1] + "/cuda/*/*.json"))
+print(0 if held else 1)
+PY
+)
+    $FG check --exact "${sel[@]}" --golden-dir "$TR/from/golden" >"$OUTDIR/travel-exact-from.txt" 2>&1
+    r=$?
+    echo "check --exact of the carried goldens: exit $r ($want expected: their environments $([ "$want" = 0 ] && echo hold || echo lack) this one)"
+    [ "$r" = "$want" ] || rc=1
+    $FG bless "${sel[@]}" --golden-dir "$TR/from/golden" --why "travel: $gpu_model added" \
+      >"$OUTDIR/travel-merge.txt" 2>"$OUTDIR/travel-merge.err"
+    echo "bless into the carried goldens: exit $? ($(tail -1 "$OUTDIR/travel-merge.txt"))"
+    grep -E "^/.*: (this environment|replaced|[0-9]+ environment)" "$OUTDIR/travel-merge.txt" | sed -E 's|^.*/cuda/||' | head -30
+    $FG check --strict --exact "${sel[@]}" --golden-dir "$TR/from/golden" >"$OUTDIR/travel-check-merged.txt" 2>&1
+    r=$?; [ $r -ne 0 ] && rc=$r
+    echo "check --strict --exact after the bless: exit $r ($(verdicts "$OUTDIR/travel-check-merged.txt"))"
+    tar czf "$OUTDIR/travel-merged.tgz" -C "$TR/from" golden/cuda
+  fi
+  [ "${TRAVEL_HERE:-1}" = 1 ] && tar czf "$OUTDIR/travel-$(tr ' ' '_' <<<"$gpu_model").tgz" -C "$TR/here" golden/cuda
+  phase "travel done"
 fi
 if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
   # the failing tests' names and messages stay in $OUTDIR (a summary line

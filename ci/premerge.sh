@@ -6,6 +6,8 @@
 # checks that repro; a change anywhere in the compiler, runtime, harness or
 # build (fusion/, kernels/, harness/, repros/registry*, CMake files, the
 # proofs) checks every repro; with no BASE to diff against, every repro.
+# Every repro is what `fusegate list --backend cpu` names (never a pattern
+# of names: a GPU-sized block is cuda only by its own declaration).
 # A change that touches none of these (documentation) still checks one
 # repro, ffn_allreduce: a premerge check never selects nothing.
 # Exit codes as `fusegate check`: 0 pass, 1 regression, 2 bad input, 125
@@ -13,10 +15,18 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 base="${1:-origin/main}"
-bash ci/setup.sh >/dev/null || { echo "premerge: setup or build failed: cannot test"; exit 125; }
-FG=./build/harness/fusegate
+# FUSEGATE=path uses that fusegate (and its build's goldens) instead of
+# setting up and building this tree
+FG="${FUSEGATE:-}"
+if [ -z "$FG" ]; then
+  bash ci/setup.sh >/dev/null || { echo "premerge: setup or build failed: cannot test"; exit 125; }
+  FG=./build/harness/fusegate
+fi
 export FUSEGATE_CACHE_DIR="${FUSEGATE_CACHE_DIR:-$PWD/build/kernel-cache}"
-all=$($FG list | cut -f1 | grep -v '_h2048$')  # the anchor-size repros are cuda only
+# the repros that run on the cpu, as fusegate says (a GPU-sized block is
+# cuda only); a list that fails or is empty cannot be tested
+all=$($FG list --backend cpu | cut -f1) || { echo "premerge: fusegate list failed: cannot test"; exit 125; }
+[ -n "$all" ] || { echo "premerge: fusegate lists no cpu repro: cannot test"; exit 125; }
 if mb=$(git merge-base HEAD "$base" 2>/dev/null); then
   changed=$( (git diff --name-only "$mb"; git diff --name-only; git ls-files --others --exclude-standard) | sort -u)
   why="changed since $base"

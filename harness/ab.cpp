@@ -274,7 +274,7 @@ int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Select
   if (sel.backend != Backend::Cpu) cmd += " --backend " + std::string(backend_name(sel.backend));
   if (sel.nodes.nnodes > 1) cmd += " --nnodes " + std::to_string(sel.nodes.nnodes);
   proof["command"] = cmd;
-  write_atomic(path, dump_record(proof));
+  write_inside(sel.golden_dir, path, dump_record(proof));
   *said += "fusegate prove: " + name + " proven on " + backend_name(sel.backend) + " at world sizes";
   for (int w : worlds) *said += " " + std::to_string(w);
   *said += " (" + std::to_string(cases.size()) + " cases); wrote " + path + "\n";
@@ -305,18 +305,25 @@ int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool s
   std::cout << "proofs under " << golden_dir << "/proofs, against this tree's kernel sources (cpu: and this host's "
             << "compiler)\n| fast path | backend | GPU model | world sizes | cases | shape classes | status |\n"
             << "|---|---|---|---|---|---|---|\n";
-  int files = 0, current = 0, stale = 0, none = 0;
+  int files = 0, current = 0, stale = 0, none = 0, missing = 0;
   for (const auto& e : rows) {
     std::string worlds;
     for (int w : e.worlds) worlds += (worlds.empty() ? "" : " ") + std::to_string(w);
     const bool present = e.status != "none";
+    // a proof is needed where the cost model lets the fast path run: on
+    // cpu not a reference loop (cuda_gain_only), on cuda not measured slower
+    const FastPathSpec* spec = find_fast_path(e.fast_path);
+    const bool needed = !spec || (e.backend == "cpu" ? !spec->cuda_gain_only : !*spec->cuda_measured_slower);
     files += present;
     current += e.status == "current";
     stale += present && e.status != "current";
     none += !present;
+    missing += !present && needed;
+    const std::string status =
+        present || needed ? e.status : e.status + " (not needed: the cost model refuses it on " + e.backend + ")";
     std::cout << "| " << e.fast_path << " | " << e.backend << " | " << e.gpu << " | " << (present ? worlds : "-")
               << " | " << (present ? std::to_string(e.cases) : "-") << " | "
-              << (present ? std::to_string(e.shape_classes.size()) : "-") << " | " << e.status << " |\n";
+              << (present ? std::to_string(e.shape_classes.size()) : "-") << " | " << status << " |\n";
   }
   if (files == 0) {
     std::cout << "no proof files under " << golden_dir << "/proofs" << (strict ? ": nothing vouches for a fast path"
@@ -324,11 +331,12 @@ int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool s
     return strict ? 1 : 0;
   }
   std::cout << files << " proof file(s): " << current << " current, " << stale << " stale; " << none
-            << " fast path(s) with none on a backend or GPU model that holds others\n";
-  if (stale)
-    std::cout << "a stale proof blocks its fast path where it runs: re-prove it on that backend or GPU model "
-                 "(fusegate prove --fast-path NAME --world-size N... [--backend cuda])\n";
-  return strict && stale ? 1 : 0;
+            << " fast path(s) with none on a backend or GPU model that holds others, " << missing
+            << " of them where it would run\n";
+  if (stale || missing)
+    std::cout << "a fast path whose proof is stale or missing is blocked where it runs: prove it on that backend or "
+                 "GPU model (fusegate prove --fast-path NAME --world-size N... [--backend cuda])\n";
+  return strict && (stale || missing) ? 1 : 0;
 }
 
 }  // namespace fg

@@ -202,6 +202,9 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
     RunOutcome o = launch(base);
     unsetenv("FUSEGATE_BISECT");
     ++step;
+    // bad input inside a rank (a fault naming no node) is bad input of the
+    // bisection, never a commit to skip
+    if (o.exit_code == 2) user_error(o.message);
     if (o.exit_code != 0) {
       std::cout << "step " << step << " of at most " << bound << ": FUSEGATE_BISECT=" << (env.empty() ? "(none)" : env)
                 << ": cannot test (" << o.message << ")\n";

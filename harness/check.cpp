@@ -7,12 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include "fusion/errors.h"
 #include "fusion/options.h"
 #include "harness/commands.h"
 #include "harness/compare.h"
 #include "harness/golden.h"
+#include "harness/golden_env.h"
+#include "harness/json_read.h"
 #include "harness/nodes.h"
 #include "harness/quarantine.h"
 #include "harness/report.h"
@@ -222,8 +226,9 @@ void golden_dir_is_a_folder(const Selection& sel, bool must_exist) {
 
 std::string golden_of_job(const Selection& sel, const Job& j);
 
-// Every place a golden of `jobs` goes must take a file, before any run
-// (bless --missing would have taken a folder there for a golden).
+// Every place a golden of `jobs` goes must take a file, inside the golden
+// folder, before any run (bless --missing would have taken a folder there
+// for a golden).
 void golden_paths_take_files(const Selection& sel, const std::vector<Job>& jobs) {
   golden_dir_is_a_folder(sel, false);
   for (const Job& j : jobs) {
@@ -231,6 +236,11 @@ void golden_paths_take_files(const Selection& sel, const std::vector<Job>& jobs)
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
       user_error(path + ": error: is a folder where the golden file goes; move it away and bless again");
+    // and none is a link out of the golden folder (write_inside would refuse
+    // it after its run)
+    if (const std::string lands = link_leaves(sel.golden_dir, path); !lands.empty())
+      user_error(path + ": error: is a link that leaves " + sel.golden_dir + " (it would write " + lands +
+                 "); nothing was run or written: replace the link with a file, or remove it, and bless again");
   }
 }
 
@@ -259,24 +269,6 @@ void require_fast_paths(const Selection& sel, const nlohmann::json& rec, Verdict
                                                     " did not run (" + status + ")"});
       v->kind = VerdictKind::Fail;
     }
-}
-
-// What a golden keeps: the record without timings, which vary run to run;
-// of the GEMM template choices, each shape's choice only, and of the
-// residual placement each site's (their timings and where a run took them
-// from would change the file at every bless).
-nlohmann::json golden_of(nlohmann::json rec) {
-  for (auto& r : rec["ranks"]) {
-    r.erase("times_ms");
-    if (r.contains("gemm_choices") && r["gemm_choices"].is_array())
-      for (auto& e : r["gemm_choices"])
-        if (e.is_object()) e = nlohmann::json{{"shape", e.value("shape", "")}, {"choice", e.value("choice", "")}};
-    if (r.contains("residual_placement") && r["residual_placement"].is_array())
-      for (auto& e : r["residual_placement"])
-        if (e.is_object())
-          e = nlohmann::json{{"site", e.value("site", "")}, {"placement", e.value("placement", "")}};
-  }
-  return rec;
 }
 
 }  // namespace
@@ -353,6 +345,15 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
     RunOutcome run = nodes.launch_job(j.spec, static_cast<int>(i));
     if (run.node_lost) lost = run.message;
     else nodes.go_on(static_cast<int>(i));
+    if (run.exit_code == 2) {
+      // bad input inside a rank (a fault naming no node, a cache folder that
+      // cannot be written): bad input of the command, as `run` says it, and
+      // never a skip (`git bisect run` would skip the commit on 125)
+      const std::string msg = "fusegate check: " + j.id + ": bad input: " + run.message + "\n";
+      std::cerr << msg;
+      nodes.hand_back(2, msg);
+      return 2;
+    }
     if (run.exit_code != 0) {
       // exit 1: the ranks compiled differently (a regression found before a
       // collective could hang on it); anything else: cannot test
@@ -364,11 +365,11 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
       continue;
     }
     if (!opts.records_dir.empty())
-      write_atomic(opts.records_dir + "/" + j.spec.repro + "_" + mode_letter(j.spec.mode) + "_w" +
+      write_inside(opts.records_dir, opts.records_dir + "/" + j.spec.repro + "_" + mode_letter(j.spec.mode) + "_w" +
                        std::to_string(j.spec.world) + "_" + backend_name(sel.backend) + "_" + policy_name(sel.fusion) +
                        (sel.fast_paths.is_default() ? "" : "_fp-" + sel.fast_paths.text()) + ".json",
                    dump_record(run.record));
-    Verdict v = compare_with_golden(run.record, golden ? &*golden : nullptr, path, j.id, bless);
+    Verdict v = compare_with_golden(run.record, golden ? &*golden : nullptr, path, j.id, bless, opts.exact);
     std::string key = j.spec.repro + "/" + mode_letter(j.spec.mode);
     if (j.spec.world == 1) {
       world1[key] = run.record;
@@ -390,11 +391,25 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
   if (sel.repros.empty())
     for (Verdict& v : unread_goldens(sel, repros)) verdicts.push_back(std::move(v));
   for (Verdict& v : verdicts) apply_quarantine(quarantine, as_of, &v);
-  const std::string table = verdict_table(verdicts);
+  // a check that compared nothing with a golden fails whatever the flags:
+  // every golden MISSING (a typo in --golden-dir's tree, a new checkout of
+  // the wrong branch) passed without --strict
+  const bool compared = std::any_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) {
+    return v.kind != VerdictKind::Missing && v.kind != VerdictKind::CannotTest;
+  });
+  const bool all_missing = !compared && std::any_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) {
+    return v.kind == VerdictKind::Missing;
+  });
+  std::string table = verdict_table(verdicts) + "goldens read from " + sel.golden_dir + "\n";
+  if (all_missing)
+    table += "fusegate check: nothing was compared: no golden file in " + sel.golden_dir +
+             " holds any of these checks; bless them (the commands above), or name the folder that holds them "
+             "(--golden-dir)\n";
   std::cout << table;
   if (!opts.junit.empty()) write_atomic(opts.junit, junit_xml(verdicts, "fusegate", opts.strict));
   if (!opts.markdown.empty()) write_atomic(opts.markdown, markdown_summary(verdicts, opts.strict));
-  const int rc = exit_code(verdicts, opts.strict);
+  int rc = exit_code(verdicts, opts.strict);
+  if (all_missing && rc == 0) rc = 1;
   nodes.hand_back(rc, table);
   return rc;
 }
@@ -436,6 +451,7 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
     nodes.hand_back(code, "fusegate bless: " + msg + "\n");
     return code;
   };
+  std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
     std::cerr << "fusegate: running " << j.id << "\n";
@@ -448,20 +464,68 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
                            "runs (" + rk[key].get<std::string>() + "): a golden without that figure would vouch for "
                            "nothing; nothing was written for it");
     nodes.go_on(static_cast<int>(i));
-    std::string path = golden_of_job(sel, j);
+    // a state `check` fails whatever its golden says is never written: a
+    // golden records a good state, it does not make a broken one acceptable
+    Verdict v;
+    v.findings = invariant_findings(run.record);
+    const std::string key = j.spec.repro + "/" + mode_letter(j.spec.mode);
+    if (j.spec.world == 1) world1[key] = run.record;
+    else if (world1.count(key))
+      for (const Finding& f : compare_across_worlds(world1[key], run.record, j.id).findings) v.findings.push_back(f);
+    require_fast_paths(sel, run.record, &v);
+    std::vector<std::string> wrong;
+    for (const Finding& f : v.findings)
+      if (f.kind == VerdictKind::Fail) wrong.push_back(f.message);
+    if (!wrong.empty())
+      return stop(1, j.id + ": refused: check would fail it whatever the golden says:\n  " + join(wrong, "\n  ") +
+                         "\nnothing was written for it; fix the repro or the compiler, then bless again");
+    const std::string path = golden_of_job(sel, j);
     std::string old_text;
+    std::optional<nlohmann::json> old;
+    std::string unreadable;
     if (std::filesystem::exists(path)) {
       std::ifstream f(path);
       old_text.assign(std::istreambuf_iterator<char>(f), {});
+      // a golden that cannot be read is replaced (re-blessing is how it is
+      // recovered), and the summary says so
+      try {
+        old = load_golden(path);
+      } catch (const UserError& e) {
+        unreadable = e.what();
+      }
     }
-    std::string text = dump_record(golden_of(run.record));
+    const BlessPlan plan = plan_bless(old ? &*old : nullptr, golden_of(run.record));
+    if (plan.kind == BlessPlan::Unchanged) continue;
+    const std::string text = dump_record(plan.golden);
     if (text == old_text) continue;
-    write_atomic(path, text);
+    write_inside(sel.golden_dir, path, text);
     ++changed;
     std::cout << unified_diff(old_text, text, old_text.empty() ? "/dev/null" : path, path);
+    const size_t envs = plan.golden.at("environments").size();
+    if (plan.kind == BlessPlan::Added)
+      std::cout << path << ": this environment's exact digests added (" << envs << " environment(s) now"
+                << (plan.unmatchable > 0 ? "; " + std::to_string(plan.unmatchable) +
+                                               " recorded under an older environment key, which no run matches, "
+                                               "dropped"
+                                         : std::string())
+                << "); nothing else changed\n";
+    else if (plan.kind == BlessPlan::Pruned)
+      std::cout << path << ": " << plan.unmatchable
+                << " environment(s) recorded under an older environment key, which no run matches, dropped; "
+                   "nothing else changed\n";
+    else if (!unreadable.empty())
+      std::cout << path << ": replaced: the old file could not be read as a golden (" << unreadable << ")\n";
+    else if (plan.kind == BlessPlan::Replaced)
+      std::cout << path << ": replaced: " << plan.why
+                << (plan.dropped > 0 ? "; the exact digests of " + std::to_string(plan.dropped) +
+                                           " other environment(s) dropped (they describe the old state: bless there "
+                                           "again to add them)"
+                                     : std::string())
+                << "\n";
   }
   const std::string summary = "fusegate bless: " + std::to_string(changed) + " of " + std::to_string(jobs.size()) +
-                              " golden files changed" + (why.empty() ? "" : " (" + why + ")") + "\n";
+                              " golden files changed in " + sel.golden_dir + (why.empty() ? "" : " (" + why + ")") +
+                              "\n";
   std::cout << summary;
   nodes.hand_back(0, summary);
   return 0;

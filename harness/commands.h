@@ -28,6 +28,9 @@ struct Selection {
 
 struct CheckOptions {
   bool strict = false;
+  // exact digests must be compared: a golden without this environment's
+  // fails (harness/golden_env.h)
+  bool exact = false;
   std::string junit, markdown, records_dir;
   std::string as_of;  // YYYY-MM-DD: the date quarantine expiry is judged at (empty: today, UTC)
 };

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "fusion/ir/types.h"
+#include "harness/golden_env.h"
 #include "harness/json_read.h"
 
 namespace fg {
@@ -464,7 +465,9 @@ void compare_fast_paths(Ctx& c, const json& run, const json& gold) {
 
 // -- outputs -----------------------------------------------------------------
 
-void compare_outputs(Ctx& c, const json& run, const json& gold, bool same_env) {
+// `env`: the run's environment fingerprint where the golden holds its exact
+// digests, else "" (fingerprints only).
+void compare_outputs(Ctx& c, const json& run, const json& gold, const std::string& env) {
   auto golden = outputs_by_name(gold);
   auto actual = outputs_by_name(run);
   for (auto& [name, g] : golden) {
@@ -480,9 +483,10 @@ void compare_outputs(Ctx& c, const json& run, const json& gold, bool same_env) {
     // Golden first, so that "why" reads in the same direction as "a -> b".
     bool close = gf && rf && fingerprints_close(*gf, *rf, &why);
     if (!gf || !rf) why = "no fingerprint on " + std::string(gf ? "the run" : "the golden");
-    const json* ge = field(*g, "exact");
+    const json* gx = field(*g, "exact");
+    const json* ge = gx && !env.empty() ? field(*gx, env.c_str()) : nullptr;
     const json* re = field(r, "exact");
-    if (same_env && ge && re) {
+    if (ge && re) {
       std::string note;
       if (gf && rf)
         note = close ? " (fingerprints are within tolerance: rounding changed)"
@@ -565,7 +569,65 @@ bool header_matches(std::vector<Finding>* out, const json& run, const json& gold
   return ok;
 }
 
+// Mode C: one graph, no break and no recompile, unless the repro declares
+// what it expects (`expected_breaks` in each rank's record: each break's reason
+// starts with one declared reason, each declared reason used once; the
+// `recompiles` rules where it drives recompiles). A golden that recorded a
+// violation does not excuse it.
+void check_mode_c(Ctx& c, const json& rank, const std::vector<std::string>& declared) {
+  std::vector<bool> used(declared.size(), false);
+  for (const json& b : array_of(rank, "breaks")) {
+    const std::string reason = text_of(b, "reason");
+    bool matched = false;
+    for (size_t i = 0; i < declared.size() && !matched; ++i)
+      if (!used[i] && reason.rfind(declared[i], 0) == 0) used[i] = matched = true;
+    // what to declare: the reason up to its details in parentheses
+    const std::string head = reason.substr(0, reason.find('('));
+    const std::string declare = head.substr(0, head.find_last_not_of(' ') + 1);
+    if (!matched)
+      c.add(VerdictKind::Fail, "graph break in mode C that the repro does not declare: " + reason + " at " +
+                                   text_of(b, "location") +
+                                   " (mode C compiles the block as one graph: remove the break, or declare it, "
+                                   "in a .fg as `expect break \"" + declare + "\"`)");
+  }
+  for (size_t i = 0; i < declared.size(); ++i)
+    if (!used[i])
+      c.add(VerdictKind::Fail, "the repro declares a graph break \"" + declared[i] +
+                                   "\" that did not happen: update its declaration");
+  const json* graphs = field(rank, "graph_count");
+  const json* breaks = field(rank, "graph_break_count");
+  if (graphs && breaks && graphs->is_number_integer() && breaks->is_number_integer()) {
+    const long long g = graphs->get<long long>(), n = breaks->get<long long>();
+    if (declared.empty() && g != 1)
+      c.add(VerdictKind::Fail, "graph_count " + std::to_string(g) +
+                                   " in mode C, where the block compiles as one graph (graph_count 1)");
+    else if (g > n + 1)
+      c.add(VerdictKind::Fail, "graph_count " + std::to_string(g) + " with " + std::to_string(n) +
+                                   " break(s): more graphs than its breaks make");
+  }
+  const json* rc = field(rank, "recompile_count");
+  if (!field(rank, "recompiles") && rc && rc->is_number_integer() && rc->get<long long>() != 0)
+    c.add(VerdictKind::Fail, "recompile_count " + rc->dump() +
+                                 " in mode C: a graph compiled again (a guard failed on a later call; "
+                                 "FUSEGATE_LOGS=recompiles says which)");
+}
+
 }  // namespace
+
+std::vector<Finding> invariant_findings(const json& run) {
+  std::vector<Finding> out;
+  const bool mode_c = text_of(run, "mode") == "C";
+  for (auto& [id, r] : ranks_by_id(run)) {
+    Ctx c{"rank " + std::to_string(id), "", &out};
+    check_accuracy(c, *r);
+    check_recompiles(c, *r);
+    std::vector<std::string> declared;
+    for (const json& d : array_of(*r, "expected_breaks")) declared.push_back(text_of(&d));
+    if (mode_c) check_mode_c(c, *r, declared);
+  }
+  for (Finding& f : cross_rank_findings(run)) out.push_back(std::move(f));
+  return out;
+}
 
 std::vector<Finding> cross_rank_findings(const json& run) {
   std::vector<Finding> out;
@@ -608,7 +670,7 @@ std::vector<Finding> cross_rank_findings(const json& run) {
 }
 
 Verdict compare_with_golden(const json& run, const json* golden, const std::string& golden_file,
-                            const std::string& check_id, const std::string& bless_command) {
+                            const std::string& check_id, const std::string& bless_command, bool require_exact) {
   Verdict v;
   v.check_id = check_id;
   v.bless_command = bless_command;
@@ -620,12 +682,7 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
     v.kind = VerdictKind::CannotTest;
     return v;
   }
-  for (auto& [id, r] : run_ranks) {
-    Ctx c{"rank " + std::to_string(id), bless_command, &out};
-    check_accuracy(c, *r);
-    check_recompiles(c, *r);
-  }
-  for (Finding& f : cross_rank_findings(run)) out.push_back(std::move(f));
+  for (Finding& f : invariant_findings(run)) out.push_back(std::move(f));
   // a fast path asked for and blocked is said, once (every rank compiled the same graphs)
   if (!run_ranks.empty())
     if (const json* fps = field(*run_ranks.begin()->second, "fast_paths"); fps && fps->is_array())
@@ -649,26 +706,26 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
                                             std::to_string(run_ranks.size()) + " (the golden has " +
                                             std::to_string(gold_ranks.size()) + " ranks, the run " +
                                             std::to_string(run_ranks.size()) + ")"});
-    const json* ge = field(*golden, "env");
+    // the exact digests of this environment, if the golden holds them
+    const json* envs = field(*golden, "environments");
     const json* re = field(run, "env");
-    std::string gfp = ge ? text_of(*ge, "fingerprint") : "";
-    std::string rfp = re ? text_of(*re, "fingerprint") : "";
-    bool same_env = !gfp.empty() && gfp == rfp;
+    const std::string rfp = re ? environment_fingerprint(*re) : "";
+    const bool same_env = re && envs && envs->is_object() && envs->contains(rfp);
     if (!same_env) {
-      // say so: a green verdict that skipped the exact digests must not read
-      // as one that compared them
-      std::vector<std::string> diff;
-      if (ge && re && ge->is_object() && re->is_object())
-        for (const auto& [k, gv] : ge->items())
-          if (k != "fingerprint" && text_of(*ge, k.c_str()) != text_of(*re, k.c_str()))
-            diff.push_back(k + " " + text_of(*ge, k.c_str()) + " -> " + text_of(*re, k.c_str()));
-      out.push_back({VerdictKind::Pass,
-                     "exact digests not compared: this environment differs from the golden's (" +
-                         (diff.empty() ? std::string(gfp.empty() ? "the golden records no fingerprint"
-                                                                 : "fingerprint " + gfp + " -> " + rfp)
-                                       : join(diff, ", ")) +
-                         "); outputs were checked by fingerprint within tolerance only (bless here to compare "
-                         "digests)"});
+      // say so, naming what differs: a verdict that skipped the exact
+      // digests must not read as one that compared them
+      const size_t n = envs && envs->is_object() ? envs->size() : 0;
+      const std::string diff = re ? nearest_environment_difference(*golden, *re) : "the run records no environment";
+      const std::string what = "this environment is not among the golden's " + std::to_string(n) + " (" +
+                               (n > 1 ? "nearest: " : "") + diff + ")";
+      if (require_exact)
+        out.push_back({VerdictKind::Fail, "exact digests required (--exact), and " + what +
+                                              ": bless here to add its digests" +
+                                              (bless_command.empty() ? "" : " with: " + bless_command)});
+      else
+        out.push_back({VerdictKind::Pass, "exact digests not compared: " + what +
+                                              "; outputs were checked by fingerprint within tolerance only (bless "
+                                              "here to add this environment's digests)"});
     }
     for (auto& [id, r] : run_ranks) {
       Ctx c{"rank " + std::to_string(id), bless_command, &out};
@@ -691,7 +748,7 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
       compare_ledger(c, *r, *g->second);
       compare_hashes(c, *r, *g->second);
       compare_fast_paths(c, *r, *g->second);
-      compare_outputs(c, *r, *g->second, same_env);
+      compare_outputs(c, *r, *g->second, same_env ? rfp : std::string());
     }
   }
   v.kind = overall_kind(out);

@@ -35,15 +35,26 @@ VerdictKind overall_kind(const std::vector<Finding>& findings);
 
 // The run against its golden (nullptr: no golden file, so the verdict is
 // Missing unless a run-only check fails). Run-only checks (accuracy,
-// cross-rank agreement) apply either way. `golden_file` and `bless_command`
-// only go into messages.
+// cross-rank agreement) apply either way. Exact digests are compared where
+// the golden holds the run's environment, fingerprints within tolerance
+// elsewhere (a note says which environment differs in what); with
+// `require_exact` a golden without this environment fails. `golden_file`
+// and `bless_command` only go into messages.
 Verdict compare_with_golden(const nlohmann::json& run, const nlohmann::json* golden,
                             const std::string& golden_file, const std::string& check_id,
-                            const std::string& bless_command);
+                            const std::string& bless_command, bool require_exact = false);
 
 // Checks that need no golden: replicated outputs bit-identical on every rank,
 // and every rank compiled the same graphs, decisions and collectives.
 std::vector<Finding> cross_rank_findings(const nlohmann::json& run);
+
+// Everything a run must hold whatever its golden says (DESIGN.md,
+// "invariants on their own"): accuracy against eager and fp64, the
+// recompile rules of a repro that drives recompiles, in mode C one graph,
+// no break and no recompile unless the repro declares them (each rank
+// record's `expected_breaks`), and cross_rank_findings. `check` fails a violation
+// even against a golden that recorded it; `bless` refuses to write one.
+std::vector<Finding> invariant_findings(const nlohmann::json& run);
 
 // Two output fingerprints (RECORD.md "fingerprint") equal within the
 // tolerance of their dtype; `why` (may be null) gets the first figure that

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "fusion/errors.h"
+#include "harness/golden_env.h"
 
 namespace fg {
 namespace fs = std::filesystem;
@@ -319,15 +320,32 @@ void check_schema(const std::string& path, const std::string& text, const json& 
   // that decides whether exact digests are compared, the recompiles, the
   // graph/decision/collective hashes, the fast paths, each output's exact
   // digest and fingerprint); every golden this fusegate blesses holds them.
+  // a golden without format_version is of format 1, as old as the key
+  if (!j.contains("format_version") || !j["format_version"].is_number_integer() ||
+      j["format_version"].get<int64_t>() != kRecordFormatVersion)
+    sc.fail(j.contains("format_version") ? "format_version" : "",
+            "is format_version " + (j.contains("format_version") ? j["format_version"].dump() : std::string("1")) +
+                ", and this fusegate reads " + std::to_string(kRecordFormatVersion) +
+                " only (format 2 keeps each environment's exact digests): check it with the fusegate that wrote it, "
+                "or re-bless it with this one");
   check_fields(sc, j, "",
-               {{"format_version", T::Int, false}, {"repro", T::Str, true}, {"mode", T::Str, true},
-                {"world_size", T::Int, true},
+               {{"repro", T::Str, true}, {"mode", T::Str, true}, {"world_size", T::Int, true},
                 {"backend", T::Str, true}, {"fusion", T::Str, true}, {"fast_paths", T::Str, true},
-                {"env", T::Obj, true}, {"ranks", T::Arr, true, T::Obj}});
-  if (j.contains("format_version") && j["format_version"].get<int>() != kRecordFormatVersion)
-    sc.fail("format_version", "is format_version " + j["format_version"].dump() + ", and this fusegate reads " +
-                                  std::to_string(kRecordFormatVersion) +
-                                  " only: check it with the fusegate that wrote it, or re-bless it with this one");
+                {"environments", T::Obj, true, T::Obj}, {"ranks", T::Arr, true, T::Obj}});
+  // every environment keyed by its own fingerprint: an edited environment,
+  // or digests filed under another key, would be compared as what it is not
+  const json& envs = j.at("environments");
+  if (envs.empty()) sc.fail("environments", "holds no environment: no exact digest can be compared");
+  for (auto it = envs.begin(); it != envs.end(); ++it) {
+    const std::string ep = "environments." + it.key();
+    for (auto f = it->begin(); f != it->end(); ++f)
+      if (!f->is_string()) sc.fail(ep + "." + f.key(), "has " + ep + "." + f.key() + " as " + type_word(*f) +
+                                                           ", expected a string");
+    const std::string fp = environment_fingerprint(*it);
+    if (fp != it.key())
+      sc.fail(ep, "has an environment filed under " + it.key() + " whose contents hash to " + fp +
+                      " (edited by hand?)");
+  }
   const json& ranks = j.at("ranks");
   // one rank record for each rank, 0 .. world_size - 1 in order: a golden of
   // two ranks at world size 1 passed (an audit, 2026-11-27)
@@ -380,10 +398,22 @@ void check_schema(const std::string& path, const std::string& text, const json& 
                    {{"name", T::Str, true}, {"kind", T::Str, true}, {"ops", T::Arr, false, T::Str},
                     {"graph", T::Int, false}, {"device_kernels", T::Arr, false, T::Str},
                     {"aten_ops", T::Obj, false, T::Int}});
-    for (size_t i = 0; i < rk.at("outputs").size(); ++i)
-      check_fields(sc, rk["outputs"][i], rp + ".outputs[" + std::to_string(i) + "]",
-                   {{"name", T::Str, true}, {"exact", T::Str, true}, {"fingerprint", T::Obj, true},
+    for (size_t i = 0; i < rk.at("outputs").size(); ++i) {
+      const std::string op = rp + ".outputs[" + std::to_string(i) + "]";
+      check_fields(sc, rk["outputs"][i], op,
+                   {{"name", T::Str, true}, {"exact", T::Obj, true, T::Str}, {"fingerprint", T::Obj, true},
                     {"replicated", T::Bool, false}, {"gathered", T::Obj, false}});
+      // one exact digest for each environment, and none for another
+      const json& exact = rk["outputs"][i]["exact"];
+      for (auto it = envs.begin(); it != envs.end(); ++it)
+        if (!exact.contains(it.key()))
+          sc.fail(op + ".exact", "lacks " + op + ".exact." + it.key() + " (the exact digest of environment " +
+                                     it.key() + ")");
+      for (auto it = exact.begin(); it != exact.end(); ++it)
+        if (!envs.contains(it.key()))
+          sc.fail(op + ".exact." + it.key(), "has " + op + ".exact." + it.key() + ", a digest of no environment in "
+                                                                                  "environments");
+    }
     if (rk.contains("ledger"))
       for (size_t i = 0; i < rk["ledger"].size(); ++i)
         check_fields(sc, rk["ledger"][i], rp + ".ledger[" + std::to_string(i) + "]",
@@ -553,6 +583,41 @@ int std_stream_fd(const std::string& path) {
       if (!n.empty() && n.size() < 6 && n.find_first_not_of("0123456789") == std::string::npos) return std::stoi(n);
     }
   return -1;
+}
+
+namespace {
+
+// Where writing `p` lands: each folder's links resolved, then the file's own
+// link, link by link (a dangling one names where the file would go).
+fs::path landing_place(const std::string& p) {
+  fs::path cur = fs::absolute(p);
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code ec;
+    cur = fs::weakly_canonical(cur.parent_path(), ec) / cur.filename();
+    if (!fs::is_symlink(fs::symlink_status(cur, ec))) return cur;
+    const fs::path target = fs::read_symlink(cur, ec);
+    if (ec) return cur;
+    cur = target.is_absolute() ? target : cur.parent_path() / target;
+  }
+  user_error(p + ": error: too many levels of symbolic links; nothing was written");
+}
+
+}  // namespace
+
+std::string link_leaves(const std::string& folder, const std::string& path) {
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(fs::absolute(folder), ec);
+  const fs::path lands = landing_place(path);
+  const fs::path rel = lands.lexically_relative(root);
+  return rel.empty() || *rel.begin() == ".." ? lands.string() : "";
+}
+
+void write_inside(const std::string& folder, const std::string& path, const std::string& text) {
+  const std::string lands = link_leaves(folder, path);
+  if (!lands.empty())
+    user_error(path + ": error: is a link that leaves " + folder + " (it would write " + lands +
+               "); nothing was written: replace the link with a file, or remove it and write again");
+  write_atomic(path, text);
 }
 
 void write_atomic(const std::string& path, const std::string& text) {

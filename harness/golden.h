@@ -23,12 +23,13 @@ std::string bless_command(const std::string& repro, const std::string& mode, int
                           const std::string& backend, const std::string& fusion,
                           const std::string& fast_paths = "proven", int nnodes = 1);
 
-// The RunRecord format this fusegate writes (every record's
-// "format_version") and the only one its golden loader reads. A golden
-// without the key predates it and is read as format 1, which it is.
-// Bump it when a key changes meaning or type; harness/record.schema.json
-// holds the same number.
-constexpr int kRecordFormatVersion = 1;
+// The RunRecord format this fusegate writes (every record's and golden's
+// "format_version") and the only one its golden loader reads. Format 2: a
+// golden keeps several environments (`environments`, each output's `exact`
+// keyed by them: harness/golden_env.h), and a record's `env` holds the
+// environment key of harness/environment.h. Bump it when a key changes
+// meaning or type; harness/record.schema.json holds the same number.
+constexpr int kRecordFormatVersion = 2;
 
 // Canonical text: sorted keys, indent 2, one figure per line, trailing
 // newline. Equal records give byte-equal text.
@@ -55,6 +56,16 @@ std::optional<nlohmann::json> read_json_file(const std::string& path, const std:
 // one, never a mix: creates parent folders, writes a temporary file beside
 // the target, syncs it, renames it over the target.
 void write_atomic(const std::string& path, const std::string& text);
+// write_atomic for what belongs in `folder` (a golden under the golden
+// folder, a proof under its proofs, a record under --records): the file
+// `path` names, its links and its folders' links followed, must lie inside
+// `folder` (its own links followed); else a UserError naming both paths and
+// nothing is written. A golden folder comes from a pull request: a link in
+// it must not make a bless write elsewhere.
+void write_inside(const std::string& folder, const std::string& path, const std::string& text);
+// Where writing `path` would land when that is outside `folder` (links
+// followed as write_inside follows them); "" when it stays inside.
+std::string link_leaves(const std::string& folder, const std::string& path);
 // Removes a folder and everything under it (symbolic links are removed,
 // not followed); a missing folder is no error. Not std::filesystem::
 // remove_all: PyTorch 2.11's libtorch.so exports its own copy of it, which

@@ -24,6 +24,7 @@
 #include "fusion/capture/session.h"
 #include "fusion/errors.h"
 #include "fusion/passes/schedule.h"
+#include "harness/environment.h"
 #include "harness/golden.h"
 #include "harness/nodes.h"
 #include "harness/proofs.h"

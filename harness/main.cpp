@@ -73,8 +73,11 @@ int run_main(int argc, char** argv) {
   CLI::App app{"fusegate: a CI gate and compile-invariant harness for tensor-parallel transformer blocks"};
   app.require_subcommand(1);
   Selection sel;
-  sel.golden_dir = std::string(FUSEGATE_SOURCE_DIR) + "/golden";
-  sel.fg_dirs = {std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg"};
+  // the defaults are this build's source tree, wherever the command runs
+  // from: --help says so, and check and bless name the folder they used
+  const std::string default_goldens = std::string(FUSEGATE_SOURCE_DIR) + "/golden";
+  const std::string default_repros = std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg";
+  sel.golden_dir = default_goldens;
   std::vector<std::string> extra_dirs;
   // Options arrive as text and are parsed once, below, into their enums
   // (fusion/options.h): bad values are bad input (exit 2) with one message.
@@ -90,9 +93,13 @@ int run_main(int argc, char** argv) {
     c->add_option("--require-fast-path", required, "fail (exit 1) unless this fast path runs (repeatable)")
         ->allow_extra_args(false);
   };
+  const std::string golden_help = "folder of golden files and proofs (default: " + default_goldens +
+                                  ", this build's source tree)";
+  const std::string repro_help = "a folder of .fg repros, in place of the shipped " + default_repros +
+                                 " (repeatable); the C++ repros are always there";
   auto add_common = [&](CLI::App* c) {
-    c->add_option("--golden-dir", sel.golden_dir, "folder of golden files");
-    c->add_option("--repro-dir", extra_dirs, "more folders of .fg repros")->allow_extra_args(false);
+    c->add_option("--golden-dir", sel.golden_dir, golden_help);
+    c->add_option("--repro-dir", extra_dirs, repro_help)->allow_extra_args(false);
     c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
     c->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
   };
@@ -157,6 +164,9 @@ int run_main(int argc, char** argv) {
   add_filters(check);
   add_nodes(check, &sel.nodes);
   check->add_flag("--strict", copts.strict, "IMPROVED and MISSING fail too (the ratchet)");
+  check->add_flag("--exact", copts.exact,
+                  "exact digests must be compared: a golden that does not hold this machine's environment fails "
+                  "(without it, such a golden is compared by fingerprint, with a note)");
   check->add_option("--junit", copts.junit, "write JUnit XML here");
   check->add_option("--markdown", copts.markdown, "write a Markdown summary here");
   check->add_option("--records", copts.records_dir, "keep every RunRecord in this folder");
@@ -180,12 +190,12 @@ int run_main(int argc, char** argv) {
   explain->add_option("--graph", graph_file, ".fg file")->excludes(erepro_opt);
   explain->add_option("--mode", mode_text, "B or C (repro only)")->capture_default_str();
   explain->add_option("--world-size", eworld, "world size (repro only)")->capture_default_str();
-  explain->add_option("--repro-dir", extra_dirs, "more folders of .fg repros")->allow_extra_args(false);
+  explain->add_option("--repro-dir", extra_dirs, repro_help)->allow_extra_args(false);
   explain->add_option("--backend", backend_text, "cpu or cuda: the code printer and backend passes")->capture_default_str();
   explain->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
   explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
-  explain->add_option("--golden-dir", sel.golden_dir, "folder of golden files (and proofs)");
+  explain->add_option("--golden-dir", sel.golden_dir, golden_help);
   add_fast(explain);
   std::string batch_file;
   explain->add_option("--batch", batch_file,
@@ -217,7 +227,7 @@ int run_main(int argc, char** argv) {
   bool proofs_strict = false;
   auto* proofs = app.add_subcommand("proofs", "list every fast path's proof files (cpu; cuda, per GPU model) and "
                                               "whether this tree takes them");
-  proofs->add_option("--golden-dir", sel.golden_dir, "folder of golden files (and proofs)");
+  proofs->add_option("--golden-dir", sel.golden_dir, golden_help);
   proofs->add_option("--backend", proofs_backend, "cpu, cuda or all")->capture_default_str();
   proofs->add_flag("--strict", proofs_strict, "exit 1 when a proof file is stale or there is none");
 
@@ -256,7 +266,7 @@ int run_main(int argc, char** argv) {
       ->capture_default_str();
   fuzz->add_option("--timeout", fopts.timeout_s, "seconds a collective may wait; a job silent 3x this long is hung")
       ->capture_default_str();
-  fuzz->add_option("--golden-dir", sel.golden_dir, "folder of golden files (the fast paths' proofs)");
+  fuzz->add_option("--golden-dir", sel.golden_dir, golden_help);
   add_fast(fuzz);
   FuzzJobSpec fjob;
   auto* fuzzjob = app.add_subcommand("_fuzzjob", "(internal) one rank of a fuzz job");
@@ -315,7 +325,7 @@ int run_main(int argc, char** argv) {
       return q + "'";
     };
     for (const auto& d : extra_dirs) sel.repeat_flags += " --repro-dir " + quoted(d);
-    if (sel.golden_dir != std::string(FUSEGATE_SOURCE_DIR) + "/golden")
+    if (sel.golden_dir != default_goldens)
       sel.repeat_flags += " --golden-dir " + quoted(sel.golden_dir);
     if (sel.timeout_s != 120) sel.repeat_flags += " --timeout " + std::to_string(sel.timeout_s);
     if (sel.nodes.nnodes > 1)  // bless_command() gives --nnodes; each node adds its --node-rank
@@ -328,7 +338,7 @@ int run_main(int argc, char** argv) {
     // (one .fg file is taken too: ranks get `run --graph FILE.fg`'s file so;
     // the shipped folder, which ranks are passed too, is not asked for by a
     // user: a build whose source tree is gone runs without it, as before)
-    if (d == std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg") continue;
+    if (d == default_repros) continue;
     std::error_code ec;
     const bool one_graph =
         std::filesystem::path(d).extension() == ".fg" && std::filesystem::is_regular_file(d, ec);
@@ -342,14 +352,14 @@ int run_main(int argc, char** argv) {
     if (fs::path(graph_path).extension() != ".fg" || !fs::is_regular_file(graph_path))
       user_error("--graph " + graph_path + ": not an .fg file");
     // the file alone (all_repros reads an .fg file named in fg_dirs), not
-    // its folder, whose other graphs are none of this run's business; first,
-    // so that it shadows a repro of the same name
+    // its folder, whose other graphs are none of this run's business
     extra_dirs.insert(extra_dirs.begin(), fs::absolute(graph_path).string());
     spec.repro = fs::path(graph_path).stem().string();
   }
   if ((*run || *bisect) && spec.repro.empty()) user_error("name a repro, or give --graph FILE.fg");
-  extra_dirs.insert(extra_dirs.end(), sel.fg_dirs.begin(), sel.fg_dirs.end());
-  sel.fg_dirs = extra_dirs;
+  // --repro-dir (or --graph) replaces the shipped folder: a repro is one
+  // file, and a name two repros share is an error (all_repros)
+  sel.fg_dirs = extra_dirs.empty() ? std::vector<std::string>{default_repros} : extra_dirs;
   spec.fg_dirs = sel.fg_dirs;
   spec.timeout_s = sel.timeout_s;
   spec.golden_dir = sel.golden_dir;
@@ -383,12 +393,35 @@ int run_main(int argc, char** argv) {
   if (*explain && !dot_dir.empty()) require_writable_dir("--dot", dot_dir);
 
   if (*list) {
-    for (const auto& r : all_repros(sel.fg_dirs)) std::cout << r.name << "\t" << r.description << "\n";
+    // with --backend, only the repros that run there (what a script such
+    // as ci/premerge.sh checks on the cpu)
+    const bool only = list->count("--backend") > 0;
+    for (const auto& r : all_repros(sel.fg_dirs))
+      if (!only || !r.only_backend || *r.only_backend == sel.backend)
+        std::cout << r.name << "\t" << r.description << "\n";
     return 0;
   }
   if (*worker) return worker_main(spec, rank, port, wout);
   if (*fuzzjob) return fuzz_job_main(fjob);
   install_stop_handlers();
+  if ((*check || *bless) && sel.golden_dir == default_goldens) {
+    // a binary run from another checkout reads, and blesses, its own build's
+    // tree: said when the working folder is inside another fusegate tree
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path ours = fs::weakly_canonical(FUSEGATE_SOURCE_DIR, ec);
+    for (fs::path p = fs::current_path(ec); !p.empty(); p = p.parent_path()) {
+      if (fs::exists(p / "harness" / "RECORD.md", ec) && fs::is_directory(p / "golden", ec)) {
+        if (fs::weakly_canonical(p, ec) != ours)
+          std::cerr << "fusegate: note: the working folder is inside the fusegate tree " << p.string()
+                    << ", but this fusegate was built from " << ours.string() << " and uses its goldens ("
+                    << default_goldens << "); for this tree's, pass --golden-dir " << (p / "golden").string()
+                    << " (and --repro-dir " << (p / "repros" / "fg").string() << ")\n";
+        break;
+      }
+      if (p == p.parent_path()) break;
+    }
+  }
   // temporaries of a bless or prove that was killed mid-write
   if (*check || *bless || *prove) sweep_stale_writes(sel.golden_dir);
   if (*run) {

@@ -88,9 +88,6 @@ struct CompiledGraphRt;
 nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& graphs, const FastPathSelection& sel,
                                   const std::set<std::string>& forced);
 
-// backend, compiler, LibTorch, ISA, and a hash of them.
-nlohmann::json environment(Backend backend);
-
 // Checks repro name, mode and world size before anything starts; throws
 // UserError naming what is wrong and listing what is known.
 void validate_spec(const RunSpec& spec);

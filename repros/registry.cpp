@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
@@ -175,15 +176,10 @@ Repro fg_repro(const std::string& path) {
   std::vector<Graph> gs = parse_graph_file(path);
   if (gs.size() != 1) user_error(path + ": a .fg repro holds exactly one graph, found " + std::to_string(gs.size()));
   auto g = std::make_shared<Graph>(gs[0]);
-  // Locations that go into records and goldens name the file from its repro
-  // folder, never by an absolute path that differs between machines:
-  // ".../repros/fg/x.fg" as "repros/fg/x.fg" (as C++ repros are named),
-  // any other folder as "<folder>/x.fg".
-  const std::filesystem::path p(path);
-  const size_t at = path.rfind("/repros/");
-  const std::string shown = at != std::string::npos
-                                ? path.substr(at + 1)
-                                : (p.parent_path().filename() / p.filename()).string();
+  // Locations that go into records and goldens name the file alone, as the
+  // repro names it: where its folder lies (repros/fg, a --repro-dir, another
+  // machine's path) is no part of its goldens, which then survive a move
+  const std::string shown = std::filesystem::path(path).filename().string();
   for (Node& n : g->nodes)
     if (n.loc.known()) n.loc.file = shown;
   return graph_repro(*g, std::filesystem::path(path).stem().string(),
@@ -214,6 +210,7 @@ Repro graph_repro(const Graph& graph, const std::string& name, const std::string
   }
   // without any layout, every rank runs the whole program on its own copy
   r.replicated_outputs = laid_out;
+  r.expected_breaks = g->expected_breaks;
   r.inputs = [specs](int) { return specs; };
   r.forward = [g](Session& s, Inputs& in) { return run_fg(s, *g, in); };
   return r;
@@ -289,6 +286,7 @@ std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs) {
                         tp_block_llama_seq(),
                         tp_block_llama(anchor_block_long()),
                         tp_block_llama(anchor_block_wide())};
+  std::set<std::string> seen;  // .fg files taken, by real path
   for (const auto& dir : fg_dirs) {
     std::error_code ec;
     std::vector<std::string> files;
@@ -301,10 +299,21 @@ std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs) {
         if (e.path().extension() == ".fg") files.push_back(e.path().string());
     }
     std::sort(files.begin(), files.end());
-    // the first folder that defines a name wins, so a user's folder can
-    // shadow a shipped repro
-    for (const auto& f : files)
-      if (!find_repro(rs, std::filesystem::path(f).stem().string())) rs.push_back(fg_repro(f));
+    for (const auto& f : files) {
+      // a repro is named by its file's stem, and a name means one repro:
+      // a .fg named as another repro is an error, never a substitution (a
+      // .fg named as a C++ repro had run the C++ one in its place)
+      const std::string name = std::filesystem::path(f).stem().string();
+      const std::filesystem::path real = std::filesystem::weakly_canonical(f, ec);
+      if (!seen.insert(real.string()).second) continue;  // the same file through two folders
+      if (const Repro* other = find_repro(rs, name))
+        user_error(f + ": error: a .fg repro named " + name + ", as " +
+                   (other->file.size() > 3 && other->file.compare(other->file.size() - 3, 3, ".fg") == 0
+                        ? "the .fg repro " + other->file
+                        : "the C++ repro " + name + " (" + other->file + ")") +
+                   ": a name means one repro; rename the file");
+      rs.push_back(fg_repro(f));
+    }
   }
   return rs;
 }

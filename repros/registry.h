@@ -77,6 +77,11 @@ struct Repro {
   // the same inputs (must not recompile) and with these (a changed sequence
   // length: must recompile exactly once), recording both in `recompiles`.
   std::function<std::vector<InputSpec>(int world)> reshaped_inputs;
+  // The graph breaks it is written to have in mode C, each a reason (the
+  // start of the break's): without them mode C must compile one graph with
+  // no break (harness/compare.h invariant_findings). A .fg declares them as
+  // `expect break "REASON"` statements.
+  std::vector<std::string> expected_breaks;
 };
 
 // The sizes of a transformer block (per model, before sharding).

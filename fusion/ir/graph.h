@@ -30,6 +30,10 @@ struct Graph {
   // d, blocks = [...]}); empty, or as long as `outputs`. Input nodes carry
   // theirs (layout, init) in their attrs. Passes keep both; no pass reads them.
   std::vector<Attrs> output_attrs;
+  // A .fg repro's `expect break "REASON"` statements: the graph breaks it
+  // is written to have when compiled (a harness invariant; no pass reads
+  // them).
+  std::vector<std::string> expected_breaks;
 
   // Appends a node, inferring its type (input/full take `type` as given).
   int add(Op op, std::vector<int> inputs, Attrs attrs = {}, const TensorType* type = nullptr,

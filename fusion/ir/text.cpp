@@ -90,6 +90,7 @@ std::string print_graph(const Graph& g) {
     first = false;
   }
   r += ") {\n";
+  for (const std::string& reason : g.expected_breaks) r += "  expect break " + quote(reason) + "\n";
   std::set<int64_t> ifs_done;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
@@ -542,6 +543,16 @@ class Parser {
   // One statement of the body: `disabled "what" { ... }`, or a value
   // `%x = op(...) ...`, `%x = if(%p) : type { ... yield %a } else { ... yield %b }`.
   void parse_body_stmt(Graph& g) {
+    if (at_word("expect")) {
+      // `expect break "REASON"`: a graph break the repro is written to have
+      take();
+      if (!at_word("break")) fail(cur_, "expected 'break' after 'expect' (expect break \"REASON\")");
+      take();
+      const Token reason = expect_kind(Tok::String, "the break's reason, a string (the start of it is enough)");
+      if (reason.text.empty()) fail(reason, "an expected break needs its reason; an empty one matches any break");
+      g.expected_breaks.push_back(reason.text);
+      return;
+    }
     if (at_word("disabled")) {
       Token kw = take();
       const std::string what = expect_kind(Tok::String, "the disabled region's name, a string").text;

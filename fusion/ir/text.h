@@ -7,7 +7,7 @@
 //   arg    := ref ':' type [attrs]
 //   out    := ref [attrs]
 //   attrs  := '{' attr (',' attr)* '}'
-//   body   := stmt | ifstmt | 'disabled' STRING '{' stmt* '}'
+//   body   := stmt | ifstmt | 'disabled' STRING '{' stmt* '}' | 'expect' 'break' STRING
 //   ifstmt := ref '=' 'if' '(' ref ')' ':' type arm 'else' arm
 //   arm    := '{' stmt* 'yield' ref '}'
 //   stmt   := ref '=' IDENT '(' [ref (',' ref)*] ')' ['{' attr (',' attr)* '}'] ':' type
@@ -25,6 +25,11 @@
 // any graph (torch.compiler.disable: a break at the region's line), and its
 // values are seen after it. In the IR the statements of a block carry "@"
 // attributes (no text can spell them), and the if node follows its arms.
+//
+// `expect break "REASON"` declares a graph break the program is written to
+// have in mode C (a print, an if, a disabled region), by the start of its
+// reason; a repro without one must compile to one graph (the printer puts
+// them first in the body).
 //
 // An input's attributes say how a repro lays it out across ranks and fills
 // it; an output's how it is laid out (check_annotations lists the keys).

@@ -51,6 +51,8 @@ std::string jit_cache_dir() {
   return "/tmp/fusegate-cache";
 }
 
+std::string jit_compiler_flags() { return kFlags; }
+
 std::string jit_compiler_version() {
   static std::string v = [] {
     std::string out = run_capture(compiler() + " --version 2>/dev/null");

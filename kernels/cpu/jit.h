@@ -25,5 +25,7 @@ std::shared_ptr<JitModule> jit_compile(const std::string& source);
 std::string jit_cache_dir();
 // "g++ (Debian 12.2.0-14) 12.2.0": the first line of `$CXX --version`.
 std::string jit_compiler_version();
+// The flags every generated host module is compiled with.
+std::string jit_compiler_flags();
 
 }  // namespace fg

@@ -40,6 +40,11 @@ bool cuda_backend_built();
 // Makes this rank's GPU (rank modulo the GPUs there) current; returns its index.
 int cuda_select_device(int rank);
 std::string cuda_device_name();
+// What decides a cuda run's numbers besides fusegate's own code, as
+// (name, version) pairs in a fixed order: the driver, the CUDA runtime,
+// cuBLAS and cuBLASLt, cuDNN, NCCL and NVRTC, each as this process loaded
+// it ("not loaded" where it is not); empty without the cuda runtime.
+std::vector<std::pair<std::string, std::string>> cuda_versions();
 // The device's power over `steps` more steps run back to back as the timed
 // ones, right after them (kernels/cuda/device_power.h): cuda_time fills it
 // where it is given with steps > 0. `why` is "" when measured; NVML is

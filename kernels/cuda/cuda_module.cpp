@@ -10,10 +10,12 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -438,6 +440,68 @@ std::string cuda_device_name() {
   cudaGetDevice(&dev);
   cudaGetDeviceProperties(&p, dev);
   return p.name;
+}
+
+namespace {
+
+// "13.0" from CUDA's 1000 * major + 10 * minor encoding.
+std::string cuda_encoded_version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// A library LibTorch loaded, asked through its own exported function, so
+// that the version is the one this process runs (the toolkit's headers may
+// be of another release): `call` gets the symbol, "not loaded" without it.
+template <typename Fn>
+std::string loaded_version(const char* symbol, const std::function<std::string(Fn)>& call) {
+  void* f = dlsym(RTLD_DEFAULT, symbol);
+  return f ? call(reinterpret_cast<Fn>(f)) : std::string("not loaded");
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> cuda_versions() {
+  int driver = 0, runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  using GetProperty = int (*)(int, int*);  // cublasGetProperty(libraryPropertyType, int*)
+  const std::string cublas = loaded_version<GetProperty>("cublasGetProperty", [](GetProperty get) {
+    int major = 0, minor = 0, patch = 0;
+    get(0, &major);  // MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+    get(1, &minor);
+    get(2, &patch);
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  });
+  using SizeVersion = size_t (*)();
+  const std::string cudnn = loaded_version<SizeVersion>(
+      "cudnnGetVersion", [](SizeVersion get) { return std::to_string(get()); });
+  using IntVersion = int (*)(int*);
+  const std::string nccl = loaded_version<IntVersion>("ncclGetVersion", [](IntVersion get) {
+    int v = 0;
+    get(&v);
+    return std::to_string(v);
+  });
+  // the kernel driver's own version where the system says it ("580.159.04"),
+  // beside the CUDA version it serves
+  std::string driver_text = "CUDA " + cuda_encoded_version(driver);
+  std::ifstream proc("/proc/driver/nvidia/version");
+  std::string line;
+  if (std::getline(proc, line)) {
+    // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ...":
+    // the first word of digits and dots
+    std::istringstream words(line);
+    for (std::string w; words >> w;)
+      if (std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos &&
+          w.find_first_not_of("0123456789.") == std::string::npos) {
+        driver_text = w + " (" + driver_text + ")";
+        break;
+      }
+  }
+  return {{"driver", driver_text},
+          {"cuda_runtime", cuda_encoded_version(runtime)},
+          {"cublas", cublas},
+          {"cublaslt", std::to_string(lt_version())},
+          {"cudnn", cudnn},
+          {"nccl", nccl},
+          {"nvrtc", nvrtc_version()}};
 }
 
 

@@ -30,6 +30,7 @@ std::unique_ptr<KernelModule> load_cuda_module(const KernelProgram&) {
 }
 void cuda_synchronize() {}
 std::string cuda_device_name() { return ""; }
+std::vector<std::pair<std::string, std::string>> cuda_versions() { return {}; }
 std::vector<double> cuda_time(int, const std::function<void()>&, bool, std::string*, std::vector<DeviceKernel>*, int, int,
                               EnergyWindow*) {
   user_error("this fusegate was built without the cuda runtime: use --backend cpu");

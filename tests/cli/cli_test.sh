@@ -400,8 +400,8 @@ Q
     FUSEGATE_FAULT=diverge_fusion:1 "$FG" check tp_block_llama --mode C --world-size 2 --timeout 60 >"$T/out" 2>&1
     expect_rc $? 1; expect_out "tp_block_llama/C/w2/cpu +FAIL"; expect_out "differs from rank 0 at decision" ;;
   relative_locations)
-    # a --repro-dir repro's break is stored by its folder and file, not by an
-    # absolute path that differs between machines
+    # a .fg repro's locations name its file alone, never its folder or an
+    # absolute path that differs between machines: its goldens survive a move
     mkdir -p "$T/myfg"; cp "$T/repros/ffn_allreduce.fg" "$T/myfg/"
     line=$(grep -n "all_reduce" "$T/myfg/ffn_allreduce.fg" | cut -d: -f1)
     sed -i "${line}a\\  %dbg = print(%7) : bf16[4,32,128]" "$T/myfg/ffn_allreduce.fg"
@@ -413,10 +413,21 @@ rec, tmp, line = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
 text = json.dumps(rec)
 assert tmp not in text, "an absolute path is in the record"
 locs = [b["location"] for b in rec["ranks"][0]["breaks"]]
-assert locs == ["myfg/ffn_allreduce.fg:" + line], locs
-assert any(s.startswith("myfg/ffn_allreduce.fg:") for e in rec["ranks"][0]["ledger"] for s in e.get("source", [])), \
+assert locs == ["ffn_allreduce.fg:" + line], locs
+assert any(s.startswith("ffn_allreduce.fg:") for e in rec["ranks"][0]["ledger"] for s in e.get("source", [])), \
     rec["ranks"][0]["ledger"]
 PY
+    # blessed from one folder (mode B: a break at the all_reduce), the file
+    # moved into another, deeper one: its check passes (it failed with "new
+    # graph break ... at repros/fg/x.fg:N (the golden has it at repros/x.fg:N)")
+    "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode B --mode C --world-size 1 \
+      >"$T/out" 2>&1; expect_rc $? 0
+    mkdir -p "$T/moved/deeper"; mv "$T/repros/ffn_allreduce.fg" "$T/moved/deeper/"
+    "$FG" check --strict ffn_allreduce --repro-dir "$T/moved/deeper" --golden-dir "$T/golden" --mode B --mode C \
+      --world-size 1 >"$T/out" 2>&1; expect_rc $? 0; expect_out "^2 checks: 2 passed"
+    # mode B's break was compared, not absent: it is in the golden, by the file alone
+    grep -q '"location": "ffn_allreduce.fg:[0-9]*"' "$T/golden/cpu/ffn_allreduce/B_w1.json" ||
+      fail "the mode B golden holds no break at ffn_allreduce.fg"
     ;;
   leftovers_after_kill)
     # nothing is left behind by a run or a bless that is stopped, and what a
@@ -556,7 +567,8 @@ m, o = (json.load(open(p)) for p in sys.argv[1:])
 assert m["nodes"] == 2 and "nodes" not in o, (m.get("nodes"), o.get("nodes"))
 for a, b in zip(m["ranks"], o["ranks"]):
     assert a["kernel_count"] == b["kernel_count"], (a["kernel_count"], b["kernel_count"])
-    assert [x["exact"] for x in a["outputs"]] == [x["exact"] for x in b["outputs"]], a["rank"]
+    # the golden's one environment is this machine's, the run's
+    assert [x["exact"] for x in a["outputs"]] == [{o["env"]["fingerprint"]: x["exact"]} for x in b["outputs"]], a["rank"]
 PY
     both check --mode B --mode C --strict --junit "$T/j.xml"
     [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] || fail "check across nodes: exit $rc0 / $rc1; node 1: $(cat "$T/n1.out")"
@@ -1010,7 +1022,7 @@ PY
     rm "$T/golden/proofs/cuda/NVIDIA_H200/allreduce_sum.json"
     "$FG" proofs --golden-dir "$T/golden" --backend cpu >"$T/out" 2>&1; expect_rc $? 0
     expect_out '^\| allreduce_sum \| cpu \|  \| [0-9 ]+ \| [0-9]+ \| [0-9]+ \| stale: source changed \|$'
-    expect_out ' 1 stale'; expect_out "re-prove it"
+    expect_out ' 1 stale'; expect_out "prove it on that backend or GPU model"
     grep -q '| cuda |' "$T/out" && fail "--backend cpu listed cuda proofs"
     "$FG" proofs --golden-dir "$T/golden" --strict >"$T/out" 2>&1; expect_rc $? 1
     expect_out '^\| allreduce_sum \| cuda \| NVIDIA H200 \| - \| - \| - \| none \|$'
@@ -1030,7 +1042,16 @@ PY
     mkdir -p "$T/empty"
     "$FG" proofs --golden-dir "$T/empty" >"$T/out" 2>&1; expect_rc $? 0; expect_out "no proof files"
     "$FG" proofs --golden-dir "$T/empty" --strict >"$T/out" 2>&1; expect_rc $? 1
-    expect_out "nothing vouches for a fast path" ;;
+    expect_out "nothing vouches for a fast path"
+    # missing proof files fail --strict where their fast path would run: the
+    # cpu folder deleted (the cuda ones still there), which passed
+    cp -r "$SRC/golden/proofs" "$T/whole"; rm -r "$T/whole/cpu"; mkdir -p "$T/nocpu"; mv "$T/whole" "$T/nocpu/proofs"
+    "$FG" proofs --golden-dir "$T/nocpu" --strict >"$T/out" 2>&1; expect_rc $? 1
+    expect_out '^\| allreduce_sum \| cpu \|  \| - \| - \| - \| none \|$'
+    expect_out " 5 of them where it would run"
+    # a reference loop the cost model refuses on cpu needs none there
+    expect_out '^\| gate_up_swiglu \| cpu \|  \| - \| - \| - \| none \(not needed: the cost model refuses it on cpu\) \|$'
+    "$FG" proofs --golden-dir "$SRC/golden" --strict >"$T/out" 2>&1; expect_rc $? 0 ;;
   fast_paths_fewer_launches)
     # proven fast paths launch fewer kernels than the generic path, and the
     # accuracy checks pass
@@ -1186,9 +1207,10 @@ graph tp_qkv(%x: f32[2,8,32], %w_qkv: f32[64,32] {shard = 0, blocks = [32, 16, 1
 FG
     tp() { "$FG" "$1" tp_qkv --repro-dir "$T/tp" --golden-dir "$T/g" --mode C "${@:2}" >"$T/out" 2>&1; }
     tp bless; expect_rc $? 0
-    tp check --strict; expect_rc $? 0
+    tp check --strict --records "$T/recs"; expect_rc $? 0
     expect_out "3 checks: 3 passed"
-    python3 - "$T/g/cpu/tp_qkv/C_w4.json" "$T/g/cpu/tp_qkv/C_w1.json" <<'PY' || fail "the sharded outputs were not gathered"
+    # (the records: a golden keeps the gathered copy's fingerprint, not its digest)
+    python3 - "$T/recs/tp_qkv_C_w4_cpu_default.json" "$T/recs/tp_qkv_C_w1_cpu_default.json" <<'PY' || fail "the sharded outputs were not gathered"
 import json, sys
 w4, w1 = (json.load(open(p)) for p in sys.argv[1:])
 one = {o["name"]: o for o in w1["ranks"][0]["outputs"]}
@@ -1286,6 +1308,177 @@ assert want in kernels and other not in kernels, kernels
 PY
       done
     done ;;
+  environments_travel)
+    # goldens blessed with LibTorch's own choice of CPU kernels pass under
+    # every ATEN_CPU_CAPABILITY this CPU runs (the cheapest stand-in for
+    # another machine): exact digests where the golden holds the run's
+    # environment, elsewhere fingerprints and a note naming what differs;
+    # --exact fails there, and a bless there adds that environment's digests
+    # and changes nothing else
+    G2="$T/g2"; mkdir -p "$G2"
+    sel=(tp_block_llama --mode A --mode C --world-size 1 --golden-dir "$G2")
+    env -u ATEN_CPU_CAPABILITY "$FG" bless "${sel[@]}" >"$T/out" 2>&1; expect_rc $? 0
+    own=$(python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["environments"]
+print(next(iter(e.values()))["aten_capability"])' "$G2/cpu/tp_block_llama/C_w1.json")
+    [ -n "$own" ] || fail "the golden's environment names no ATen capability"
+    caps="default avx2"
+    # ATen's AVX512 kernels need these; elsewhere they would die of SIGILL
+    if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then
+      caps="$caps avx512"
+    fi
+    other=""
+    for cap in $caps; do
+      ATEN_CPU_CAPABILITY=$cap "$FG" check --strict "${sel[@]}" >"$T/out" 2>&1; expect_rc $? 0
+      expect_out "^2 checks: 2 passed"
+      if grep -q "exact digests not compared" "$T/out"; then
+        expect_out "exact digests not compared: this environment is not among the golden's 1 \(aten_capability $own -> "
+        [ -n "$other" ] || other=$cap
+      fi
+    done
+    [ -n "$other" ] || fail "no ATEN_CPU_CAPABILITY changed the environment: the key does not see ATen's dispatch"
+    ATEN_CPU_CAPABILITY=$other "$FG" check --exact "${sel[@]}" >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "exact digests required \(--exact\)"
+    cp "$G2/cpu/tp_block_llama/C_w1.json" "$T/before.json"
+    ATEN_CPU_CAPABILITY=$other "$FG" bless "${sel[@]}" >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "C_w1.json: this environment's exact digests added \(2 environment\(s\) now\); nothing else changed"
+    expect_out "golden files changed in $G2"
+    python3 - "$T/before.json" "$G2/cpu/tp_block_llama/C_w1.json" <<'PY' || fail "adding an environment changed more"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert len(b["environments"]) == 2 and set(a["environments"]) < set(b["environments"]), b["environments"]
+for g in (a, b):
+    del g["environments"]
+    for r in g["ranks"]:
+        for o in r["outputs"]:
+            del o["exact"]
+assert a == b, "the environment-free part of the golden changed"
+PY
+    for cap in "$other" ""; do
+      if [ -n "$cap" ]; then export ATEN_CPU_CAPABILITY=$cap; else unset ATEN_CPU_CAPABILITY; fi
+      "$FG" check --strict --exact "${sel[@]}" >"$T/out" 2>&1; expect_rc $? 0
+      grep -q "exact digests not compared" "$T/out" && fail "exact digests not compared under '$cap'"
+    done ;;
+  bless_refuses)
+    # bless never writes a state that check fails whatever its golden says
+    # (exit 1, nothing written), and check fails such a state even against
+    # a golden that recorded it
+    mkdir -p "$T/br" "$T/g3"; cp "$T/repros/ffn_allreduce.fg" "$T/br/"
+    F="$T/br/ffn_allreduce.fg"; B=(ffn_allreduce --repro-dir "$T/br" --golden-dir "$T/g3" --world-size 1)
+    line=$(grep -n "all_reduce" "$F" | cut -d: -f1)
+    sed -i "${line}a\\  %dbg = print(%7) : bf16[4,32,128]" "$F"
+    # a break in mode C that the repro does not declare
+    FUSEGATE_QUIET_PRINT=1 "$FG" bless "${B[@]}" --mode C >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "refused: check would fail it whatever the golden says"
+    expect_out "graph break in mode C that the repro does not declare: host callback print\(\"%dbg\"\) at ffn_allreduce.fg:$((line + 1))"
+    expect_out 'declare it, in a .fg as `expect break "host callback print"`'
+    expect_out "graph_count 2 in mode C"
+    expect_out "nothing was written for it"
+    [ ! -e "$T/g3/cpu/ffn_allreduce/C_w1.json" ] || fail "a refused bless wrote the golden"
+    # declared, by the start of its reason: blessed and checked
+    sed -i '/^graph /a\  expect break "host callback"' "$F"
+    FUSEGATE_QUIET_PRINT=1 "$FG" bless "${B[@]}" --mode C >"$T/out" 2>&1; expect_rc $? 0
+    FUSEGATE_QUIET_PRINT=1 "$FG" check --strict "${B[@]}" --mode C >"$T/out" 2>&1; expect_rc $? 0
+    # the declaration gone: the golden that recorded the break excuses nothing
+    sed -i '/expect break/d' "$F"
+    FUSEGATE_QUIET_PRINT=1 "$FG" check --strict "${B[@]}" --mode C >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "does not declare: host callback print"
+    # a declared break that did not happen is a stale declaration
+    sed -i '/%dbg = print/d; /^graph /a\  expect break "host callback"' "$F"
+    FUSEGATE_QUIET_PRINT=1 "$FG" check "${B[@]}" --mode C >"$T/out" 2>&1; expect_rc $? 1
+    expect_out 'declares a graph break "host callback" that did not happen'
+    sed -i '/expect break/d' "$F"
+    # a TP-incorrect program: a row-parallel linear without its all-reduce,
+    # its output declared replicated, differs across ranks
+    cat >"$T/br/rowpar.fg" <<'FG'
+graph rowpar(%x: bf16[4,32,256] {shard = 2}, %w: bf16[128,256] {shard = 1}) {
+  %y = linear(%x, %w) : bf16[4,32,128]
+  return %y
+}
+FG
+    "$FG" bless rowpar --repro-dir "$T/br" --golden-dir "$T/g3" --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "output out0 is replicated but rank 1 differs from rank 0"; expect_out "nothing was written for it"
+    [ ! -e "$T/g3/cpu/rowpar" ] || fail "a TP-incorrect program was blessed"
+    # with the all-reduce it is right, and blessed
+    sed -i 's/^  return %y/  %z = all_reduce(%y) {reduce_op = "sum"} : bf16[4,32,128]\n  return %z/' "$T/br/rowpar.fg"
+    "$FG" bless rowpar --repro-dir "$T/br" --golden-dir "$T/g3" --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 0
+    # a golden that is a link out of the golden folder: refused, naming both
+    # paths, and what it names untouched
+    echo theirs >"$T/outside.json"
+    ln -s "$T/outside.json" "$T/g3/cpu/ffn_allreduce/A_w1.json"
+    "$FG" bless "${B[@]}" --mode A >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "A_w1.json: error: is a link that leaves $T/g3 \(it would write $T/outside.json\); nothing was run"
+    [ "$(cat "$T/outside.json")" = theirs ] || fail "bless wrote through a link out of the golden folder"
+    # and a record under --records the same way
+    mkdir -p "$T/recs"; ln -s "$T/outside.json" "$T/recs/ffn_allreduce_A_w1_cpu_default.json"
+    "$FG" check ffn_allreduce --repro-dir "$T/br" --golden-dir "$T/golden" --mode A --world-size 1 \
+      --records "$T/recs" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "is a link that leaves $T/recs"
+    [ "$(cat "$T/outside.json")" = theirs ] || fail "check wrote a record through a link out of --records" ;;
+  names_mean_one_repro)
+    # a .fg named as another repro is an error naming both, never a silent
+    # substitution (a .fg named as a C++ repro ran the C++ one in its place)
+    mkdir -p "$T/clash" "$T/a" "$T/b"; cp "$T/repros/ffn_allreduce.fg" "$T/clash/tp_block_llama.fg"
+    "$FG" run --graph "$T/clash/tp_block_llama.fg" --mode C --world-size 1 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "tp_block_llama.fg: error: a .fg repro named tp_block_llama, as the C\+\+ repro tp_block_llama \(repros/tp_block_llama.cpp\)"
+    "$FG" check tp_block_llama --repro-dir "$T/clash" --mode C --world-size 1 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "as the C\+\+ repro tp_block_llama"
+    "$FG" bisect --graph "$T/clash/tp_block_llama.fg" --mode C >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "as the C\+\+ repro tp_block_llama"
+    cp "$T/repros/ffn_allreduce.fg" "$T/a/"; cp "$T/repros/ffn_allreduce.fg" "$T/b/"
+    "$FG" check ffn_allreduce --repro-dir "$T/a" --repro-dir "$T/b" --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 2; expect_out "$T/b/ffn_allreduce.fg: error: a .fg repro named ffn_allreduce, as the .fg repro $T/a/ffn_allreduce.fg"
+    # --repro-dir takes the place of the shipped folder: a copy of a shipped
+    # repro is no clash, and one folder named twice is one folder
+    "$FG" check --strict ffn_allreduce --repro-dir "$T/a" --repro-dir "$T/a/" --golden-dir "$T/golden" --mode C \
+      --world-size 1 >"$T/out" 2>&1; expect_rc $? 0 ;;
+  nothing_compared)
+    # a check that compared nothing with a golden fails whatever the flags
+    # (every golden MISSING passed without --strict)
+    mkdir -p "$T/none" "$T/half/cpu/ffn_allreduce"
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/none" --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "ffn_allreduce/C/w1/cpu +MISSING"; expect_out "nothing was compared"
+    # one compared, one missing: the ratchet is --strict's
+    cp "$G" "$T/half/cpu/ffn_allreduce/"; cp -r "$T/golden/proofs" "$T/half/"
+    "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/half" --mode C --world-size 1 --world-size 2 \
+      >"$T/out" 2>&1; expect_rc $? 0; expect_out "1 passed, 0 failed, 0 improved, 1 missing"
+    "$FG" check --strict ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/half" --mode C --world-size 1 \
+      --world-size 2 >"$T/out" 2>&1; expect_rc $? 1 ;;
+  rank_bad_input)
+    # bad input inside a rank stays bad input (exit 2) in check and bisect,
+    # never 125, which `git bisect run` skips
+    FUSEGATE_FAULT=perturb:buf999 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 \
+      >"$T/out" 2>&1; expect_rc $? 2
+    FUSEGATE_FAULT=perturb:buf999 check >/dev/null 2>&1; expect_rc $? 2
+    FUSEGATE_FAULT=perturb:buf999 check; expect_out "bad input"; expect_out "buf999"
+    FUSEGATE_FAULT=perturb:buf999 "$FG" bisect ffn_allreduce --repro-dir "$T/repros" --mode C >"$T/out" 2>&1
+    expect_rc $? 2; expect_out "buf999" ;;
+  folders_said)
+    # the folders in use are said: --help names the defaults (this build's
+    # source tree), check and bless name the golden folder they used
+    "$FG" check --help >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "default: $SRC/golden, this build's source tree"; expect_out "in place of the shipped $SRC/repros/fg"
+    check; expect_rc $? 0; expect_out "^goldens read from $T/golden\$"
+    "$FG" bless ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "golden files changed in $T/golden"
+    # run from inside another fusegate tree, with the default folders: said
+    mkdir -p "$T/other/harness" "$T/other/golden/cpu" "$T/other/sub"; touch "$T/other/harness/RECORD.md"
+    (cd "$T/other/sub" && "$FG" check ffn_allreduce --mode A --world-size 1 >"$T/out" 2>&1)
+    expect_out "note: the working folder is inside the fusegate tree $T/other, but this fusegate was built from"
+    expect_out "pass --golden-dir $T/other/golden" ;;
+  premerge_without_origin)
+    # ci/premerge.sh after a compiler change in a clone with no origin/main:
+    # every repro that runs on the cpu, as fusegate lists them (a name
+    # pattern let GPU-sized repros through: exit 2 after a second)
+    R="$T/pm"; mkdir -p "$R/ci" "$R/fusion"
+    cp "$SRC/ci/premerge.sh" "$R/ci/"; echo "// a" >"$R/fusion/x.cpp"
+    git -C "$R" init -q; git -C "$R" -c user.name=t -c user.email=t@t add -A
+    git -C "$R" -c user.name=t -c user.email=t@t commit -qm one
+    echo "// b" >>"$R/fusion/x.cpp"
+    FUSEGATE="$FG" bash "$R/ci/premerge.sh" >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "no origin/main to diff against"
+    expect_out "checking at world size 2: $("$FG" list --backend cpu | cut -f1 | tr '\n' ' ' | sed 's/ $//')\$"
+    grep -q "_h2048\|_h4096" "$T/out" && fail "premerge selected a GPU-sized repro"
+    expect_out "checks: [0-9]+ passed, 0 failed" ;;
   *) fail "unknown case" ;;
 esac
 echo "PASS($CASE)"

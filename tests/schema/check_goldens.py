@@ -5,7 +5,8 @@ validator (Debian's python3-jsonschema). Usage:
     check_goldens.py RECORD_SCHEMA PROOF_SCHEMA GOLDEN_DIR
 Fails on any invalid golden or proof, on finding too few of either to vouch
 for anything, and if a schema accepts a file broken on purpose (a golden
-with "kernels": [1, 2] or another format_version; a proof of format 2, with
+with "kernels": [1, 2], another format_version or a digest not keyed by
+environment; a proof of format 2, with
 a failed case, or a cuda proof naming no GPU), or a golden without a key
 that `check` compares (its environment, hashes, recompiles, an output's
 exact digest or fingerprint)."""
@@ -53,11 +54,37 @@ broken = copy.deepcopy(g)
 broken["ranks"][0]["kernels"] = [1, 2]
 must_refuse(records, broken, '"kernels": [1, 2]')
 broken = copy.deepcopy(g)
-broken["format_version"] = 2
-must_refuse(records, broken, 'a golden of "format_version": 2')
+broken["format_version"] = 3
+must_refuse(records, broken, 'a golden of "format_version": 3')
+broken = copy.deepcopy(g)
+del broken["format_version"]
+must_refuse(records, broken, "a golden without format_version (format 1)")
+# format 2: each output's exact digest per environment, environments of strings
+broken = copy.deepcopy(g)
+broken["ranks"][0]["outputs"][0]["exact"] = "0123456789abcdef"
+must_refuse(records, broken, "a golden whose exact digest is not keyed by environment")
+broken = copy.deepcopy(g)
+broken["environments"] = {}
+must_refuse(records, broken, "a golden of no environment")
+broken = copy.deepcopy(g)
+next(iter(broken["environments"].values()))["isa"] = 7
+must_refuse(records, broken, "an environment holding a number")
+# a record: one environment, string digests
+rec = copy.deepcopy(g)
+env = next(iter(rec.pop("environments").values()))
+rec["env"] = dict(env, fingerprint="0")
+for r in rec["ranks"]:
+    for o in r["outputs"]:
+        o["exact"] = next(iter(o["exact"].values()))
+if not records.is_valid(rec):
+    print("check_goldens: the schema refuses a record made from a golden")
+    sys.exit(1)
+broken = copy.deepcopy(rec)
+broken["ranks"][0]["outputs"][0]["exact"] = {"x": "y"}
+must_refuse(records, broken, "a record whose exact digest is an object")
 # every key `check` compares is required (a golden without one had that
 # comparison skipped, with nothing said)
-for path in (("env",), ("ranks", 0, "hashes"), ("ranks", 0, "hashes", "collectives"), ("ranks", 0, "recompile_count"),
+for path in (("environments",), ("ranks", 0, "hashes"), ("ranks", 0, "hashes", "collectives"), ("ranks", 0, "recompile_count"),
              ("ranks", 0, "outputs", 0, "exact"), ("ranks", 0, "outputs", 0, "fingerprint")):
     broken = copy.deepcopy(g)
     o = broken

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/compare.h"
+#include "harness/golden_env.h"
 
 namespace fg {
 namespace {
@@ -60,9 +61,14 @@ json make_record(int world = 2) {
           {"ranks", ranks}};
 }
 
-Verdict check(const json& run, const json& golden) {
-  return compare_with_golden(run, &golden, "golden/cpu/tp_block_llama/C_w2.json",
-                             "tp_block_llama/C_w2", kBless);
+// A golden as bless writes it (harness/golden_env.h) from a record-shaped
+// one, so that a test changes a figure of a copy of the record it runs.
+json as_golden(const json& g) { return g.contains("env") ? golden_of(g) : g; }
+
+Verdict check(const json& run, const json& golden, bool require_exact = false) {
+  const json g = as_golden(golden);
+  return compare_with_golden(run, &g, "golden/cpu/tp_block_llama/C_w2.json", "tp_block_llama/C_w2", kBless,
+                             require_exact);
 }
 
 // The first finding of `kind`, or "" (a failed EXPECT then shows all).
@@ -226,7 +232,7 @@ TEST(CompareWithGolden, MoreGraphsFail) {
   run["ranks"][0]["graph_count"] = 2;
   Verdict v = check(run, make_record());
   EXPECT_EQ(v.kind, VerdictKind::Fail);
-  EXPECT_NE(finding(v, VerdictKind::Fail).find("graph_count 1 -> 2"), std::string::npos) << all(v);
+  EXPECT_NE(all(v).find("graph_count 1 -> 2"), std::string::npos) << all(v);
 }
 
 TEST(CompareWithGolden, NewGraphBreakFailsNamingReasonAndLocation) {
@@ -251,8 +257,7 @@ TEST(CompareWithGolden, MovedGraphBreakAtEqualCountFailsAndSaysWhereItWas) {
   run["ranks"][0]["breaks"][0]["location"] = "r.cpp:12 (f)";
   Verdict v = check(run, golden);
   EXPECT_EQ(v.kind, VerdictKind::Fail);
-  EXPECT_NE(finding(v, VerdictKind::Fail)
-                .find("new graph break: print at r.cpp:12 (f) (the golden has it at r.cpp:10 (f))"),
+  EXPECT_NE(all(v).find("new graph break: print at r.cpp:12 (f) (the golden has it at r.cpp:10 (f))"),
             std::string::npos)
       << all(v);
 }
@@ -412,7 +417,7 @@ TEST(CompareWithGolden, ExactDigestMismatchInSameEnvFails) {
 
 TEST(CompareWithGolden, OtherEnvComparesFingerprintsWithinTolerance) {
   json run = make_record();
-  run["env"]["fingerprint"] = "other-machine";
+  run["env"]["aten_capability"] = "AVX512";
   for (auto& r : run["ranks"]) {
     r["outputs"][0]["exact"] = "ffffffffffffffff";
     r["outputs"][0]["fingerprint"]["sum"] = 1.5001;  // bf16 rounding noise
@@ -422,15 +427,88 @@ TEST(CompareWithGolden, OtherEnvComparesFingerprintsWithinTolerance) {
   EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
   // green, and saying that the digests were not compared, and why
   std::string f = finding(v, VerdictKind::Pass);
-  EXPECT_NE(f.find("exact digests not compared: this environment differs from the golden's (fingerprint 9f3c -> "
-                   "other-machine)"),
+  EXPECT_NE(f.find("exact digests not compared: this environment is not among the golden's 1 (aten_capability "
+                   "(none) -> AVX512)"),
             std::string::npos)
       << all(v);
   run["env"]["compiler"] = "g++ 13.1.0";
   f = finding(check(run, make_record()), VerdictKind::Pass);
-  EXPECT_NE(f.find("(compiler g++ 12.2.0 -> g++ 13.1.0)"), std::string::npos) << f;
+  EXPECT_NE(f.find("compiler g++ 12.2.0 -> g++ 13.1.0"), std::string::npos) << f;
   // the same environment says nothing
   EXPECT_TRUE(check(make_record(), make_record()).findings.empty());
+  // a job that must compare exactly fails, and says how to add this environment
+  v = check(run, make_record(), /*require_exact=*/true);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::Fail).find("exact digests required (--exact)"), std::string::npos) << all(v);
+  EXPECT_NE(finding(v, VerdictKind::Fail).find("with: " + std::string(kBless)), std::string::npos) << all(v);
+}
+
+// A golden of two environments: each run is compared exactly against its
+// own environment's digests, and a digest of the other one decides nothing.
+TEST(CompareWithGolden, EachEnvironmentOfAGoldenComparesItsOwnDigests) {
+  json a = make_record(), b = make_record();
+  b["env"]["compiler"] = "g++ 13.1.0";
+  for (auto& r : b["ranks"]) r["outputs"][0]["exact"] = "bbbbbbbbbbbbbbbb";
+  BlessPlan plan = plan_bless(nullptr, golden_of(a));
+  plan = plan_bless(&plan.golden, golden_of(b));
+  ASSERT_EQ(plan.kind, BlessPlan::Added);
+  const json golden = plan.golden;
+  EXPECT_EQ(golden["environments"].size(), 2u);
+  EXPECT_TRUE(check(a, golden, true).findings.empty()) << all(check(a, golden, true));
+  EXPECT_TRUE(check(b, golden, true).findings.empty()) << all(check(b, golden, true));
+  // b's digest in a's environment is a changed digest
+  json wrong = a;
+  for (auto& r : wrong["ranks"]) r["outputs"][0]["exact"] = "bbbbbbbbbbbbbbbb";
+  Verdict v = check(wrong, golden);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  EXPECT_NE(all(v).find("exact digest 0123456789abcdef -> bbbbbbbbbbbbbbbb"), std::string::npos) << all(v);
+  // a third environment: fingerprints, naming the nearest of the two
+  json c = b;
+  c["env"]["backend"] = "cpu2";  // one field from b, two from a
+  v = check(c, golden);
+  EXPECT_EQ(v.kind, VerdictKind::Pass) << all(v);
+  EXPECT_NE(all(v).find("not among the golden's 2 (nearest: backend cpu -> cpu2)"), std::string::npos) << all(v);
+}
+
+// Mode C holds one graph, no break and no recompile on its own: a golden
+// that recorded a violation does not excuse it.
+TEST(Invariants, ModeCFailsAnUndeclaredBreakEvenAgainstAGoldenThatHasIt) {
+  json run = make_record();
+  for (auto& r : run["ranks"]) {
+    r["graph_count"] = 2;
+    r["graph_break_count"] = 1;
+    r["breaks"] = {{{"reason", "host callback print"}, {"location", "x.fg:7"}}};
+  }
+  Verdict v = check(run, run);
+  EXPECT_EQ(v.kind, VerdictKind::Fail) << all(v);
+  EXPECT_NE(all(v).find("graph break in mode C that the repro does not declare: host callback print at x.fg:7"),
+            std::string::npos)
+      << all(v);
+  EXPECT_NE(all(v).find("graph_count 2 in mode C"), std::string::npos) << all(v);
+  // declared (by the start of its reason): the same run holds
+  json declared = run;
+  for (auto& r : declared["ranks"]) r["expected_breaks"] = {"host callback"};
+  EXPECT_TRUE(invariant_findings(declared).empty());
+  // a declared break that did not happen is a stale declaration
+  json none = make_record();
+  for (auto& r : none["ranks"]) r["expected_breaks"] = {"host callback"};
+  EXPECT_NE(all(check(none, none)).find("declares a graph break \"host callback\" that did not happen"),
+            std::string::npos);
+  // more graphs than the breaks make
+  for (auto& r : declared["ranks"]) r["graph_count"] = 3;
+  EXPECT_FALSE(invariant_findings(declared).empty());
+  // mode B breaks at every collective: not judged here
+  json b = run;
+  b["mode"] = "B";
+  EXPECT_TRUE(invariant_findings(b).empty());
+}
+
+TEST(Invariants, ModeCFailsARecompileUnlessTheReproDrivesThem) {
+  json run = make_record();
+  run["ranks"][1]["recompile_count"] = 1;
+  EXPECT_NE(all(check(run, run)).find("rank 1: recompile_count 1 in mode C"), std::string::npos);
+  for (auto& r : run["ranks"]) r["recompiles"] = {{"same_shapes", 0}, {"changed_shapes", 1}, {"guard", "x"}};
+  EXPECT_TRUE(invariant_findings(run).empty()) << all(check(run, run));
 }
 
 TEST(CompareWithGolden, DrivenRecompilesMustBeZeroThenOne) {
@@ -470,7 +548,7 @@ TEST(CompareWithGolden, HashesAgainstTheGolden) {
 
 TEST(CompareWithGolden, OtherEnvFarFingerprintFailsWithFigures) {
   json run = make_record();
-  run["env"]["fingerprint"] = "other-machine";
+  run["env"]["aten_capability"] = "AVX512";
   run["ranks"][0]["outputs"][0]["fingerprint"]["sumsq"] = 6.0;
   Verdict v = check(run, make_record());
   EXPECT_EQ(v.kind, VerdictKind::Fail);

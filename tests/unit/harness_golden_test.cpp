@@ -14,6 +14,7 @@
 
 #include "fusion/errors.h"
 #include "harness/golden.h"
+#include "harness/golden_env.h"
 
 namespace fg {
 namespace {
@@ -37,12 +38,14 @@ json rank_record(int r) {
                                     {"fingerprint", {{"dtype", "bf16"}, {"shape", {2, 4}}, {"numel", 8}}}}})}};
 }
 
+// A golden as bless writes it (format 2: its environments, each output's
+// exact digest keyed by them; harness/golden_env.h).
 json valid_record() {
-  return {{"repro", "x"},        {"mode", "C"},
-          {"world_size", 2},     {"backend", "cpu"},
-          {"fusion", "default"}, {"fast_paths", "proven"},
-          {"env", {{"backend", "cpu"}, {"fingerprint", "e0"}}},
-          {"ranks", json::array({rank_record(0), rank_record(1)})}};
+  return golden_of({{"repro", "x"},        {"mode", "C"},
+                    {"world_size", 2},     {"backend", "cpu"},
+                    {"fusion", "default"}, {"fast_paths", "proven"},
+                    {"env", {{"backend", "cpu"}, {"compiler", "g++ 12"}}},
+                    {"ranks", json::array({rank_record(0), rank_record(1)})}});
 }
 
 // A fresh folder per test, removed afterwards.
@@ -81,6 +84,14 @@ std::string load_error(const fs::path& p) {
     return e.what();
   }
   return "(no error)";
+}
+
+// The loader's error for a valid golden changed by `edit`, written at `p`.
+std::string load_error_after(const fs::path& p, const std::function<void(json&)>& edit) {
+  json j = valid_record();
+  edit(j);
+  write_file(p, dump_record(j));
+  return load_error(p);
 }
 
 int line_of_nth(const std::string& text, const std::string& needle, int n) {
@@ -214,12 +225,7 @@ TEST(LoadGolden, MistypedKeyNamesKeyPathAndItsLine) {
 TEST(LoadGolden, MistypedElementsAreNamedByPath) {
   TempDir dir;
   fs::path p = dir.path() / "cpu/x/C_w2.json";
-  auto error_with = [&](const std::function<void(json&)>& edit) {
-    json j = valid_record();
-    edit(j);
-    write_file(p, dump_record(j));
-    return load_error(p);
-  };
+  auto error_with = [&](const std::function<void(json&)>& edit) { return load_error_after(p, edit); };
   EXPECT_NE(error_with([](json& j) { j["ranks"][0]["kernels"] = {1, 2}; })
                 .find("has ranks[0].kernels[0] as integer, expected an object"),
             std::string::npos);
@@ -260,7 +266,8 @@ TEST(LoadGolden, MistypedElementsAreNamedByPath) {
 }
 
 // A golden of another format is refused, naming its line and what to do;
-// one without the key predates it (format 1) and loads.
+// one without the key predates it (format 1: one environment) and is
+// refused too, saying to re-bless it.
 TEST(LoadGolden, OtherFormatVersionIsRefused) {
   TempDir dir;
   fs::path p = dir.path() / "cpu/x/C_w2.json";
@@ -281,7 +288,36 @@ TEST(LoadGolden, OtherFormatVersionIsRefused) {
   EXPECT_NO_THROW(load_golden(p.string()));
   j.erase("format_version");
   write_file(p, dump_record(j));
-  EXPECT_NO_THROW(load_golden(p.string()));
+  msg = load_error(p);
+  EXPECT_NE(msg.find("is format_version 1, and this fusegate reads " + std::to_string(kRecordFormatVersion) + " only"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("re-bless it"), std::string::npos) << msg;
+}
+
+// The environments and the digests filed under them hold together: an
+// environment edited by hand (its key no longer its hash), a digest of no
+// environment, an environment an output has no digest of.
+TEST(LoadGolden, EnvironmentsAndTheirDigestsHoldTogether) {
+  TempDir dir;
+  fs::path p = dir.path() / "cpu/x/C_w2.json";
+  auto error_with = [&](const std::function<void(json&)>& edit) { return load_error_after(p, edit); };
+  const std::string fp = valid_record()["environments"].begin().key();
+  EXPECT_EQ(error_with([](json&) {}), "(no error)");
+  EXPECT_NE(error_with([&](json& j) { j["environments"][fp]["compiler"] = "g++ 13"; })
+                .find("has an environment filed under " + fp + " whose contents hash to"),
+            std::string::npos);
+  EXPECT_NE(error_with([&](json& j) { j["ranks"][1]["outputs"][0]["exact"]["00000000deadbeef"] = "x"; })
+                .find("has ranks[1].outputs[0].exact.00000000deadbeef, a digest of no environment"),
+            std::string::npos);
+  EXPECT_NE(error_with([&](json& j) { j["ranks"][0]["outputs"][0]["exact"].erase(fp); })
+                .find("lacks ranks[0].outputs[0].exact." + fp),
+            std::string::npos);
+  EXPECT_NE(error_with([](json& j) { j["environments"] = json::object(); }).find("holds no environment"),
+            std::string::npos);
+  EXPECT_NE(error_with([&](json& j) { j["ranks"][0]["outputs"][0]["exact"] = "0123456789abcdef"; })
+                .find("has ranks[0].outputs[0].exact as string, expected an object"),
+            std::string::npos);
 }
 
 // Every golden in the repository passes the loader's checks (cpu and cuda).
@@ -323,7 +359,7 @@ TEST(LoadGolden, AKeyThatCheckComparesIsRequired) {
   write_file(p, dump_record(valid_record()));
   EXPECT_NO_THROW(load_golden(p.string())) << load_error(p);
   const std::vector<std::vector<std::string>> keys = {
-      {"repro"}, {"mode"}, {"world_size"}, {"backend"}, {"fusion"}, {"fast_paths"}, {"env"},
+      {"repro"}, {"mode"}, {"world_size"}, {"backend"}, {"fusion"}, {"fast_paths"}, {"environments"},
       {"ranks", "0", "rank"}, {"ranks", "1", "recompile_count"}, {"ranks", "0", "fast_paths"},
       {"ranks", "0", "hashes"}, {"ranks", "1", "hashes", "collectives"}, {"ranks", "0", "hashes", "graphs"},
       {"ranks", "0", "ledger"}, {"ranks", "1", "kernel_count_by_kind"},
@@ -465,6 +501,118 @@ TEST(WriteAtomic, FollowsLinksAndWritesThroughWhatIsNoRegularFile) {
   fs::create_directory_symlink(dir.path(), dlink);
   EXPECT_THROW(write_atomic(dlink.string(), "x"), UserError);
   EXPECT_TRUE(fs::is_symlink(dlink));
+}
+
+// What belongs in a folder is never written through a link that leaves it
+// (a golden folder comes from a pull request): the file's own link, a
+// folder's link, a dangling link; a link that stays inside is followed.
+TEST(WriteInside, RefusesALinkThatLeavesTheFolderAndWritesNothing) {
+  TempDir dir;
+  const fs::path golden = dir.path() / "golden", outside = dir.path() / "elsewhere";
+  write_file(outside / "target.json", "theirs\n");
+  write_file(golden / "cpu/x/real.json", "old\n");
+  auto refused = [&](const fs::path& p) {
+    try {
+      write_inside(golden.string(), p.string(), "mine\n");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(written)");
+  };
+  fs::create_symlink(outside / "target.json", golden / "cpu/x/C_w1.json");
+  std::string msg = refused(golden / "cpu/x/C_w1.json");
+  EXPECT_NE(msg.find("is a link that leaves " + golden.string()), std::string::npos) << msg;
+  EXPECT_NE(msg.find((outside / "target.json").string()), std::string::npos) << msg;
+  EXPECT_EQ(read_file(outside / "target.json"), "theirs\n");
+  // dangling: where the file would be created
+  fs::create_symlink(outside / "new.json", golden / "cpu/x/C_w2.json");
+  EXPECT_NE(refused(golden / "cpu/x/C_w2.json").find("leaves"), std::string::npos);
+  EXPECT_FALSE(fs::exists(outside / "new.json"));
+  // a repro's folder that is a link out of the golden folder
+  fs::create_directory_symlink(outside, golden / "cpu/y");
+  EXPECT_NE(refused(golden / "cpu/y/C_w1.json").find("leaves"), std::string::npos);
+  EXPECT_FALSE(fs::exists(outside / "C_w1.json"));
+  // a link inside the folder is followed, as write_atomic does
+  fs::create_symlink(golden / "cpu/x/real.json", golden / "cpu/x/C_w4.json");
+  EXPECT_EQ(refused(golden / "cpu/x/C_w4.json"), "(written)");
+  EXPECT_EQ(read_file(golden / "cpu/x/real.json"), "mine\n");
+  // a golden folder that is itself a link is the folder it names
+  fs::create_directory_symlink(golden, dir.path() / "g2");
+  write_inside((dir.path() / "g2").string(), (dir.path() / "g2/cpu/x/new.json").string(), "ok\n");
+  EXPECT_EQ(read_file(golden / "cpu/x/new.json"), "ok\n");
+}
+
+// How bless writes over a golden: a new golden, the same state in a new
+// environment (its digests added, nothing else touched), the same state
+// again (nothing written), and a new state (the golden replaced, the other
+// environments' digests dropped, with what moved).
+TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
+  json a = valid_record();
+  const json rec = [] {
+    json r = {{"repro", "x"}, {"mode", "C"}, {"world_size", 2}, {"backend", "cpu"}, {"fusion", "default"},
+              {"fast_paths", "proven"}, {"env", {{"backend", "cpu"}, {"compiler", "g++ 12"}}},
+              {"ranks", json::array({rank_record(0), rank_record(1)})}};
+    for (auto& k : r["ranks"]) k["outputs"][0]["fingerprint"] = {{"dtype", "bf16"}, {"shape", {2, 4}}, {"numel", 8},
+                                                                 {"sum", 1.0}, {"sumsq", 2.0}, {"max_abs", 1.0},
+                                                                 {"nan", 0}, {"inf", 0}};
+    return r;
+  }();
+  BlessPlan p = plan_bless(nullptr, golden_of(rec));
+  EXPECT_EQ(p.kind, BlessPlan::Created);
+  const json first = p.golden;
+  EXPECT_EQ(plan_bless(&first, golden_of(rec)).kind, BlessPlan::Unchanged);
+  // another environment, its own digests, rounding noise in a fingerprint
+  json other = rec;
+  other["env"]["compiler"] = "g++ 13";
+  for (auto& k : other["ranks"]) {
+    k["outputs"][0]["exact"] = "fedcba9876543210";
+    k["outputs"][0]["fingerprint"]["sum"] = 1.0001;
+  }
+  p = plan_bless(&first, golden_of(other));
+  ASSERT_EQ(p.kind, BlessPlan::Added);
+  EXPECT_EQ(p.golden["environments"].size(), 2u);
+  // nothing else changed: the first environment's fingerprints are kept
+  EXPECT_EQ(p.golden["ranks"][0]["outputs"][0]["fingerprint"]["sum"], 1.0);
+  EXPECT_EQ(environment_free_text(p.golden), environment_free_text(first));
+  const std::string fp = environment_fingerprint(other["env"]);
+  EXPECT_EQ(p.golden["ranks"][1]["outputs"][0]["exact"][fp], "fedcba9876543210");
+  const json both = p.golden;
+  // a new state: replaced, the other environment dropped, what moved said
+  json more = rec;
+  for (auto& k : more["ranks"]) k["kernel_count"] = 13;
+  p = plan_bless(&both, golden_of(more));
+  EXPECT_EQ(p.kind, BlessPlan::Replaced);
+  EXPECT_EQ(p.dropped, 1);
+  EXPECT_EQ(p.golden["environments"].size(), 1u);
+  EXPECT_NE(p.why.find("/ranks/0/kernel_count 12 -> 13"), std::string::npos) << p.why;
+  // the same environment with other digests: the others are stale
+  json moved = rec;
+  moved["ranks"][0]["outputs"][0]["exact"] = "1111111111111111";
+  p = plan_bless(&both, golden_of(moved));
+  EXPECT_EQ(p.kind, BlessPlan::Replaced);
+  EXPECT_EQ(p.dropped, 1);
+  EXPECT_NE(p.why.find("this environment's exact digests changed"), std::string::npos) << p.why;
+  // a new environment whose output drifted past tolerance: a new state
+  json far = other;
+  far["env"]["compiler"] = "g++ 14";
+  far["ranks"][0]["outputs"][0]["fingerprint"]["sum"] = 5.0;
+  p = plan_bless(&both, golden_of(far));
+  EXPECT_EQ(p.kind, BlessPlan::Replaced);
+  EXPECT_NE(p.why.find("rank 0 output out: fingerprint outside tolerance"), std::string::npos) << p.why;
+  // environments recorded under another key (an older fusegate's fields)
+  // can never be matched again: dropped where the state is kept, and said
+  json legacy = first;
+  legacy["environments"]["0123456789abcdef"] = {{"backend", "cpu"}, {"isa", "x86_64+avx2"}};
+  for (auto& k : legacy["ranks"]) k["outputs"][0]["exact"]["0123456789abcdef"] = "aaaaaaaaaaaaaaaa";
+  p = plan_bless(&legacy, golden_of(rec));
+  EXPECT_EQ(p.kind, BlessPlan::Pruned);
+  EXPECT_EQ(p.unmatchable, 1);
+  EXPECT_EQ(p.golden, first);
+  p = plan_bless(&legacy, golden_of(other));
+  EXPECT_EQ(p.kind, BlessPlan::Added);
+  EXPECT_EQ(p.unmatchable, 1);
+  EXPECT_EQ(p.golden, both);
+  (void)a;
 }
 
 TEST(UnifiedDiff, EqualTextsGiveEmptyDiff) {

@@ -653,5 +653,29 @@ TEST(IrText, BlockMistakesAreNamed) {
   EXPECT_NE(err("  %r = neg(%x) {@if = 0} : f32[4]\n  return %r\n").find("unexpected character '@'"), std::string::npos);
 }
 
+// `expect break "REASON"`: the breaks a repro declares, first in the body
+// as printed, kept through a round trip; a statement of the graph, never
+// of a block.
+TEST(IrText, ExpectedBreaksRoundTripAndAreNamedWhenWrong) {
+  const std::string text =
+      "graph t(%x: f32[4]) {\n  expect break \"host callback print\"\n  expect break \"data-dependent\"\n"
+      "  %y = neg(%x) : f32[4]\n  return %y\n}\n";
+  Graph g = parse_graph(text, "t.fg");
+  EXPECT_EQ(g.expected_breaks, (std::vector<std::string>{"host callback print", "data-dependent"}));
+  EXPECT_EQ(print_graph(g), text);
+  // anywhere before the return, printed first
+  Graph later = parse_graph("graph t(%x: f32[4]) {\n  %y = neg(%x) : f32[4]\n  expect break \"x\"\n  return %y\n}\n");
+  EXPECT_EQ(print_graph(later), "graph t(%x: f32[4]) {\n  expect break \"x\"\n  %y = neg(%x) : f32[4]\n  return %y\n}\n");
+  auto err = [](const std::string& body) {
+    return user_error_of([&] { parse_graph("graph t(%x: f32[4]) {\n" + body + "  return %x\n}\n", "t.fg"); });
+  };
+  EXPECT_NE(err("  expect recompile \"x\"\n").find("t.fg:2:10: error: expected 'break' after 'expect'"), std::string::npos)
+      << err("  expect recompile \"x\"\n");
+  EXPECT_NE(err("  expect break 3\n").find("the break's reason, a string"), std::string::npos);
+  EXPECT_NE(err("  expect break \"\"\n").find("an empty one matches any break"), std::string::npos);
+  EXPECT_NE(err("  disabled \"d\" {\n    expect break \"x\"\n  }\n").find("expected a statement"),
+            std::string::npos) << err("  disabled \"d\" {\n    expect break \"x\"\n  }\n");
+}
+
 }  // namespace
 }  // namespace fg

@@ -1,0 +1,29 @@
+// The environment key: everything outside fusegate's own code that decides
+// the bits of a run's outputs, found by measurement (docs/ARCHITECTURE.md,
+// "The environment key", has the table of what was flipped and what moved).
+// Exact digests are compared only between runs whose keys are equal; a
+// golden keeps the exact digests of every environment it was blessed in.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fusion/options.h"
+
+namespace fg {
+
+// One object of strings, the same on every rank of a run and in the
+// launcher. cpu: backend, libtorch (version), libtorch_build (a hash of
+// LibTorch's build configuration), aten_capability (the CPU kernels ATen
+// dispatches to: ATEN_CPU_CAPABILITY or its own choice), onednn (version
+// and effective ISA), blas (the library that answers sgemm_, with
+// OpenBLAS's core), compiler and compiler_flags (the generated kernels'),
+// libc, cpu (vendor, family, model) and isa (the CPU's vector and matrix
+// extensions). cuda: backend, libtorch, libtorch_build, gpu, driver,
+// cuda_runtime, cublas, cublaslt, cudnn, nccl, nvrtc, compiler. Then
+// "fingerprint": a hash of all of them.
+nlohmann::json environment(Backend backend);
+
+// The hash an environment object is keyed by (its "fingerprint" left out).
+std::string environment_fingerprint(const nlohmann::json& env);
+
+}  // namespace fg

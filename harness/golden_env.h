@@ -1,0 +1,56 @@
+// A golden across environments. A RunRecord carries one environment (`env`)
+// and one exact digest an output; a golden (harness/RECORD.md, format 2)
+// keeps every environment it was blessed in, keyed by fingerprint
+// (`environments`), and each output's exact digest per environment (`exact`
+// an object, fingerprint -> digest). Everything else in a golden holds in
+// every environment: counts, breaks, kernels, ledger, hashes, fast paths, and
+// the outputs' fingerprints within their tolerance; `bless` adds an
+// environment only where that part agrees.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace fg {
+
+// The hash an environment object is keyed by: xxh64 of its text, its own
+// "fingerprint" key left out.
+std::string environment_fingerprint(const nlohmann::json& env);
+
+// What a golden keeps of a record: the record without timings (they vary
+// run to run), of the GEMM template choices each shape's choice and of the
+// residual placement each site's, without the gathered copy's exact digest
+// (never compared), with its one environment as `environments` and each
+// exact digest keyed by it.
+nlohmann::json golden_of(nlohmann::json record);
+
+// The part of a golden that is the same in every environment, as text:
+// the golden without environments, exact digests, fingerprints and the
+// accuracy's figures (each output's pass kept).
+std::string environment_free_text(const nlohmann::json& golden);
+
+// What differs between two environment objects, "key a -> b, ..." (the
+// fingerprints left out); "" when nothing does.
+std::string environment_difference(const nlohmann::json& from, const nlohmann::json& to);
+
+// Of a golden's environments, the one nearest `env` (fewest keys differing)
+// and what differs from it; "" for a golden without environments.
+std::string nearest_environment_difference(const nlohmann::json& golden, const nlohmann::json& env);
+
+// How a bless writes `fresh` (golden_of a new run) over `old` (the golden
+// file's contents, or nullptr when there is none).
+struct BlessPlan {
+  enum Kind {
+    Unchanged,  // this environment is there with the same digests, and nothing else moved
+    Added,      // this environment's digests added; nothing else changed
+    Pruned,     // as Unchanged, but environments recorded under another key dropped
+    Replaced,   // a new state: the golden is `fresh` alone
+    Created,    // no golden was there
+  } kind = Created;
+  nlohmann::json golden;  // what to write
+  int dropped = 0;        // Replaced: environments of the old golden left out
+  int unmatchable = 0;    // Added, Pruned: environments of another key's fields dropped (an older fusegate's)
+  std::string why;        // Replaced: what moved (first difference), for the summary
+};
+BlessPlan plan_bless(const nlohmann::json* old, const nlohmann::json& fresh);
+
+}  // namespace fg
