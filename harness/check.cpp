@@ -171,6 +171,7 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
                                        fast, nodes);
     return again.filename() == name ? w : 0;
   };
+  std::vector<std::string> left_out;
   std::vector<fs::path> entries;
   for (const auto& e : fs::directory_iterator(root, ec)) entries.push_back(e.path());
   std::sort(entries.begin(), entries.end());
@@ -180,6 +181,12 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
       continue;
     }
     const Repro* r = find_repro(repros, d.filename().string());
+    if (!r && sel.fg_dirs_given &&
+        fs::exists(fs::path(sel.shipped_fg_dir) / (d.filename().string() + ".fg"), ec)) {
+      // a shipped .fg repro that --repro-dir left out: not stale
+      left_out.push_back(d.filename().string());
+      continue;
+    }
     if (!r) {
       stale(d, "golden folder of no repro: no check reads it; delete it, or restore the repro (known: " +
                    repro_names(repros) + ")");
@@ -207,6 +214,13 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
                      (r->max_world >= (1 << 20) ? std::string("any") : std::to_string(r->max_world)) +
                      "): no check reads it; delete it");
     }
+  }
+  if (!left_out.empty() && sel.nodes.node_rank == 0) {
+    std::string names;
+    for (const auto& n : left_out) names += (names.empty() ? "" : ", ") + n;
+    std::cerr << "fusegate check: not in this selection: the goldens of the shipped .fg repros " << names
+              << ", as --repro-dir took the place of " << sel.shipped_fg_dir << " (add --repro-dir "
+              << sel.shipped_fg_dir << " to check them too)\n";
   }
   return out;
 }
@@ -388,18 +402,19 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
     require_fast_paths(sel, run.record, &v);
     verdicts.push_back(v);
   }
-  if (sel.repros.empty())
-    for (Verdict& v : unread_goldens(sel, repros)) verdicts.push_back(std::move(v));
-  for (Verdict& v : verdicts) apply_quarantine(quarantine, as_of, &v);
   // a check that compared nothing with a golden fails whatever the flags:
   // every golden MISSING (a typo in --golden-dir's tree, a new checkout of
-  // the wrong branch) passed without --strict
+  // the wrong branch) passed without --strict. Judged on the runs, before
+  // the quarantine turns a run that could not be tested into FLAKY
   const bool compared = std::any_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) {
-    return v.kind != VerdictKind::Missing && v.kind != VerdictKind::CannotTest;
+    return v.kind == VerdictKind::Pass || v.kind == VerdictKind::Fail || v.kind == VerdictKind::Improved;
   });
   const bool all_missing = !compared && std::any_of(verdicts.begin(), verdicts.end(), [](const Verdict& v) {
     return v.kind == VerdictKind::Missing;
   });
+  if (sel.repros.empty())
+    for (Verdict& v : unread_goldens(sel, repros)) verdicts.push_back(std::move(v));
+  for (Verdict& v : verdicts) apply_quarantine(quarantine, as_of, &v);
   std::string table = verdict_table(verdicts) + "goldens read from " + sel.golden_dir + "\n";
   if (all_missing)
     table += "fusegate check: nothing was compared: no golden file in " + sel.golden_dir +
@@ -444,25 +459,31 @@ namespace {
 
 int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes) {
   nodes.agree("bless", job_ids(jobs));
-  int changed = 0;
-  // a job that cannot be blessed stops the command, on every node
+  // a job that cannot be blessed stops the command, on every node, before
+  // any golden is written: every job runs and is judged first
   auto stop = [&](int code, const std::string& msg) {
-    std::cerr << "fusegate bless: " << msg << "\n";
-    nodes.hand_back(code, "fusegate bless: " + msg + "\n");
+    const std::string text = "fusegate bless: " + msg + "\nnothing was written: a bless writes its goldens only once "
+                             "every job of it can be blessed\n";
+    std::cerr << text;
+    nodes.hand_back(code, text);
     return code;
   };
+  struct Write {
+    std::string path, old_text, text, said;
+  };
+  std::vector<Write> writes;
   std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
     std::cerr << "fusegate: running " << j.id << "\n";
     RunOutcome run = nodes.launch_job(j.spec, static_cast<int>(i));
-    if (run.exit_code != 0) return stop(run.exit_code, j.id + ": " + run.message + "\nnothing was written for it");
+    if (run.exit_code != 0) return stop(run.exit_code, j.id + ": " + run.message);
     for (const auto& rk : run.record["ranks"])
       for (const char* key : {"device_kernels_not_counted", "aten_ops_not_counted"})
         if (rk.contains(key))
           return stop(125, j.id + ": rank " + std::to_string(rk.value("rank", -1)) + " could not count what really "
                            "runs (" + rk[key].get<std::string>() + "): a golden without that figure would vouch for "
-                           "nothing; nothing was written for it");
+                           "nothing");
     nodes.go_on(static_cast<int>(i));
     // a state `check` fails whatever its golden says is never written: a
     // golden records a good state, it does not make a broken one acceptable
@@ -478,54 +499,54 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
       if (f.kind == VerdictKind::Fail) wrong.push_back(f.message);
     if (!wrong.empty())
       return stop(1, j.id + ": refused: check would fail it whatever the golden says:\n  " + join(wrong, "\n  ") +
-                         "\nnothing was written for it; fix the repro or the compiler, then bless again");
-    const std::string path = golden_of_job(sel, j);
-    std::string old_text;
+                         "\nfix the repro or the compiler, then bless again");
+    Write w;
+    w.path = golden_of_job(sel, j);
     std::optional<nlohmann::json> old;
     std::string unreadable;
-    if (std::filesystem::exists(path)) {
-      std::ifstream f(path);
-      old_text.assign(std::istreambuf_iterator<char>(f), {});
+    if (std::filesystem::exists(w.path)) {
+      std::ifstream f(w.path);
+      w.old_text.assign(std::istreambuf_iterator<char>(f), {});
       // a golden that cannot be read is replaced (re-blessing is how it is
       // recovered), and the summary says so
       try {
-        old = load_golden(path);
+        old = load_golden(w.path);
       } catch (const UserError& e) {
         unreadable = e.what();
       }
     }
     const BlessPlan plan = plan_bless(old ? &*old : nullptr, golden_of(run.record));
     if (plan.kind == BlessPlan::Unchanged) continue;
-    const std::string text = dump_record(plan.golden);
-    if (text == old_text) continue;
-    write_inside(sel.golden_dir, path, text);
-    ++changed;
-    std::cout << unified_diff(old_text, text, old_text.empty() ? "/dev/null" : path, path);
+    w.text = dump_record(plan.golden);
+    if (w.text == w.old_text) continue;
     const size_t envs = plan.golden.at("environments").size();
-    if (plan.kind == BlessPlan::Added)
-      std::cout << path << ": this environment's exact digests added (" << envs << " environment(s) now"
-                << (plan.unmatchable > 0 ? "; " + std::to_string(plan.unmatchable) +
-                                               " recorded under an older environment key, which no run matches, "
-                                               "dropped"
-                                         : std::string())
-                << "); nothing else changed\n";
+    const std::string older = plan.unmatchable > 0 ? std::to_string(plan.unmatchable) +
+                                                         " recorded under an older environment key, which no run "
+                                                         "matches, dropped"
+                                                   : "";
+    if (!unreadable.empty())
+      w.said = "replaced: the old file could not be read as a golden (" + unreadable + ")";
+    else if (plan.kind == BlessPlan::Added)
+      w.said = "this environment's exact digests added (" + std::to_string(envs) + " environment(s) now" +
+               (older.empty() ? "" : "; " + older) + "); nothing else changed";
     else if (plan.kind == BlessPlan::Pruned)
-      std::cout << path << ": " << plan.unmatchable
-                << " environment(s) recorded under an older environment key, which no run matches, dropped; "
-                   "nothing else changed\n";
-    else if (!unreadable.empty())
-      std::cout << path << ": replaced: the old file could not be read as a golden (" << unreadable << ")\n";
+      w.said = older + "; nothing else changed";
     else if (plan.kind == BlessPlan::Replaced)
-      std::cout << path << ": replaced: " << plan.why
-                << (plan.dropped > 0 ? "; the exact digests of " + std::to_string(plan.dropped) +
-                                           " other environment(s) dropped (they describe the old state: bless there "
-                                           "again to add them)"
-                                     : std::string())
-                << "\n";
+      w.said = "replaced: " + plan.why +
+               (plan.dropped > 0 ? "; the exact digests of " + std::to_string(plan.dropped) +
+                                       " other environment(s) dropped (they describe the old state: bless there "
+                                       "again to add them)"
+                                 : std::string());
+    writes.push_back(std::move(w));
   }
-  const std::string summary = "fusegate bless: " + std::to_string(changed) + " of " + std::to_string(jobs.size()) +
-                              " golden files changed in " + sel.golden_dir + (why.empty() ? "" : " (" + why + ")") +
-                              "\n";
+  for (const Write& w : writes) {
+    write_inside(sel.golden_dir, w.path, w.text);
+    std::cout << unified_diff(w.old_text, w.text, w.old_text.empty() ? "/dev/null" : w.path, w.path);
+    if (!w.said.empty()) std::cout << w.path << ": " << w.said << "\n";
+  }
+  const std::string summary = "fusegate bless: " + std::to_string(writes.size()) + " of " +
+                              std::to_string(jobs.size()) + " golden files changed in " + sel.golden_dir +
+                              (why.empty() ? "" : " (" + why + ")") + "\n";
   std::cout << summary;
   nodes.hand_back(0, summary);
   return 0;

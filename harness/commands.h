@@ -14,6 +14,10 @@ struct Selection {
   Backend backend = Backend::Cpu;
   FusionPolicy fusion = FusionPolicy::Default;
   std::vector<std::string> fg_dirs;
+  // the shipped .fg folder, and whether --repro-dir (or --graph) took its
+  // place in fg_dirs: then its repros' goldens are left out, and said so
+  std::string shipped_fg_dir;
+  bool fg_dirs_given = false;
   std::string golden_dir;
   int timeout_s = 120;
   FastPathSelection fast_paths;

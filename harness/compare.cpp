@@ -575,12 +575,36 @@ bool header_matches(std::vector<Finding>* out, const json& run, const json& gold
 // `recompiles` rules where it drives recompiles). A golden that recorded a
 // violation does not excuse it.
 void check_mode_c(Ctx& c, const json& rank, const std::vector<std::string>& declared) {
-  std::vector<bool> used(declared.size(), false);
-  for (const json& b : array_of(rank, "breaks")) {
+  // each break matched to a declared reason it starts with, as many as can
+  // be (a matching, not first come: "data" must not take the break that
+  // only "data-dependent control flow" could have taken)
+  const json& breaks = array_of(rank, "breaks");
+  std::vector<int> owner(declared.size(), -1);  // declared reason -> the break it took
+  std::function<bool(size_t, std::vector<bool>&)> take = [&](size_t bi, std::vector<bool>& seen) {
+    const std::string reason = text_of(breaks[bi], "reason");
+    for (size_t d = 0; d < declared.size(); ++d) {
+      if (seen[d] || reason.rfind(declared[d], 0) != 0) continue;
+      seen[d] = true;
+      if (owner[d] < 0 || take(static_cast<size_t>(owner[d]), seen)) {
+        owner[d] = static_cast<int>(bi);
+        return true;
+      }
+    }
+    return false;
+  };
+  std::vector<bool> matched_break(breaks.size(), false);
+  for (size_t bi = 0; bi < breaks.size(); ++bi) {
+    std::vector<bool> seen(declared.size(), false);
+    take(bi, seen);
+  }
+  for (int b : owner)
+    if (b >= 0) matched_break[static_cast<size_t>(b)] = true;
+  std::vector<bool> used(declared.size());
+  for (size_t d = 0; d < declared.size(); ++d) used[d] = owner[d] >= 0;
+  for (size_t bi = 0; bi < breaks.size(); ++bi) {
+    const json& b = breaks[bi];
     const std::string reason = text_of(b, "reason");
-    bool matched = false;
-    for (size_t i = 0; i < declared.size() && !matched; ++i)
-      if (!used[i] && reason.rfind(declared[i], 0) == 0) used[i] = matched = true;
+    const bool matched = matched_break[bi];
     // what to declare: the reason up to its details in parentheses
     const std::string head = reason.substr(0, reason.find('('));
     const std::string declare = head.substr(0, head.find_last_not_of(' ') + 1);
@@ -595,9 +619,9 @@ void check_mode_c(Ctx& c, const json& rank, const std::vector<std::string>& decl
       c.add(VerdictKind::Fail, "the repro declares a graph break \"" + declared[i] +
                                    "\" that did not happen: update its declaration");
   const json* graphs = field(rank, "graph_count");
-  const json* breaks = field(rank, "graph_break_count");
-  if (graphs && breaks && graphs->is_number_integer() && breaks->is_number_integer()) {
-    const long long g = graphs->get<long long>(), n = breaks->get<long long>();
+  const json* nbreaks = field(rank, "graph_break_count");
+  if (graphs && nbreaks && graphs->is_number_integer() && nbreaks->is_number_integer()) {
+    const long long g = graphs->get<long long>(), n = nbreaks->get<long long>();
     if (declared.empty() && g != 1)
       c.add(VerdictKind::Fail, "graph_count " + std::to_string(g) +
                                    " in mode C, where the block compiles as one graph (graph_count 1)");

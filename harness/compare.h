@@ -48,8 +48,8 @@ Verdict compare_with_golden(const nlohmann::json& run, const nlohmann::json* gol
 // and every rank compiled the same graphs, decisions and collectives.
 std::vector<Finding> cross_rank_findings(const nlohmann::json& run);
 
-// Everything a run must hold whatever its golden says (DESIGN.md,
-// "invariants on their own"): accuracy against eager and fp64, the
+// Everything a run must hold whatever its golden says
+// (docs/ARCHITECTURE.md, "Invariants on their own"): accuracy against eager and fp64, the
 // recompile rules of a repro that drives recompiles, in mode C one graph,
 // no break and no recompile unless the repro declares them (each rank
 // record's `expected_breaks`), and cross_rank_findings. `check` fails a violation

@@ -127,13 +127,15 @@ nlohmann::json environment(Backend backend) {
                       {"libtorch_build", torch.build_hash},
                       // the host compiler: the cuda backend builds host-side fast paths with it too
                       {"compiler", jit_compiler_version()}};
+  // every input is drawn on the cpu, by ATen's kernels (a vectorized
+  // normal_ rounds otherwise than the default one), on either backend
+  e["aten_capability"] = torch.capability;
   if (backend == Backend::Cuda) {
     e["gpu"] = cuda_device_name();
     for (const auto& [name, version] : cuda_versions()) e[name] = version;
   } else {
     std::string cpu, isa;
     cpu_identity(&cpu, &isa);
-    e["aten_capability"] = torch.capability;
     e["onednn"] = onednn();
     e["blas"] = blas();
     e["compiler_flags"] = jit_compiler_flags();

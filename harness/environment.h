@@ -18,8 +18,9 @@ namespace fg {
 // and effective ISA), blas (the library that answers sgemm_, with
 // OpenBLAS's core), compiler and compiler_flags (the generated kernels'),
 // libc, cpu (vendor, family, model) and isa (the CPU's vector and matrix
-// extensions). cuda: backend, libtorch, libtorch_build, gpu, driver,
-// cuda_runtime, cublas, cublaslt, cudnn, nccl, nvrtc, compiler. Then
+// extensions). cuda: backend, libtorch, libtorch_build, aten_capability
+// (the inputs are drawn on the cpu), gpu, driver, cuda_runtime, cublas,
+// cublaslt, cudnn, nccl, nvrtc, compiler. Then
 // "fingerprint": a hash of all of them.
 nlohmann::json environment(Backend backend);
 

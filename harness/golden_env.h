@@ -24,8 +24,10 @@ std::string environment_fingerprint(const nlohmann::json& env);
 nlohmann::json golden_of(nlohmann::json record);
 
 // The part of a golden that is the same in every environment, as text:
-// the golden without environments, exact digests, fingerprints and the
-// accuracy's figures (each output's pass kept).
+// the golden without environments, exact digests, fingerprints, the
+// accuracy's figures (each output's pass kept), the names of the device
+// kernels a launch ran (their count kept) and how each GEMM algorithm was
+// chosen (its shape and algorithm kept).
 std::string environment_free_text(const nlohmann::json& golden);
 
 // What differs between two environment objects, "key a -> b, ..." (the

@@ -26,6 +26,7 @@
 #include "fusion/passes/schedule.h"
 #include "harness/environment.h"
 #include "harness/golden.h"
+#include "harness/golden_env.h"
 #include "harness/nodes.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
@@ -493,7 +494,11 @@ RunOutcome launch(const RunSpec& spec) {
   // multi-node: every node puts its ranks' records into the store; node 0
   // gathers them all and decides, the others are done once theirs are in
   auto record_key = [&](int rank) { return node_key + "record/" + std::to_string(rank); };
+  auto env_key = [&](int node) { return node_key + "env/" + std::to_string(node); };
   try {
+    // each node's environment, which node 0 holds against its own
+    const std::string env_text = out.record["env"].dump();
+    store.set(env_key(spec.node_rank), std::vector<uint8_t>(env_text.begin(), env_text.end()));
     for (int rank = first; rank < first + local; ++rank) {
       const std::string text = read_text(dir + "/rank" + std::to_string(rank) + ".json");
       store.set(record_key(rank), std::vector<uint8_t>(text.begin(), text.end()));
@@ -534,6 +539,21 @@ RunOutcome launch(const RunSpec& spec) {
   for (int rank = 0; rank < spec.world; ++rank) {
     std::vector<uint8_t> v = store.get(record_key(rank));
     out.record["ranks"].push_back(nlohmann::json::parse(std::string(v.begin(), v.end())));
+  }
+  // ranks on nodes of other environments: the run's environment is none of
+  // them (a key that differs from every golden's), and says which differ
+  std::vector<std::string> differ;
+  for (int node = 1; node < spec.nnodes; ++node) {
+    std::vector<uint8_t> v = store.get(env_key(node));
+    const std::string d =
+        environment_difference(out.record["env"], nlohmann::json::parse(std::string(v.begin(), v.end())));
+    if (!d.empty()) differ.push_back("node " + std::to_string(node) + ": " + d);
+  }
+  if (!differ.empty()) {
+    std::string all;
+    for (const auto& d : differ) all += (all.empty() ? "" : "; ") + d;
+    out.record["env"]["nodes_differ"] = all;
+    out.record["env"]["fingerprint"] = environment_fingerprint(out.record["env"]);
   }
   return out;
 }

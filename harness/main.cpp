@@ -360,6 +360,8 @@ int run_main(int argc, char** argv) {
   // --repro-dir (or --graph) replaces the shipped folder: a repro is one
   // file, and a name two repros share is an error (all_repros)
   sel.fg_dirs = extra_dirs.empty() ? std::vector<std::string>{default_repros} : extra_dirs;
+  sel.shipped_fg_dir = default_repros;
+  sel.fg_dirs_given = !extra_dirs.empty();
   spec.fg_dirs = sel.fg_dirs;
   spec.timeout_s = sel.timeout_s;
   spec.golden_dir = sel.golden_dir;

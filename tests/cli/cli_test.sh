@@ -504,6 +504,21 @@ for a, b in zip(m["ranks"], o["ranks"]):
     assert st["allreduce_residual_rmsnorm"] == \
         "blocked: needs every rank on one host, and the ranks span 2 nodes", st
     assert a["accuracy"]["status"] == "pass"
+assert "nodes_differ" not in m["env"], m["env"]
+PY
+    # a node in another environment (its ATen kernels): the record's
+    # environment says so, and is none a golden holds (node 0 alone had
+    # measured it)
+    port=$(free_port)
+    nodes="--mode C --world-size 2 --nnodes 2 --master-addr 127.0.0.1 --master-port $port --timeout 60"
+    ATEN_CPU_CAPABILITY=default "$FG" run ffn_allreduce --repro-dir "$T/repros" $nodes --node-rank 1 >"$T/n1.out" 2>&1 &
+    n1=$!
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" $nodes --node-rank 0 --out "$T/mixed.json" >"$T/out" 2>&1
+    expect_rc $? 0; wait $n1
+    python3 - "$T/mixed.json" <<'PY' || fail "a node of another environment is not in the record's environment"
+import json, sys
+e = json.load(open(sys.argv[1]))["env"]
+assert e["nodes_differ"].startswith("node 1: aten_capability "), e
 PY
     # a rank that crashes on node 1: node 0 reports it as node 1's, at once
     port=$(free_port)
@@ -1321,8 +1336,9 @@ PY
     own=$(python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["environments"]
 print(next(iter(e.values()))["aten_capability"])' "$G2/cpu/tp_block_llama/C_w1.json")
     [ -n "$own" ] || fail "the golden's environment names no ATen capability"
-    caps="default avx2"
-    # ATen's AVX512 kernels need these; elsewhere they would die of SIGILL
+    # ATen's AVX2 and AVX512 kernels need these; elsewhere they would die of SIGILL
+    caps="default"
+    grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && caps="$caps avx2"
     if grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then
       caps="$caps avx512"
     fi
@@ -1335,6 +1351,9 @@ print(next(iter(e.values()))["aten_capability"])' "$G2/cpu/tp_block_llama/C_w1.j
         [ -n "$other" ] || other=$cap
       fi
     done
+    if [ "$caps" = default ]; then
+      echo "note: this CPU runs ATen's default kernels only: no other capability to travel to"; echo "PASS($CASE)"; exit 0
+    fi
     [ -n "$other" ] || fail "no ATEN_CPU_CAPABILITY changed the environment: the key does not see ATen's dispatch"
     ATEN_CPU_CAPABILITY=$other "$FG" check --exact "${sel[@]}" >"$T/out" 2>&1; expect_rc $? 1
     expect_out "exact digests required \(--exact\)"
@@ -1372,7 +1391,7 @@ PY
     expect_out "graph break in mode C that the repro does not declare: host callback print\(\"%dbg\"\) at ffn_allreduce.fg:$((line + 1))"
     expect_out 'declare it, in a .fg as `expect break "host callback print"`'
     expect_out "graph_count 2 in mode C"
-    expect_out "nothing was written for it"
+    expect_out "nothing was written: a bless writes its goldens only once every job of it can be blessed"
     [ ! -e "$T/g3/cpu/ffn_allreduce/C_w1.json" ] || fail "a refused bless wrote the golden"
     # declared, by the start of its reason: blessed and checked
     sed -i '/^graph /a\  expect break "host callback"' "$F"
@@ -1395,9 +1414,12 @@ graph rowpar(%x: bf16[4,32,256] {shard = 2}, %w: bf16[128,256] {shard = 1}) {
   return %y
 }
 FG
-    "$FG" bless rowpar --repro-dir "$T/br" --golden-dir "$T/g3" --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 1
-    expect_out "output out0 is replicated but rank 1 differs from rank 0"; expect_out "nothing was written for it"
-    [ ! -e "$T/g3/cpu/rowpar" ] || fail "a TP-incorrect program was blessed"
+    # (its jobs at world size 1 hold; the refusal at 2 writes none of them)
+    "$FG" bless rowpar --repro-dir "$T/br" --golden-dir "$T/g3" --mode A --mode C --world-size 1 --world-size 2 \
+      >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "rowpar/A/w2/cpu: refused"; expect_out "output out0 is replicated but rank 1 differs from rank 0"
+    expect_out "nothing was written: a bless writes its goldens only once every job of it can be blessed"
+    [ ! -e "$T/g3/cpu/rowpar" ] || fail "a bless with a refused job wrote goldens: $(ls -R "$T/g3/cpu/rowpar")"
     # with the all-reduce it is right, and blessed
     sed -i 's/^  return %y/  %z = all_reduce(%y) {reduce_op = "sum"} : bf16[4,32,128]\n  return %z/' "$T/br/rowpar.fg"
     "$FG" bless rowpar --repro-dir "$T/br" --golden-dir "$T/g3" --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 0
@@ -1442,7 +1464,13 @@ FG
     "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/half" --mode C --world-size 1 --world-size 2 \
       >"$T/out" 2>&1; expect_rc $? 0; expect_out "1 passed, 0 failed, 0 improved, 1 missing"
     "$FG" check --strict ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/half" --mode C --world-size 1 \
-      --world-size 2 >"$T/out" 2>&1; expect_rc $? 1 ;;
+      --world-size 2 >"$T/out" 2>&1; expect_rc $? 1
+    # a quarantined run that could not be tested compared nothing either
+    printf '{"format_version": 1, "checks": [{"id": "ffn_allreduce/C/w2/cpu", "reason": "r", "link": "https://x.invalid/1", "expires": "%s"}]}\n' \
+      "$(date -u -d '+30 days' +%F)" >"$T/none/quarantine.json"
+    FUSEGATE_FAULT=crash:1 "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/none" --mode C \
+      --world-size 1 --world-size 2 >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "1 missing, 0 cannot test, 1 flaky|1 flaky"; expect_out "nothing was compared" ;;
   rank_bad_input)
     # bad input inside a rank stays bad input (exit 2) in check and bisect,
     # never 125, which `git bisect run` skips
@@ -1464,7 +1492,13 @@ FG
     mkdir -p "$T/other/harness" "$T/other/golden/cpu" "$T/other/sub"; touch "$T/other/harness/RECORD.md"
     (cd "$T/other/sub" && "$FG" check ffn_allreduce --mode A --world-size 1 >"$T/out" 2>&1)
     expect_out "note: the working folder is inside the fusegate tree $T/other, but this fusegate was built from"
-    expect_out "pass --golden-dir $T/other/golden" ;;
+    expect_out "pass --golden-dir $T/other/golden"
+    # --repro-dir takes the shipped folder's place: the shipped .fg repros'
+    # goldens are said to be left out, not failed as goldens of no repro
+    "$FG" check --repro-dir "$T/repros" --mode A --world-size 1 >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "not in this selection: the goldens of the shipped .fg repros mlp_swiglu_tails, qwen3_block, sp_gather_scatter, as --repro-dir took the place of $SRC/repros/fg"
+    grep -q "golden folder of no repro" "$T/out" && fail "a shipped repro's goldens were failed as a folder of no repro"
+    true ;;
   premerge_without_origin)
     # ci/premerge.sh after a compiler change in a clone with no origin/main:
     # every repro that runs on the cpu, as fusegate lists them (a name

@@ -497,6 +497,17 @@ TEST(Invariants, ModeCFailsAnUndeclaredBreakEvenAgainstAGoldenThatHasIt) {
   // more graphs than the breaks make
   for (auto& r : declared["ranks"]) r["graph_count"] = 3;
   EXPECT_FALSE(invariant_findings(declared).empty());
+  // each break matched to a reason it starts with, as a matching: the
+  // shorter declaration does not take the break only the longer one fits
+  json two = make_record();
+  for (auto& r : two["ranks"]) {
+    r["graph_count"] = 3;
+    r["graph_break_count"] = 2;
+    r["breaks"] = {{{"reason", "data-dependent control flow (branch)"}, {"location", "x.fg:3"}},
+                   {{"reason", "data movement print"}, {"location", "x.fg:5"}}};
+    r["expected_breaks"] = {"data", "data-dependent control flow"};
+  }
+  EXPECT_TRUE(invariant_findings(two).empty()) << all(check(two, two));
   // mode B breaks at every collective: not judged here
   json b = run;
   b["mode"] = "B";

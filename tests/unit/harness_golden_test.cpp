@@ -612,6 +612,30 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
   EXPECT_EQ(p.kind, BlessPlan::Added);
   EXPECT_EQ(p.unmatchable, 1);
   EXPECT_EQ(p.golden, both);
+  // a library's kernel names inside a launch and how a GEMM algorithm was
+  // timed belong to the environment: another cuBLAS with the same counts
+  // and algorithms is the same state; another algorithm is not
+  json cuda = rec;
+  for (auto& k : cuda["ranks"]) {
+    k["kernels"][0]["device_kernels"] = {"nvjet_sm90_tst_128x256"};
+    k["gemm_algos"] = {{{"shape", "bf16 m128"}, {"algo", "a1"}, {"source", "measured"}, {"us", 3.5}}};
+  }
+  const json cuda_first = golden_of(cuda);
+  json lib = cuda;
+  lib["env"]["compiler"] = "g++ 13";
+  for (auto& k : lib["ranks"]) {
+    k["kernels"][0]["device_kernels"] = {"nvjet_sm90_tst_256x128"};
+    k["gemm_algos"][0]["source"] = "golden";
+    k["gemm_algos"][0]["us"] = 3.1;
+  }
+  EXPECT_EQ(plan_bless(&cuda_first, golden_of(lib)).kind, BlessPlan::Added);
+  for (auto& k : lib["ranks"]) k["gemm_algos"][0]["algo"] = "a2";
+  EXPECT_EQ(plan_bless(&cuda_first, golden_of(lib)).kind, BlessPlan::Replaced);
+  for (auto& k : lib["ranks"]) {
+    k["gemm_algos"][0]["algo"] = "a1";
+    k["kernels"][0]["device_kernels"] = {"nvjet_a", "nvjet_b"};
+  }
+  EXPECT_EQ(plan_bless(&cuda_first, golden_of(lib)).kind, BlessPlan::Replaced);
   (void)a;
 }
 
