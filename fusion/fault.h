@@ -15,7 +15,7 @@
 //   fastpath_edit:NAME  fast path NAME's kernel source gets one more line, as
 //                       an edit of its file would: its proof must be
 //                       invalidated, and so must the proof of a fast path
-//                       that runs the same file (kernels/fastpaths/catalog.h)
+//                       that runs the same file (fusion/fastpaths/catalog.h)
 //   perturb:NODE        scheduler node NODE (as the ledger names it, buf12)
 //                       computes 1.5x its value where a generated kernel
 //                       fuses it with other nodes: a simulated miscompile
@@ -28,7 +28,7 @@
 //                       fusion rule for `fusegate fuzz` to find and minimize
 //   swiglu_tile:W       gate_up_swiglu's tiles are W (128 or 112) output
 //                       columns wherever W divides N, instead of the width
-//                       swiglu_tile_n chooses (kernels/fastpaths/catalog.cpp):
+//                       swiglu_tile_n chooses (fusion/fastpaths/gemm_patterns.cpp):
 //                       the A/B of the two widths in one build
 #pragma once
 #include <string>

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "fusion/errors.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
 
 namespace fg {
 

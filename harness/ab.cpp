@@ -18,7 +18,8 @@
 #include "harness/proofs.h"
 #include "harness/run.h"
 #include "kernels/cpu/jit.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
 #include "repros/registry.h"
 
 namespace fg {

@@ -16,7 +16,7 @@
 #include "harness/placement.h"
 #include "harness/proofs.h"
 #include "kernels/cpu/jit.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
 #include "repros/registry.h"
 
 namespace fg {

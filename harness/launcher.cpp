@@ -30,7 +30,7 @@
 #include "harness/nodes.h"
 #include "harness/proofs.h"
 #include "harness/run.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
 #include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
 

@@ -30,7 +30,7 @@
 #include "harness/golden.h"
 #include "harness/quarantine.h"
 #include "harness/run.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
 #include "repros/registry.h"
 
 #ifndef FUSEGATE_SOURCE_DIR

@@ -41,7 +41,8 @@
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
 #include "kernels/cuda/gemm_tuning.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
 #include "repros/registry.h"
 
 namespace fg {

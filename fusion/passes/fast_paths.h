@@ -98,7 +98,7 @@ struct FastPathTarget {
 // it does not run there. Decided before the proof is looked at: a fast path
 // that would not run here whatever its proof says reads "not used", not
 // "blocked".
-struct FastPathSpec;  // kernels/fastpaths/catalog.h
+struct FastPathSpec;  // fusion/fastpaths/catalog.h
 std::string fast_path_cost_refusal(const FastPathSpec& spec, const FastPathTarget& target);
 
 Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastPathProofs& proofs,

@@ -4,7 +4,7 @@
 
 #include "fusion/bisect.h"
 #include "fusion/errors.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
 
 namespace fg {
 

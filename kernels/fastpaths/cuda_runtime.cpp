@@ -19,7 +19,8 @@
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
 #include "kernels/collectives/collectives.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
 #include "kernels/fastpaths/runtime.h"
 
 namespace fg {

@@ -13,7 +13,8 @@
 #include "fusion/fault.h"
 #include "kernels/collectives/collectives.h"
 #include "kernels/cpu/jit.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
 
 namespace fg {
 

@@ -1,4 +1,4 @@
-// Runs fast_path nodes (kernels/fastpaths/catalog.h): compiles each fast
+// Runs fast_path nodes (fusion/fastpaths/catalog.h): compiles each fast
 // path's source once per process (host: the JIT of generated kernels, so
 // flags and rounding match; cuda: NVRTC) and launches it on the executor's
 // buffers. The one-shot all-reduce of allreduce_residual_rmsnorm maps every

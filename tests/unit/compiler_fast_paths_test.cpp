@@ -13,7 +13,8 @@
 #include "fusion/compile.h"
 #include "fusion/ir/text.h"
 #include "fusion/passes/fast_paths.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
 
 namespace fg {
 namespace {
@@ -824,7 +825,7 @@ TEST(FastPaths, UnknownNamesAreBadInput) {
 }
 
 // What runs is the file in the tree: editing it changes the hash a proof
-// records (kernels/fastpaths/catalog.h). Two fast paths of one kernel
+// records (kernels/fastpaths/sources.h). Two fast paths of one kernel
 // template run one file, so an edit of it moves both hashes.
 TEST(FastPaths, TheSourceThatRunsIsTheFileInTheTree) {
   for (const auto& f : fast_path_catalog()) {

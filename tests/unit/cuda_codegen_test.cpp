@@ -11,7 +11,8 @@
 #include "fusion/compile.h"
 #include "fusion/ir/text.h"
 #include "kernels/cuda/nvrtc.h"
-#include "kernels/fastpaths/catalog.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
 #include "tests/unit/row_invariant_graph.h"
 
 namespace fg {

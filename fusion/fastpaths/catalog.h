@@ -7,15 +7,18 @@
 //   - whether it computes every output in the generic path's order on the
 //     host (then `fusegate ab` requires identical digests there, else it
 //     compares distances to the fp64 reference);
-//   - its kernel source per backend, kept as text in this folder
-//     (host/NAME.cpp, cuda/NAME.cu), embedded at build time and compiled at
-//     run time like generated kernels, so that the hash of what runs is the
-//     hash a proof records (golden/proofs/, harness/proofs.h). The two q/k
-//     fast paths repeat their row loops in their own files on purpose: a
-//     file is what one proof hashes, and an edit of one must not pass for
-//     the other. Two fast paths that are one kernel template share its
-//     file (FastPathSpec::source): an edit of it invalidates both proofs.
-// This file and catalog.cpp hold no LibTorch: the compiler links them.
+//   - its kernel source per backend, kept as text in kernels/fastpaths
+//     (host/NAME.cpp, cuda/NAME.cu; kernels/fastpaths/sources.h), embedded
+//     at build time and compiled at run time like generated kernels, so that
+//     the hash of what runs is the hash a proof records (golden/proofs/,
+//     harness/proofs.h). The two q/k fast paths repeat their row loops in
+//     their own files on purpose: a file is what one proof hashes, and an
+//     edit of one must not pass for the other. Two fast paths that are one
+//     kernel template share its file (FastPathSpec::source): an edit of it
+//     invalidates both proofs.
+// This folder is what the compiler matches (the patterns in *_patterns.cpp,
+// the catalog in catalog.cpp); the kernels and their runtimes are in
+// kernels/fastpaths, which reads this catalog, never the other way.
 #pragma once
 #include <functional>
 #include <string>
@@ -100,12 +103,5 @@ const std::vector<FastPathSpec>& fast_path_catalog();
 const FastPathSpec* find_fast_path(const std::string& name);
 std::string fast_path_names();  // "allreduce_residual_rmsnorm, gate_up_swiglu, ..., rmsnorm_gate_up_swiglu"
 
-// The source that is compiled for `name` on `backend` (host: the generated
-// kernels' prelude and the fast path's file; cuda: its file), and its hash.
-// FUSEGATE_FAULT=fastpath_edit:NAME appends a line to the source of NAME's
-// file (so of every fast path that shares it), as an
-// edit of the file would (the proof-invalidation test).
-std::string fast_path_source(const std::string& name, Backend backend);
-std::string fast_path_source_hash(const std::string& name, Backend backend);
 
 }  // namespace fg
