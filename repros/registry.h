@@ -79,7 +79,7 @@ struct Repro {
   std::function<std::vector<InputSpec>(int world)> reshaped_inputs;
   // The graph breaks it is written to have in mode C, each a reason (the
   // start of the break's): without them mode C must compile one graph with
-  // no break (harness/compare.h invariant_findings). A .fg declares them as
+  // no break (harness/record/compare.h invariant_findings). A .fg declares them as
   // `expect break "REASON"` statements.
   std::vector<std::string> expected_breaks;
 };

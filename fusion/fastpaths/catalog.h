@@ -11,7 +11,7 @@
 //     (host/NAME.cpp, cuda/NAME.cu; kernels/fastpaths/sources.h), embedded
 //     at build time and compiled at run time like generated kernels, so that
 //     the hash of what runs is the hash a proof records (golden/proofs/,
-//     harness/proofs.h). The two q/k fast paths repeat their row loops in
+//     harness/record/proofs.h). The two q/k fast paths repeat their row loops in
 //     their own files on purpose: a file is what one proof hashes, and an
 //     edit of one must not pass for the other. Two fast paths that are one
 //     kernel template share its file (FastPathSpec::source): an edit of it

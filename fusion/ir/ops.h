@@ -71,6 +71,9 @@ const OpInfo& op_info(Op op);
 bool op_from_name(const std::string& name, Op* out);
 inline FusionKind fusion_kind(Op op) { return op_info(op).kind; }
 inline const char* op_name(Op op) { return op_info(op).name; }
+
+// A UserError naming the op: "<op>: <what>".
+[[noreturn]] void type_error(Op op, const std::string& what);
 bool is_unary_pointwise(Op op);
 bool is_binary_pointwise(Op op);
 bool is_comparison(Op op);

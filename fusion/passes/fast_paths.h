@@ -58,7 +58,7 @@
 namespace fg {
 
 // What the proofs allow at this world size and backend; filled by the
-// harness (harness/proofs.h) from golden/proofs/.
+// harness (harness/record/proofs.h) from golden/proofs/.
 struct FastPathProofs {
   std::map<std::string, std::string> invalid;                // name -> why its proof is invalid
   std::map<std::string, std::set<std::string>> shape_classes;  // name -> classes its proof covers here

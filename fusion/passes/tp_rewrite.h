@@ -50,7 +50,7 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
 // same rows (measured on the H100, tp_block_llama at hidden 2048: the
 // output projection with C 16.9 us against 13.7-15.2 alone, its next norm
 // 3.5-3.7 against 4.0-4.1 with the add; at seq 2048 the hoist won by 2.4
-// us). The worker times both where it can (harness/placement.h).
+// us). The worker times both where it can (harness/run/placement.h).
 Graph hoist_replicated_residuals(const Graph& g, const std::set<std::string>& replicated_inputs,
                                  std::vector<LedgerEntry>* ledger, const std::set<std::string>& apart = {});
 

@@ -65,7 +65,7 @@ struct EnergyWindow {
 // `profile` (may be null) gets the device kernels of `profile_steps` more
 // steps, run back to back as the timed ones were (replays of the captured
 // graph, or body), and their memsets and copies (kernel = false), all in
-// start order (harness/profile.h splits them into steps). `warmup_steps`
+// start order (harness/run/profile.h splits them into steps). `warmup_steps`
 // untimed steps run first, back to back as the timed ones; `energy` (may be
 // null) is measured after the timed steps, before the profile's.
 std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool graph, std::string* note,
@@ -169,7 +169,7 @@ class AtenExecutor : public Executor {
   // cuda max-autotune: the TP residual hoists to leave undone, by site
   // (CompileOptions::residuals_apart). The programs of each placement stay
   // compiled side by side: a worker times them in turn
-  // (harness/placement.h), and a change of placement is no recompile (the
+  // (harness/run/placement.h), and a change of placement is no recompile (the
   // guards are the same).
   void set_residuals_apart(std::set<std::string> sites) { residuals_apart_ = std::move(sites); }
 

@@ -308,7 +308,7 @@ std::vector<double> cuda_time(int iters, const std::function<void()>& body, bool
   // (loading it idles the device)
   if (energy && energy->steps > 0) read_device_power();
   // more steps, back to back as the timed ones ran, traced after them: what
-  // ran and when (harness/profile.h splits them)
+  // ran and when (harness/run/profile.h splits them)
   auto trace = [&](const std::function<void()>& step) {
     if (!profile) return;
     c10::cuda::device_synchronize();

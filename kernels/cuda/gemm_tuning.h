@@ -4,7 +4,7 @@
 // shape (type, m, n, k, batch, epilogue), the same on every rank and every
 // run:
 //   1. every rank: gemm_tuning_start(); the next forward (in the worker,
-//      the one after the residual placement: harness/placement.h) runs
+//      the one after the residual placement: harness/run/placement.h) runs
 //      each GEMM with the top-1 and notes its shape;
 //   2. rank 0: gemm_tuning_choose(known) takes, per noted shape, the choice
 //      `known` holds (the golden's, else the on-disk cache's, for this GPU
@@ -66,7 +66,7 @@ std::string gemm_tuning_try(const std::string& shape, bool choice);
 // every rank, with rank 0's times: keeps the choice or the top-1 (the entry
 // then names the top-1, with "forward" saying what was measured: both
 // medians, "choice_faster_rounds" as "3 of 4", how) and runs it; "" or why
-// not. The caller decides keep_choice (harness/rounds.h: 1% and every round)
+// not. The caller decides keep_choice (harness/run/rounds.h: 1% and every round)
 std::string gemm_tuning_settle(const std::string& shape, bool keep_choice, double choice_ms, double top1_ms,
                                int choice_faster_rounds, int rounds, const std::string& how, bool graph);
 // the adopted table, for rank 0's cache

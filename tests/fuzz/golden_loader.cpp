@@ -1,6 +1,6 @@
-// Target: the golden loader (harness/golden.h load_golden): a file that
+// Target: the golden loader (harness/record/golden.h load_golden): a file that
 // loads is canonical JSON with the keys `check` relies on, or a UserError.
-#include "harness/golden.h"
+#include "harness/record/golden.h"
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

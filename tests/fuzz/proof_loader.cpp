@@ -1,6 +1,6 @@
-// Target: the proof loader (harness/proofs.h load_proof) for each backend
+// Target: the proof loader (harness/record/proofs.h load_proof) for each backend
 // and each fast path name.
-#include "harness/proofs.h"
+#include "harness/record/proofs.h"
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

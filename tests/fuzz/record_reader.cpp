@@ -1,9 +1,9 @@
 // Target: the record reader: what `check` does with a golden once it loads
-// (harness/compare.h) - compared with itself and with the same record at
+// (harness/record/compare.h) - compared with itself and with the same record at
 // another world size, and checked across its ranks. A golden that loads
 // must compare without failing.
-#include "harness/compare.h"
-#include "harness/golden.h"
+#include "harness/record/compare.h"
+#include "harness/record/golden.h"
 #include "tests/fuzz/fuzz_target.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

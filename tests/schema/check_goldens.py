@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Every golden RunRecord in the repository against harness/record.schema.json
-and every fast-path proof against harness/proof.schema.json, with a standard
+"""Every golden RunRecord in the repository against harness/record/record.schema.json
+and every fast-path proof against harness/record/proof.schema.json, with a standard
 validator (Debian's python3-jsonschema). Usage:
     check_goldens.py RECORD_SCHEMA PROOF_SCHEMA GOLDEN_DIR
 Fails on any invalid golden or proof, on finding too few of either to vouch

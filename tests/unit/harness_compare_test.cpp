@@ -1,8 +1,8 @@
 // Verdicts of a run against its golden, across ranks and across world sizes.
 #include <gtest/gtest.h>
 
-#include "harness/compare.h"
-#include "harness/golden_env.h"
+#include "harness/record/compare.h"
+#include "harness/record/golden_env.h"
 
 namespace fg {
 namespace {
@@ -61,7 +61,7 @@ json make_record(int world = 2) {
           {"ranks", ranks}};
 }
 
-// A golden as bless writes it (harness/golden_env.h) from a record-shaped
+// A golden as bless writes it (harness/record/golden_env.h) from a record-shaped
 // one, so that a test changes a figure of a copy of the record it runs.
 json as_golden(const json& g) { return g.contains("env") ? golden_of(g) : g; }
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "fusion/ir/text.h"
-#include "harness/fuzz_gen.h"
+#include "harness/tools/fuzz_gen.h"
 
 namespace fg {
 namespace {

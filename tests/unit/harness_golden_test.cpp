@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "fusion/errors.h"
-#include "harness/golden.h"
-#include "harness/golden_env.h"
+#include "harness/record/golden.h"
+#include "harness/record/files.h"
+#include "harness/record/diff.h"
+#include "harness/record/golden_env.h"
 
 namespace fg {
 namespace {
@@ -39,7 +41,7 @@ json rank_record(int r) {
 }
 
 // A golden as bless writes it (format 2: its environments, each output's
-// exact digest keyed by them; harness/golden_env.h).
+// exact digest keyed by them; harness/record/golden_env.h).
 json valid_record() {
   return golden_of({{"repro", "x"},        {"mode", "C"},
                     {"world_size", 2},     {"backend", "cpu"},

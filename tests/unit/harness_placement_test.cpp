@@ -1,11 +1,11 @@
 // The residual placement's decisions before and after measuring
-// (harness/placement.h): what a forced placement and a golden decide, the
+// (harness/run/placement.h): what a forced placement and a golden decide, the
 // rule that keeps the hoist unless the add apart is clearly faster, and the
 // table's form.
 #include <gtest/gtest.h>
 
 #include "fusion/errors.h"
-#include "harness/placement.h"
+#include "harness/run/placement.h"
 
 namespace fg {
 namespace {

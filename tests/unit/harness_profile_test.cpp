@@ -1,9 +1,9 @@
-// The per-kernel profile over several traced steps (harness/profile.h):
+// The per-kernel profile over several traced steps (harness/run/profile.h):
 // the trace split into steps, each row its kernel's median with the spread
 // between steps, so that a kernel that slows down in some steps is seen.
 #include <gtest/gtest.h>
 
-#include "harness/profile.h"
+#include "harness/run/profile.h"
 
 namespace fg {
 namespace {

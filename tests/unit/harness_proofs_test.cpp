@@ -1,6 +1,6 @@
-// Proofs of fast paths (harness/proofs.h): loading with named errors, what a
+// Proofs of fast paths (harness/record/proofs.h): loading with named errors, what a
 // proof covers, what invalidates it; the A/B verdict's rules
-// (harness/ab.h); fast path statuses against a golden (harness/compare.h);
+// (harness/tools/ab.h); fast path statuses against a golden (harness/record/compare.h);
 // golden names of non-default fast path selections.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,10 +9,11 @@
 #include <fstream>
 
 #include "fusion/errors.h"
-#include "harness/ab.h"
-#include "harness/compare.h"
-#include "harness/golden.h"
-#include "harness/proofs.h"
+#include "harness/tools/ab.h"
+#include "harness/record/compare.h"
+#include "harness/record/golden.h"
+#include "harness/record/files.h"
+#include "harness/record/proofs.h"
 
 namespace fg {
 namespace {

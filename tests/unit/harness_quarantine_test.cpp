@@ -1,4 +1,4 @@
-// Quarantine with expiry (harness/quarantine.h): the file's checks, and how
+// Quarantine with expiry (harness/record/quarantine.h): the file's checks, and how
 // a quarantine changes a verdict before and after its expiry date.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "fusion/errors.h"
-#include "harness/quarantine.h"
-#include "harness/report.h"
+#include "harness/record/quarantine.h"
+#include "harness/cli/report.h"
 
 namespace fg {
 namespace {

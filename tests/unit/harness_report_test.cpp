@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "harness/report.h"
+#include "harness/cli/report.h"
 
 namespace fg {
 namespace {

@@ -1,5 +1,5 @@
-// The verdict of alternating timing rounds (harness/rounds.h).
-#include "harness/rounds.h"
+// The verdict of alternating timing rounds (harness/run/rounds.h).
+#include "harness/run/rounds.h"
 
 #include <gtest/gtest.h>
 

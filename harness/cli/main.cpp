@@ -1,0 +1,560 @@
+// The fusegate command line. Exit codes: 0 pass, 1 regression, 2 bad usage
+// or bad input, 125 cannot test.
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <vector>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "fusion/bisect.h"
+#include "fusion/errors.h"
+#include "fusion/fault.h"
+#include "fusion/logs.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/process.h"
+#include "harness/tools/fuzz.h"
+#include "harness/record/golden.h"
+#include "harness/record/files.h"
+#include "harness/record/quarantine.h"
+#include "harness/run/run.h"
+#include "fusion/fastpaths/catalog.h"
+#include "repros/registry.h"
+
+#ifndef FUSEGATE_SOURCE_DIR
+#define FUSEGATE_SOURCE_DIR "."
+#endif
+
+namespace {
+
+// `dir` is a folder that exists or can be made, and is writable; messages
+// name `shown`, the path as the user gave it.
+void require_writable_dir(const std::string& flag, const std::string& dir, const std::string& shown = "") {
+  namespace fs = std::filesystem;
+  const std::string what = flag + " " + (shown.empty() ? dir : shown);
+  fs::path p = fs::absolute(dir);
+  if (fs::exists(p) && !fs::is_directory(p)) fg::user_error(what + ": " + p.string() + " is not a folder");
+  // the nearest existing ancestor decides whether the folder can be made
+  fs::path probe = p;
+  while (!fs::exists(probe) && probe != probe.parent_path()) probe = probe.parent_path();
+  if (!fs::is_directory(probe) || ::access(probe.c_str(), W_OK) != 0)
+    fg::user_error(what + ": cannot be written (" + probe.string() + " is not a writable folder); choose another path");
+}
+
+void require_writable_file(const std::string& flag, const std::string& file) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(file)) fg::user_error(flag + " " + file + ": is a folder; give a file name");
+  // this process's own stream, or a FIFO or device already there: written
+  // through (write_atomic), whose errors are bad input; its folder (/dev)
+  // need not be writable
+  std::error_code ec;
+  if (fg::std_stream_fd(file) >= 0 || (fs::exists(file, ec) && !fs::is_regular_file(file, ec))) return;
+  require_writable_dir(flag, fs::absolute(file).parent_path().string(), file);
+}
+
+using fg::cli::batch_depth;
+using fg::cli::explain_batch;
+
+int run_main(int argc, char** argv) {
+  using namespace fg;
+  CLI::App app{"fusegate: a CI gate and compile-invariant harness for tensor-parallel transformer blocks"};
+  app.require_subcommand(1);
+  Selection sel;
+  // the defaults are this build's source tree, wherever the command runs
+  // from: --help says so, and check and bless name the folder they used
+  const std::string default_goldens = std::string(FUSEGATE_SOURCE_DIR) + "/golden";
+  const std::string default_repros = std::string(FUSEGATE_SOURCE_DIR) + "/repros/fg";
+  sel.golden_dir = default_goldens;
+  std::vector<std::string> extra_dirs;
+  // Options arrive as text and are parsed once, below, into their enums
+  // (fusion/options.h): bad values are bad input (exit 2) with one message.
+  std::string backend_text = "cpu", fusion_text = "default", mode_text = "C", fast_text = "proven";
+  std::vector<std::string> mode_texts;
+  std::vector<std::string> required;
+  auto add_fast = [&](CLI::App* c) {
+    c->add_option("--fast-paths", fast_text,
+                  "none, proven, all or NAME[,NAME]: fast paths asked for; each runs only with a valid proof")
+        ->capture_default_str();
+  };
+  auto add_require = [&](CLI::App* c) {
+    c->add_option("--require-fast-path", required, "fail (exit 1) unless this fast path runs (repeatable)")
+        ->allow_extra_args(false);
+  };
+  const std::string golden_help = "folder of golden files and proofs (default: " + default_goldens +
+                                  ", this build's source tree)";
+  const std::string repro_help = "a folder of .fg repros, in place of the shipped " + default_repros +
+                                 " (repeatable); the C++ repros are always there";
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("--golden-dir", sel.golden_dir, golden_help);
+    c->add_option("--repro-dir", extra_dirs, repro_help)->allow_extra_args(false);
+    c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
+    c->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
+  };
+  // across nodes, as torchrun: every node runs the same command
+  auto add_nodes = [&](CLI::App* c, NodeSpec* n) {
+    c->add_option("--nnodes", n->nnodes, "nodes the world's ranks are spread over (as torchrun)")
+        ->capture_default_str();
+    c->add_option("--node-rank", n->node_rank,
+                  "this node (0 serves the store, gathers the records, decides and writes)")
+        ->capture_default_str();
+    c->add_option("--master-addr", n->master_addr, "node 0's address")->capture_default_str();
+    c->add_option("--master-port", n->master_port, "the store's port on node 0 (needed with --nnodes > 1)");
+  };
+  auto add_filters = [&](CLI::App* c) {
+    c->add_option("repros", sel.repros, "repros (default: all)");
+    // a repeatable option takes one value a time, so that the repros may
+    // follow it ("--world-size 1 --world-size 2 NAME": before, CLI11 took
+    // NAME as a second world size and failed to convert it)
+    c->add_option("--mode", mode_texts, "A, B or C (repeatable; default all)")->allow_extra_args(false);
+    c->add_option("--world-size", sel.worlds, "world sizes (repeatable; default 1 2 4)")->allow_extra_args(false);
+    c->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
+    add_common(c);
+    add_fast(c);
+    add_require(c);
+  };
+
+  auto* list = app.add_subcommand("list", "list the repros");
+  add_common(list);
+
+  RunSpec spec;
+  std::string out_file;
+  auto* run = app.add_subcommand("run", "run one repro and print its RunRecord");
+  std::string graph_path;
+  // a .fg file as a repro: its folder joins the repro folders, its stem names it
+  auto add_graph = [&](CLI::App* c, CLI::Option* repro_opt) {
+    c->add_option("--graph", graph_path, "an .fg file to run as a repro (a fuzz finding)")->excludes(repro_opt);
+  };
+  auto* run_repro = run->add_option("repro", spec.repro, "repro name");
+  add_graph(run, run_repro);
+  run->add_option("--mode", mode_text, "A, B or C")->capture_default_str();
+  run->add_option("--world-size", spec.world, "ranks")->capture_default_str();
+  run->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
+  run->add_option("--out", out_file, "write the record here instead of stdout");
+  run->add_option("--iters", spec.iters, "timed forwards after warm-up")->capture_default_str();
+  run->add_flag("--cuda-graphs", spec.cuda_graphs, "time CUDA-graph replays of a one-graph forward (cuda)");
+  run->add_option("--warmup-ms", spec.warmup_ms,
+                  "untimed forwards for about this long before the timed ones (as many as fill it at the pace of "
+                  "ten run as the timed ones run, on cuda CUDA-graph replays with --cuda-graphs), run as they run: "
+                  "a GPU under sustained load settles at its power cap")
+      ->capture_default_str();
+  run->add_option("--profile", spec.profile,
+                  "cuda: write each device kernel's median time over 20 more steps (at most --iters) run as the "
+                  "timed ones, with its spread, GB/s or TFLOP/s against the device's ceilings, and the idle gaps "
+                  "(JSON)");
+  add_nodes(run, &spec);
+  add_common(run);
+  add_fast(run);
+  add_require(run);
+
+  CheckOptions copts;
+  auto* check = app.add_subcommand("check", "run and compare with the goldens; print verdicts");
+  add_filters(check);
+  add_nodes(check, &sel.nodes);
+  check->add_flag("--strict", copts.strict, "IMPROVED and MISSING fail too (the ratchet)");
+  check->add_flag("--exact", copts.exact,
+                  "exact digests must be compared: a golden that does not hold this machine's environment fails "
+                  "(without it, such a golden is compared by fingerprint, with a note)");
+  check->add_option("--junit", copts.junit, "write JUnit XML here");
+  check->add_option("--markdown", copts.markdown, "write a Markdown summary here");
+  check->add_option("--records", copts.records_dir, "keep every RunRecord in this folder");
+  check->add_option("--as-of", copts.as_of,
+                    "judge quarantine expiry at this date, YYYY-MM-DD (bisecting old commits); default today (UTC)");
+
+  std::string why;
+  auto* bless = app.add_subcommand("bless", "run and write the goldens (atomically), showing the diff");
+  add_filters(bless);
+  add_nodes(bless, &sel.nodes);
+  bless->add_option("--why", why, "why the goldens change (printed)");
+  bool bless_missing = false;
+  bless->add_flag("--missing", bless_missing, "only the selected checks that have no golden file yet");
+
+  std::string graph_file, dot_dir, erepro;
+  int eworld = 1;
+  bool svg = false;
+  auto* explain = app.add_subcommand("explain", "compile a repro or a .fg graph (no run) and show every step, "
+                                                "decision and kernel");
+  auto* erepro_opt = explain->add_option("repro", erepro, "repro name");
+  explain->add_option("--graph", graph_file, ".fg file")->excludes(erepro_opt);
+  explain->add_option("--mode", mode_text, "B or C (repro only)")->capture_default_str();
+  explain->add_option("--world-size", eworld, "world size (repro only)")->capture_default_str();
+  explain->add_option("--repro-dir", extra_dirs, repro_help)->allow_extra_args(false);
+  explain->add_option("--backend", backend_text, "cpu or cuda: the code printer and backend passes")->capture_default_str();
+  explain->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
+  explain->add_option("--dot", dot_dir, "write Graphviz DOT before/after fusion here");
+  explain->add_flag("--svg", svg, "also render the DOT files with Graphviz");
+  explain->add_option("--golden-dir", sel.golden_dir, golden_help);
+  add_fast(explain);
+  std::string batch_file;
+  explain->add_option("--batch", batch_file,
+                      "FILE ('-': standard input) of explain cases, one a line (the arguments after `explain`, "
+                      "separated by spaces), run in this one process; each case is written as a line "
+                      "'#fusegate-explain-case N exit C out BYTES err BYTES' and then that many bytes of its "
+                      "standard output and of its standard error (no other explain argument with it)")
+      ->excludes(erepro_opt);
+
+  std::string ab_json;
+  auto* abc = app.add_subcommand("ab", "generic path vs a fast path vs fp64 on the same inputs, per output and rank");
+  abc->add_option("--fast-path", spec.ab_fast_path, "the fast path")->required();
+  abc->add_option("--repro", spec.repro, "repro name")->required();
+  abc->add_option("--world-size", spec.world, "ranks")->capture_default_str();
+  abc->add_option("--mode", mode_text, "B or C")->capture_default_str();
+  abc->add_option("--json", ab_json, "write the full report here");
+  add_common(abc);
+
+  std::string prove_name;
+  std::vector<int> prove_worlds;
+  auto* prove = app.add_subcommand("prove", "A/B a fast path on every repro it matches at each world size; write "
+                                            "its proof when all pass");
+  prove->add_option("--fast-path", prove_name, "the fast path")->required();
+  prove->add_option("--world-size", prove_worlds, "world sizes to prove (repeatable)")->required()->allow_extra_args(false);
+  add_common(prove);
+  add_nodes(prove, &sel.nodes);
+
+  std::string proofs_backend = "all";
+  bool proofs_strict = false;
+  auto* proofs = app.add_subcommand("proofs", "list every fast path's proof files (cpu; cuda, per GPU model) and "
+                                              "whether this tree takes them");
+  proofs->add_option("--golden-dir", sel.golden_dir, golden_help);
+  proofs->add_option("--backend", proofs_backend, "cpu, cuda or all")->capture_default_str();
+  proofs->add_flag("--strict", proofs_strict, "exit 1 when a proof file is stale or there is none");
+
+  std::string bisect_json;
+  auto* bisect = app.add_subcommand("bisect", "find the fusion decision, rewrite or fast path site that makes a "
+                                              "repro's outputs fail their accuracy check");
+  auto* bisect_repro = bisect->add_option("repro", spec.repro, "repro name");
+  add_graph(bisect, bisect_repro);
+  bisect->add_option("--mode", mode_text, "B or C")->capture_default_str();
+  bisect->add_option("--world-size", spec.world, "ranks")->capture_default_str();
+  bisect->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
+  bisect->add_option("--json", bisect_json, "write the search and its result here");
+  add_common(bisect);
+  add_fast(bisect);
+
+  FuzzOptions fopts;
+  std::string fuzz_fusion = "default";
+  auto* fuzz = app.add_subcommand("fuzz", "differential fuzzing: random graphs compiled under each fusion policy "
+                                          "against eager and fp64; findings minimized to .fg files");
+  fuzz->add_option("--seconds", fopts.seconds, "stop after this long")->capture_default_str();
+  fuzz->add_option("--graphs", fopts.graphs, "or after this many graphs (0: no limit)")->capture_default_str();
+  fuzz->add_option("--seed", fopts.seed, "graph i comes from seed + i")->capture_default_str();
+  fuzz->add_option("--fusion", fuzz_fusion, "default, max-autotune, none or all")->capture_default_str();
+  fuzz->add_option("--max-ops", fopts.max_ops, "nodes a graph adds to its inputs, at most")->capture_default_str();
+  fuzz->add_option("--findings", fopts.findings_dir, "folder the minimized findings are written to")
+      ->capture_default_str();
+  fuzz->add_option("--max-findings", fopts.max_findings, "stop after this many findings")->capture_default_str();
+  fuzz->add_option("--json", fopts.json_out, "write the summary here (JSON)");
+  fuzz->add_flag("--print-graph", fopts.print_graphs, "print each graph (.fg text) on stderr before it runs");
+  fuzz->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
+  std::string fuzz_worlds = "1";
+  fuzz->add_option("--world-size", fuzz_worlds,
+                   "ranks a graph runs on: 1, 2, ... or a list (1,2): job j runs at the (j mod n)-th")
+      ->capture_default_str();
+  fuzz->add_option("--jobs", fopts.jobs, "jobs at once, each its own processes (job j takes graphs j, j + J, ...)")
+      ->capture_default_str();
+  fuzz->add_option("--timeout", fopts.timeout_s, "seconds a collective may wait; a job silent 3x this long is hung")
+      ->capture_default_str();
+  fuzz->add_option("--golden-dir", sel.golden_dir, golden_help);
+  add_fast(fuzz);
+  FuzzJobSpec fjob;
+  auto* fuzzjob = app.add_subcommand("_fuzzjob", "(internal) one rank of a fuzz job");
+  fuzzjob->group("");
+  fuzzjob->add_option("--dir", fjob.dir)->required();
+  fuzzjob->add_option("--job", fjob.job)->required();
+  fuzzjob->add_option("--life", fjob.life)->required();
+  fuzzjob->add_option("--from", fjob.first)->required();
+  fuzzjob->add_option("--seconds-left", fjob.seconds_left)->required();
+  fuzzjob->add_option("--rank", fjob.rank)->required();
+  fuzzjob->add_option("--port", fjob.port)->required();
+
+  int rank = 0, port = 0;
+  std::string wout;
+  auto* worker = app.add_subcommand("_worker", "(internal) one rank of a run");
+  worker->group("");
+  worker->add_option("repro", spec.repro)->required();
+  worker->add_option("--mode", mode_text);
+  worker->add_option("--world-size", spec.world);
+  worker->add_option("--fusion", fusion_text);
+  worker->add_option("--rank", rank);
+  worker->add_option("--port", port);
+  worker->add_option("--out", wout);
+  worker->add_option("--iters", spec.iters);
+  worker->add_flag("--cuda-graphs", spec.cuda_graphs);
+  worker->add_option("--warmup-ms", spec.warmup_ms);
+  worker->add_option("--profile", spec.profile);
+  worker->add_option("--fast-paths", fast_text);
+  worker->add_option("--ab", spec.ab_fast_path);
+  worker->add_option("--master-addr", spec.master_addr);
+  worker->add_option("--nnodes", spec.nnodes);
+  worker->add_option("--node-rank", spec.node_rank);
+  worker->add_option("--store-prefix", spec.store_prefix);
+  add_common(worker);
+
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string cmd = argv[1];
+    bool known = false;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == cmd;
+    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain, ab, prove, bisect, fuzz (see --help)");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  {
+    // what a bless hint must repeat for the same checks to be blessed
+    auto quoted = [](const std::string& s) {
+      bool plain = !s.empty();
+      for (char c : s) plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || std::strchr("/._-+=:,", c));
+      if (plain) return s;
+      std::string q = "'";
+      for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return q + "'";
+    };
+    for (const auto& d : extra_dirs) sel.repeat_flags += " --repro-dir " + quoted(d);
+    if (sel.golden_dir != default_goldens)
+      sel.repeat_flags += " --golden-dir " + quoted(sel.golden_dir);
+    if (sel.timeout_s != 120) sel.repeat_flags += " --timeout " + std::to_string(sel.timeout_s);
+    if (sel.nodes.nnodes > 1)  // bless_command() gives --nnodes; each node adds its --node-rank
+      sel.repeat_flags += " --master-addr " + quoted(sel.nodes.master_addr) + " --master-port " +
+                          std::to_string(sel.nodes.master_port) + " (on every node, each with its --node-rank)";
+  }
+  for (const auto& d : extra_dirs) {
+    // a folder that is not there checked only the shipped repros, and
+    // passed (an audit, 2026-11-27)
+    // (one .fg file is taken too: ranks get `run --graph FILE.fg`'s file so;
+    // the shipped folder, which ranks are passed too, is not asked for by a
+    // user: a build whose source tree is gone runs without it, as before)
+    if (d == default_repros) continue;
+    std::error_code ec;
+    const bool one_graph =
+        std::filesystem::path(d).extension() == ".fg" && std::filesystem::is_regular_file(d, ec);
+    if (!one_graph && !std::filesystem::is_directory(d, ec))
+      user_error("--repro-dir " + d + ": error: " +
+                 (std::filesystem::exists(d, ec) ? "is not a folder" : "no such folder") +
+                 "; name a folder of .fg repros");
+  }
+  if (!graph_path.empty()) {
+    namespace fs = std::filesystem;
+    if (fs::path(graph_path).extension() != ".fg" || !fs::is_regular_file(graph_path))
+      user_error("--graph " + graph_path + ": not an .fg file");
+    // the file alone (all_repros reads an .fg file named in fg_dirs), not
+    // its folder, whose other graphs are none of this run's business
+    extra_dirs.insert(extra_dirs.begin(), fs::absolute(graph_path).string());
+    spec.repro = fs::path(graph_path).stem().string();
+  }
+  if ((*run || *bisect) && spec.repro.empty()) user_error("name a repro, or give --graph FILE.fg");
+  // --repro-dir (or --graph) replaces the shipped folder: a repro is one
+  // file, and a name two repros share is an error (all_repros)
+  sel.fg_dirs = extra_dirs.empty() ? std::vector<std::string>{default_repros} : extra_dirs;
+  sel.shipped_fg_dir = default_repros;
+  sel.fg_dirs_given = !extra_dirs.empty();
+  spec.fg_dirs = sel.fg_dirs;
+  spec.timeout_s = sel.timeout_s;
+  spec.golden_dir = sel.golden_dir;
+  sel.fast_paths = spec.fast_paths = parse_fast_paths(fast_text);
+  for (const auto& n : required)
+    if (!find_fast_path(n)) user_error("--require-fast-path: unknown fast path '" + n + "'; fast paths: " + fast_path_names());
+  sel.require_fast_paths = required;
+  sel.backend = spec.backend = parse_backend(backend_text);
+  sel.fusion = spec.fusion = parse_fusion(fusion_text);
+  spec.mode = parse_mode(mode_text);
+  for (const auto& m : mode_texts) sel.modes.push_back(parse_mode(m));
+
+  // the environment's switches, once at the process edge: an unknown
+  // FUSEGATE_LOGS view or FUSEGATE_FAULT item is bad input before any rank starts
+  check_log_views();
+  fault_active("");
+  bisect_limits();  // a bad FUSEGATE_BISECT is bad input here, not in every rank
+  if (!fault_argument("fastpath_edit").empty() && !find_fast_path(fault_argument("fastpath_edit")))
+    user_error("FUSEGATE_FAULT: fastpath_edit:" + fault_argument("fastpath_edit") + " names no fast path; fast paths: " +
+               fast_path_names());
+  // every output path is checked before anything runs: a report that cannot
+  // be written must not turn a regression's exit 1 into a late exit 2
+  if (*run && !out_file.empty()) require_writable_file("--out", out_file);
+  if (*check) {
+    if (!copts.junit.empty()) require_writable_file("--junit", copts.junit);
+    if (!copts.markdown.empty()) require_writable_file("--markdown", copts.markdown);
+    if (!copts.records_dir.empty()) require_writable_dir("--records", copts.records_dir);
+    if (!copts.as_of.empty() && parse_date(copts.as_of).empty())
+      user_error("--as-of '" + copts.as_of + "' is not a date YYYY-MM-DD");
+  }
+  if (*explain && !dot_dir.empty()) require_writable_dir("--dot", dot_dir);
+
+  if (*list) {
+    // with --backend, only the repros that run there (what a script such
+    // as ci/premerge.sh checks on the cpu)
+    const bool only = list->count("--backend") > 0;
+    for (const auto& r : all_repros(sel.fg_dirs))
+      if (!only || !r.only_backend || *r.only_backend == sel.backend)
+        std::cout << r.name << "\t" << r.description << "\n";
+    return 0;
+  }
+  if (*worker) return worker_main(spec, rank, port, wout);
+  if (*fuzzjob) return fuzz_job_main(fjob);
+  install_stop_handlers();
+  if ((*check || *bless) && sel.golden_dir == default_goldens) {
+    // a binary run from another checkout reads, and blesses, its own build's
+    // tree: said when the working folder is inside another fusegate tree
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path ours = fs::weakly_canonical(FUSEGATE_SOURCE_DIR, ec);
+    for (fs::path p = fs::current_path(ec); !p.empty(); p = p.parent_path()) {
+      if (fs::exists(p / "harness" / "RECORD.md", ec) && fs::is_directory(p / "golden", ec)) {
+        if (fs::weakly_canonical(p, ec) != ours)
+          std::cerr << "fusegate: note: the working folder is inside the fusegate tree " << p.string()
+                    << ", but this fusegate was built from " << ours.string() << " and uses its goldens ("
+                    << default_goldens << "); for this tree's, pass --golden-dir " << (p / "golden").string()
+                    << " (and --repro-dir " << (p / "repros" / "fg").string() << ")\n";
+        break;
+      }
+      if (p == p.parent_path()) break;
+    }
+  }
+  // temporaries of a bless or prove that was killed mid-write
+  if (*check || *bless || *prove) sweep_stale_writes(sel.golden_dir);
+  if (*run) {
+    RunOutcome o = launch(spec);
+    if (o.exit_code != 0) {
+      std::cerr << "fusegate run: " << o.message << "\n";
+      return o.exit_code;
+    }
+    if (spec.node_rank != 0) {  // node 0 writes the record and decides
+      std::cerr << "fusegate run: " << o.message << "\n";
+      return 0;
+    }
+    std::string text = dump_record(o.record);
+    if (out_file.empty()) std::cout << text;
+    else write_atomic(out_file, text);
+    int rc = 0;
+    for (const auto& name : required)
+      for (const auto& rk : o.record["ranks"])
+        for (const auto& f : rk["fast_paths"])
+          if (f["name"] == name && f["status"] != "used") {
+            std::cerr << "fusegate run: required fast path " << name << " did not run on rank " << rk["rank"] << ": "
+                      << f["status"].get<std::string>() << "\n";
+            rc = 1;
+          }
+    return rc;
+  }
+  if (*check) return cmd_check(sel, copts);
+  if (*bless) return cmd_bless(sel, why, bless_missing);
+  if (*explain) {
+    if (explain->count("--batch")) {
+      if (batch_depth > 0) user_error("a case of explain --batch holds --batch");
+      for (const auto* o : explain->get_options())
+        if (o->get_name() != "--batch" && o->get_name() != "--help" && o->count() > 0)
+          user_error("explain --batch takes its cases from " + batch_file + ": " + o->get_name() +
+                     " goes on each case's line, not beside --batch");
+      return explain_batch(batch_file);
+    }
+    if (!graph_file.empty())
+      return cmd_explain(graph_file, sel.fusion, dot_dir, svg, sel.backend, sel.fast_paths, sel.golden_dir);
+    if (erepro.empty()) user_error("explain needs a repro name or --graph FILE.fg");
+    auto repros = all_repros(sel.fg_dirs);
+    const Repro* r = find_repro(repros, erepro);
+    if (!r) user_error("unknown repro '" + erepro + "'; known repros: " + repro_names(repros));
+    return cmd_explain_repro(*r, spec.mode, eworld, sel.fusion, dot_dir, svg, sel.backend, sel.fast_paths,
+                             sel.golden_dir);
+  }
+  if (*abc) {
+    if (!ab_json.empty()) require_writable_file("--json", ab_json);
+    return cmd_ab(spec, ab_json);
+  }
+  if (*prove) return cmd_prove(prove_name, prove_worlds, sel);
+  if (*proofs) return cmd_proofs(sel.golden_dir, proofs_backend, proofs_strict);
+  if (*fuzz) {
+    fopts.backend = sel.backend;
+    if (fuzz_fusion == "all") fopts.policies = {FusionPolicy::Default, FusionPolicy::MaxAutotune, FusionPolicy::None};
+    else fopts.policies = {parse_fusion(fuzz_fusion)};
+    // --graphs alone: as many graphs as asked, however long they take
+    if (fuzz->count("--graphs") && !fuzz->count("--seconds")) fopts.seconds = 0;
+    if (fopts.seconds <= 0 && fopts.graphs <= 0) user_error("fuzz needs --seconds N or --graphs N above 0");
+    fopts.worlds.clear();
+    {
+      std::istringstream in(fuzz_worlds);
+      for (std::string w; std::getline(in, w, ',');) {
+        int v = 0;
+        try {
+          size_t used = 0;
+          v = std::stoi(w, &used);
+          if (used != w.size()) v = 0;
+        } catch (const std::exception&) {
+        }
+        if (v < 1 || v > 8) user_error("--world-size " + fuzz_worlds + ": each world size must be 1..8");
+        if (std::find(fopts.worlds.begin(), fopts.worlds.end(), v) == fopts.worlds.end()) fopts.worlds.push_back(v);
+      }
+    }
+    if (fopts.worlds.empty()) user_error("--world-size " + fuzz_worlds + ": give 1, 2, ... or a list such as 1,2");
+    if (fuzz->count("--jobs") == 0) fopts.jobs = static_cast<int>(fopts.worlds.size());
+    if (fopts.jobs < static_cast<int>(fopts.worlds.size()) || fopts.jobs > 64)
+      user_error("--jobs " + std::to_string(fopts.jobs) + ": at least one job a world size (" +
+                 std::to_string(fopts.worlds.size()) + ") and at most 64");
+    if (fopts.timeout_s < 1) user_error("--timeout must be at least 1");
+    parse_fast_paths(fast_text);  // a bad value says so here
+    fopts.fast_paths = fast_text;
+    fopts.golden_dir = sel.golden_dir;
+    if (fopts.max_ops < 1 || fopts.max_ops > 64) user_error("--max-ops must be 1..64");
+    if (fopts.max_findings < 1) user_error("--max-findings must be at least 1");
+    if (!fopts.json_out.empty()) require_writable_file("--json", fopts.json_out);
+    require_writable_dir("--findings", fopts.findings_dir);
+    if (fopts.seconds <= 0) fopts.seconds = 1e12;
+    return cmd_fuzz(fopts);
+  }
+
+  if (*bisect) {
+    if (!bisect_json.empty()) require_writable_file("--json", bisect_json);
+    spec.iters = 1;
+    return cmd_bisect(spec, bisect_json);
+  }
+  return 2;
+}
+
+}  // namespace
+
+namespace fg::cli {
+
+// One command line as a process of its own would run it: its exit code,
+// every error as the message and the code documented for it.
+int guarded_main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const fg::UserError& e) {
+    std::cerr << "fusegate: error: " << e.what() << "\n";
+    return 2;
+  } catch (const fg::RanksDisagree& e) {
+    std::cerr << "fusegate: ranks disagree: " << e.what() << "\n";
+    return 1;
+  } catch (const fg::InternalError& e) {
+    std::cerr << "fusegate: " << e.what() << "\n";
+    return 125;
+  } catch (const c10::Error& e) {
+    // LibTorch's own error (a bad attribute value an op passes on, an index
+    // out of range, memory): its message, without the backtrace that what()
+    // appends, whose last frames were all a rank's log showed (an audit,
+    // 2026-11-27)
+    std::string msg = e.what_without_backtrace();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    std::cerr << "fusegate: cannot test: LibTorch: " << msg << "\n";
+    return 125;
+  } catch (const std::exception& e) {  // CannotTest and what else the libraries throw
+    std::cerr << "fusegate: cannot test: " << e.what() << "\n";
+    return 125;
+  }
+}
+
+}  // namespace fg::cli
+
+int main(int argc, char** argv) {
+  fg::cli::install_fatal_signal_handlers();
+  return fg::cli::guarded_main(argc, argv);
+}

@@ -1,0 +1,23 @@
+// One fusegate process: the command line run as a process would run it, the
+// report a fatal signal leaves, and `explain --batch`, which runs many
+// command lines in one process.
+#pragma once
+#include <string>
+
+namespace fg::cli {
+
+// The command line's exit code, every error turned into its message and
+// documented code (harness/cli/main.cpp).
+int guarded_main(int argc, char** argv);
+
+// Makes a memory or arithmetic fault say where, on stderr, before the
+// process dies of the same signal (harness/cli/fatal_signal.cpp).
+void install_fatal_signal_handlers();
+
+// `explain --batch FILE` (harness/cli/explain_batch.cpp): each line an
+// explain case run through guarded_main, its output framed.
+int explain_batch(const std::string& file);
+// > 0 while explain_batch runs a case: no batch inside one.
+extern int batch_depth;
+
+}  // namespace fg::cli

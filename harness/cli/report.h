@@ -1,0 +1,33 @@
+// What `check` prints and leaves behind: a text table for the terminal,
+// JUnit XML for CI test views, a Markdown summary for pull requests, and the
+// exit code (DESIGN.md "Harness outputs").
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/record/compare.h"
+
+namespace fg {
+
+// One row per verdict (check, verdict, first failing or improved finding),
+// then every such finding in full with the bless command where one is
+// needed, then "N checks: P passed, F failed, I improved, M missing, C cannot
+// test".
+std::string verdict_table(const std::vector<Verdict>& verdicts);
+
+// One testsuite, one testcase per verdict, saying what exit_code() says:
+// FAIL is a failure; IMPROVED passes (the note and the bless command in its
+// system-out) and MISSING is skipped, except with `strict`, where both are
+// failures; CANNOT_TEST is an error. A consumer that fails on failures and
+// errors agrees with the exit code.
+std::string junit_xml(const std::vector<Verdict>& verdicts, const std::string& suite, bool strict);
+
+// A Markdown table plus the findings, for a pull-request comment or a CI
+// job summary; its first line is the gate's answer and exit code.
+std::string markdown_summary(const std::vector<Verdict>& verdicts, bool strict);
+
+// 1 if any FAIL, or with `strict` any IMPROVED or MISSING (the ratchet);
+// else 125 if any CANNOT_TEST (git bisect's "skip"); else 0.
+int exit_code(const std::vector<Verdict>& verdicts, bool strict);
+
+}  // namespace fg

@@ -1,0 +1,101 @@
+#include "harness/run/ab_rank.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+#include <xxhash.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "fusion/errors.h"
+#include "fusion/fault.h"
+#include "fusion/passes/tp_rewrite.h"
+#include "harness/run/digest.h"
+#include "harness/run/environment.h"
+#include "harness/run/forward.h"
+#include "harness/tools/ab_stats.h"
+#include "harness/record/golden.h"
+#include "harness/record/files.h"
+#include "harness/record/json_read.h"
+#include "harness/run/placement.h"
+#include "harness/run/rounds.h"
+#include "harness/run/tuning.h"
+#include "harness/run/profile.h"
+#include "harness/record/proofs.h"
+#include "harness/run/run.h"
+#include "kernels/collectives/collectives.h"
+#include "kernels/cpu/gemm_choice.h"
+#include "kernels/cpu/jit.h"
+#include "kernels/cpu/runtime.h"
+#include "kernels/cuda/gemm_tuning.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
+#include "repros/registry.h"
+#include "harness/run/liveness.h"
+
+namespace fg {
+
+// `fusegate ab`, one rank: the generic path, the fast path (forced) and the
+// fp64 reference on the same inputs; the comparison goes into the record.
+int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
+            const std::map<std::string, at::Tensor>& inputs, const std::set<std::string>& replicated,
+            const std::string& out_path) {
+  const std::string& name = spec.ab_fast_path;
+  progress(out_path, "A/B: generic path");
+  AtenExecutor gen(&coll, rank, spec.world, spec.fusion, false, spec.backend);
+  gen.set_replicated_inputs(replicated);
+  gen.set_fast_paths(parse_fast_paths("none"), {});
+  // each run gets its own copy: a repro that writes its inputs (copy_) must
+  // not hand the next run other values
+  auto fresh = [&] {
+    std::map<std::string, at::Tensor> c;
+    for (const auto& [k, v] : inputs) c[k] = v.clone();
+    return c;
+  };
+  ForwardResult g = forward(r, spec.mode, gen, fresh(), false);
+  const size_t generic_launches = gen.launches().size();
+  progress(out_path, "A/B: fast path");
+  AtenExecutor fast(&coll, rank, spec.world, spec.fusion, false, spec.backend);
+  fast.set_replicated_inputs(replicated);
+  FastPathProofs forced;
+  forced.forced = {name};
+  FastPathSelection sel = parse_fast_paths(name);
+  fast.set_fast_paths(sel, forced);
+  ForwardResult f = forward(r, spec.mode, fast, fresh(), false);
+  progress(out_path, "A/B: fp64 reference");
+  AtenExecutor ref(&coll, rank, spec.world, spec.fusion, /*upcast_fp64=*/true, spec.backend);
+  ForwardResult x = forward(r, Mode::Eager, ref, fresh(), true);
+
+  nlohmann::json j;
+  j["rank"] = rank;
+  j["fast_paths"] = fast_path_statuses(fast.graphs_run(), sel, forced.forced);
+  j["kernel_count_generic"] = static_cast<int>(generic_launches);
+  j["kernel_count_fast"] = static_cast<int>(fast.launches().size());
+  j["source_hash"] = fast_path_source_hash(name, spec.backend);
+  j["ab"] = nlohmann::json::array();
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    std::string out = i < r.outputs.size() ? r.outputs[i] : "out" + std::to_string(i);
+    j["ab"].push_back(ab_compare(out, r.replicated_outputs, g.outputs[i], f.outputs[i], x.outputs[i]));
+  }
+  write_atomic(out_path, j.dump(2) + "\n");
+  progress(out_path, "done");
+  coll.barrier();
+  return 0;
+}
+
+}  // namespace fg

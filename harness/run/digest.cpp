@@ -1,0 +1,90 @@
+#include "harness/run/digest.h"
+
+#include <xxhash.h>
+
+#include <cmath>
+#include <cstdio>
+
+namespace fg {
+
+namespace {
+std::pair<double, double> tolerances(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return {1.6e-2, 1e-5};
+    case at::kHalf: return {1e-3, 1e-5};
+    case at::kFloat: return {1.3e-6, 1e-5};
+    case at::kDouble: return {1e-7, 1e-7};
+    default: return {0, 0};
+  }
+}
+const char* short_name(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return "bf16";
+    case at::kHalf: return "f16";
+    case at::kFloat: return "f32";
+    case at::kDouble: return "f64";
+    case at::kLong: return "i64";
+    case at::kBool: return "bool";
+    case at::kInt: return "i32";
+    case at::kByte: return "u8";
+    default: return "?";
+  }
+}
+}  // namespace
+
+std::string exact_digest(const at::Tensor& t) {
+  at::Tensor c = t.contiguous();
+  std::string head = short_name(c.scalar_type());
+  for (int64_t d : c.sizes()) head += "," + std::to_string(d);
+  XXH64_state_t* s = XXH64_createState();
+  XXH64_reset(s, 0);
+  XXH64_update(s, head.data(), head.size());
+  XXH64_update(s, c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size()));
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(XXH64_digest(s)));
+  XXH64_freeState(s);
+  return buf;
+}
+
+nlohmann::json fingerprint(const at::Tensor& t) {
+  at::Tensor d = t.to(at::kDouble).contiguous().flatten();
+  at::Tensor finite = at::isfinite(d);
+  at::Tensor f = d.masked_select(finite);
+  nlohmann::json j;
+  j["dtype"] = short_name(t.scalar_type());
+  j["shape"] = std::vector<int64_t>(t.sizes().begin(), t.sizes().end());
+  j["numel"] = t.numel();
+  j["sum"] = f.numel() ? f.sum().item<double>() : 0.0;
+  j["sumsq"] = f.numel() ? (f * f).sum().item<double>() : 0.0;
+  j["max_abs"] = f.numel() ? f.abs().max().item<double>() : 0.0;
+  j["nan"] = at::isnan(d).sum().item<int64_t>();
+  j["inf"] = at::isinf(d).sum().item<int64_t>();
+  std::vector<double> samples;
+  int64_t n = d.numel();
+  for (int k = 0; k < 8 && n > 0; ++k) samples.push_back(d[(n - 1) * k / 7].item<double>());
+  j["samples"] = samples;
+  return j;
+}
+
+nlohmann::json judge_accuracy(const std::string& name, const at::Tensor& cand, const at::Tensor& eager,
+                              const at::Tensor& fp64) {
+  auto [rtol, atol] = tolerances(cand.scalar_type());
+  at::Tensor c = cand.to(at::kDouble), e = eager.to(at::kDouble), r = fp64.to(at::kDouble);
+  double rmse_c = std::sqrt((c - r).pow(2).mean().item<double>());
+  double rmse_e = std::sqrt((e - r).pow(2).mean().item<double>());
+  double max_abs = (c - e).abs().max().item<double>();
+  bool low = cand.scalar_type() == at::kBFloat16 || cand.scalar_type() == at::kHalf;
+  double mult = low ? 3.0 : 2.0;
+  bool close = at::allclose(c, e, rtol, atol);
+  bool rmse_ok = rmse_c <= mult * rmse_e + rtol / 10;
+  nlohmann::json j;
+  j["name"] = name;
+  j["rmse_vs_fp64"] = rmse_c;
+  j["eager_rmse_vs_fp64"] = rmse_e;
+  j["max_abs_vs_eager"] = max_abs;
+  j["allclose_eager"] = close;
+  j["pass"] = close || rmse_ok;
+  return j;
+}
+
+}  // namespace fg

@@ -1,0 +1,85 @@
+// Which fast paths a run may take (their proofs) and what each did in the
+// graphs that ran (harness/run/run.h).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+#include <xxhash.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "fusion/errors.h"
+#include "fusion/fault.h"
+#include "fusion/passes/tp_rewrite.h"
+#include "harness/run/digest.h"
+#include "harness/run/environment.h"
+#include "harness/run/forward.h"
+#include "harness/tools/ab_stats.h"
+#include "harness/record/golden.h"
+#include "harness/record/files.h"
+#include "harness/record/json_read.h"
+#include "harness/run/placement.h"
+#include "harness/run/rounds.h"
+#include "harness/run/tuning.h"
+#include "harness/run/profile.h"
+#include "harness/record/proofs.h"
+#include "harness/run/run.h"
+#include "kernels/collectives/collectives.h"
+#include "kernels/cpu/gemm_choice.h"
+#include "kernels/cpu/jit.h"
+#include "kernels/cpu/runtime.h"
+#include "kernels/cuda/gemm_tuning.h"
+#include "fusion/fastpaths/catalog.h"
+#include "kernels/fastpaths/sources.h"
+#include "repros/registry.h"
+
+namespace fg {
+
+FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, bool check_gpu) {
+  FastPathProofs p;
+  if (golden_dir.empty()) return p;
+  std::vector<std::string> names;
+  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
+  const std::string gpu = check_gpu && backend == Backend::Cuda ? cuda_device_name() : "";
+  auto states = read_proofs(golden_dir, backend_name(backend), world, names,
+                            [&](const std::string& n) { return fast_path_source_hash(n, backend); }, gpu,
+                            backend == Backend::Cpu ? jit_compiler_version() : "");
+  for (const auto& [name, st] : states) {
+    if (!st.invalid.empty()) p.invalid[name] = st.invalid;
+    else if (st.present) p.shape_classes[name] = st.shape_classes;
+  }
+  return p;
+}
+
+nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& graphs, const FastPathSelection& sel,
+                                  const std::set<std::string>& forced) {
+  std::map<std::string, std::pair<std::string, std::set<std::string>>> by_name;
+  for (const auto& f : fast_path_catalog())
+    by_name[f.name].first = sel.asks(f.name) || forced.count(f.name) ? kFastPathNotMatched : kFastPathNotSelected;
+  for (const CompiledGraphRt* g : graphs)
+    for (const auto& [name, st] : g->prog.fast_paths) {
+      auto& [status, classes] = by_name[name];
+      if (fast_path_status_order(st.status) < fast_path_status_order(status)) status = st.status;
+      classes.insert(st.shape_classes.begin(), st.shape_classes.end());
+    }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, st] : by_name)
+    out.push_back({{"name", name}, {"status", st.first}, {"shape_classes", st.second}});
+  return out;
+}
+
+}  // namespace fg

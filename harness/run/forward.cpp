@@ -1,0 +1,88 @@
+#include "harness/run/forward.h"
+
+#include <xxhash.h>
+
+#include <cmath>
+
+#include "fusion/errors.h"
+
+namespace fg {
+
+namespace {
+
+uint64_t seed_of(const std::string& repro, const std::string& input) {
+  std::string k = repro + "/" + input;
+  return XXH64(k.data(), k.size(), 0);
+}
+
+}  // namespace
+
+at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, int world) {
+  auto gen = at::detail::createCPUGenerator(seed_of(repro, s.name));
+  const auto opts = at::TensorOptions().dtype(to_aten(s.dtype));
+  const bool integral = !is_floating(s.dtype);
+  at::Tensor full;
+  switch (s.init.kind) {
+    case Init::Normal:
+      if (integral)  // indices: uniform integers below max(2, std)
+        full = at::randint(0, s.dtype == DType::Bool ? 2 : std::max<int64_t>(2, static_cast<int64_t>(s.init.b)),
+                           s.full_shape, gen, opts);
+      else
+        full = (at::randn(s.full_shape, gen, at::TensorOptions().dtype(at::kFloat)) * s.init.b + s.init.a)
+                   .to(to_aten(s.dtype));
+      break;
+    case Init::Uniform:
+      if (integral)
+        full = at::randint(static_cast<int64_t>(std::ceil(s.init.a)), static_cast<int64_t>(std::ceil(s.init.b)),
+                           s.full_shape, gen, opts);
+      else
+        full = (at::rand(s.full_shape, gen, at::TensorOptions().dtype(at::kDouble)) * (s.init.b - s.init.a) + s.init.a)
+                   .to(to_aten(s.dtype));
+      break;
+    case Init::Ones: full = at::ones(s.full_shape, opts); break;
+    case Init::Zeros: full = at::zeros(s.full_shape, opts); break;
+    case Init::Arange:
+      full = (at::arange(numel(s.full_shape), at::TensorOptions().dtype(at::kDouble)) * s.init.b + s.init.a)
+                 .reshape(s.full_shape)
+                 .to(to_aten(s.dtype));
+      break;
+  }
+  // a dim_order lays the (sharded) tensor out in memory in that order
+  auto laid_out = [&s](const at::Tensor& t) {
+    if (s.dim_order.empty()) return t.contiguous();
+    std::vector<int64_t> inverse(s.dim_order.size());
+    for (size_t k = 0; k < s.dim_order.size(); ++k) inverse[static_cast<size_t>(s.dim_order[k])] = static_cast<int64_t>(k);
+    return t.permute(s.dim_order).contiguous().permute(inverse);
+  };
+  if (s.shard.replicated() || world == 1) return laid_out(full);
+  const int64_t d = s.shard.dim;
+  std::vector<at::Tensor> parts;
+  int64_t at = 0;
+  for (int64_t n : s.shard.block_sizes(full.size(d))) {
+    if (n % world) user_error("input " + s.name + ": dim " + std::to_string(d) + " (" + std::to_string(n) +
+                              ") does not split over " + std::to_string(world) + " ranks");
+    parts.push_back(full.narrow(d, at, n).chunk(world, d)[static_cast<size_t>(rank)]);
+    at += n;
+  }
+  return laid_out(at::cat(parts, d));
+}
+
+ForwardResult forward(const Repro& r, Mode mode, AtenExecutor& ex, const std::map<std::string, at::Tensor>& inputs,
+                      bool upcast) {
+  Session s(mode, &ex, r.file);
+  Inputs in;
+  std::map<std::string, Attrs> notes;  // shown on the captured graphs' inputs
+  for (const auto& spec : r.inputs(ex.world_size())) notes[spec.name] = input_annotations(spec);
+  for (const auto& [k, v] : inputs)
+    in[k] = s.wrap(wrap_aten(upcast && v.is_floating_point() ? v.to(at::kDouble) : v), k, notes[k]);
+  ex.begin_forward();
+  std::vector<Tensor> outs = r.forward(s, in);
+  ForwardResult res;
+  for (const auto& c : s.finish(outs)) res.outputs.push_back(unwrap(c).contiguous().cpu());
+  res.graph_count = s.graph_count();
+  res.breaks = s.breaks();
+  res.graph_hashes = s.graph_hashes();
+  return res;
+}
+
+}  // namespace fg
