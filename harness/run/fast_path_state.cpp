@@ -1,51 +1,19 @@
 // Which fast paths a run may take (their proofs) and what each did in the
 // graphs that ran (harness/run/run.h).
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <torch/version.h>
-#include <xxhash.h>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cmath>
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
-#include <optional>
-#include <functional>
+#include <map>
 #include <set>
-#include <sstream>
-#include <thread>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "fusion/errors.h"
-#include "fusion/fault.h"
-#include "fusion/passes/tp_rewrite.h"
-#include "harness/run/digest.h"
-#include "harness/run/environment.h"
-#include "harness/run/forward.h"
-#include "harness/tools/ab_stats.h"
-#include "harness/record/golden.h"
-#include "harness/record/files.h"
-#include "harness/record/json_read.h"
-#include "harness/run/placement.h"
-#include "harness/run/rounds.h"
-#include "harness/run/tuning.h"
-#include "harness/run/profile.h"
+#include <nlohmann/json.hpp>
+
+#include "fusion/fastpaths/catalog.h"
 #include "harness/record/proofs.h"
 #include "harness/run/run.h"
-#include "kernels/collectives/collectives.h"
-#include "kernels/cpu/gemm_choice.h"
 #include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
-#include "kernels/cuda/gemm_tuning.h"
-#include "fusion/fastpaths/catalog.h"
 #include "kernels/fastpaths/sources.h"
-#include "repros/registry.h"
 
 namespace fg {
 
