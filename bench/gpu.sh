@@ -69,7 +69,7 @@
 # TRAVEL_HERE=0: no fresh bless here (only the carried goldens).
 # Packed as $OUTDIR/travel-<GPU model>.tgz and, with TRAVEL_FROM,
 # $OUTDIR/travel-merged.tgz (each a golden/cuda folder); the verdicts in
-# $OUTDIR/travel-*.txt.
+# $OUTDIR/travel-logs.tgz.
 # BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
 # BENCH_FLOOR=0: no floor (gpu_bench.py --no-floor; by default torch's side
 # also times the block's cuBLAS GEMMs alone, and with the attention, in one
@@ -306,6 +306,10 @@ PY
     tar czf "$OUTDIR/travel-merged.tgz" -C "$TR/from" golden/cuda
   fi
   [ "${TRAVEL_HERE:-1}" = 1 ] && tar czf "$OUTDIR/travel-$(tr ' ' '_' <<<"$gpu_model").tgz" -C "$TR/here" golden/cuda
+  # the verdicts in one file: what comes back from a device call is at most
+  # 8 files, and the merged goldens must be among them
+  (cd "$OUTDIR" && shopt -s nullglob && logs=(travel-*.txt travel-*.err travel-env.jso[n]) &&
+     [ ${#logs[@]} -gt 0 ] && tar czf travel-logs.tgz "${logs[@]}" && rm -f "${logs[@]}")
   phase "travel done"
 fi
 if [ "$what" = all ] || [ "$what" = kernels ] || [ "$what" = check ] || [ "$what" = bless ]; then
