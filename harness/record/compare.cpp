@@ -2,13 +2,13 @@
 #include "harness/record/finding_sink.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <set>
 
 #include "fusion/ir/types.h"
 #include "harness/record/golden_env.h"
 #include "harness/record/json_read.h"
+#include "harness/record/record.h"
 
 namespace fg {
 using nlohmann::json;
@@ -40,49 +40,53 @@ VerdictKind overall_kind(const std::vector<Finding>& findings) {
 namespace {
 
 using detail::Ctx;
+using namespace record;
+
+// A header field as a message shows it.
+std::string text(const std::optional<std::string>& v) { return v.value_or(""); }
+std::string text(const std::optional<long long>& v) { return v ? std::to_string(*v) : ""; }
 
 // -- counts ------------------------------------------------------------------
 
-std::string moved_kinds(const json& run_rank, const json& gold_rank) {
-  const json* a = field(gold_rank, "kernel_count_by_kind");
-  const json* b = field(run_rank, "kernel_count_by_kind");
-  if (!a || !b || !a->is_object() || !b->is_object()) return "";
+std::string moved_kinds(const RankRecord& run, const RankRecord& gold) {
+  if (!gold.kernel_count_by_kind || !run.kernel_count_by_kind) return "";
+  const auto& a = *gold.kernel_count_by_kind;
+  const auto& b = *run.kernel_count_by_kind;
   std::vector<std::string> kinds = {"poi", "red", "per", "tem", "extern", "collective"};
-  for (const json* obj : {a, b})
-    for (auto it = obj->begin(); it != obj->end(); ++it)
-      if (std::find(kinds.begin(), kinds.end(), it.key()) == kinds.end()) kinds.push_back(it.key());
+  for (const auto* m : {&a, &b})
+    for (const auto& [k, n] : *m)
+      if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
   std::vector<std::string> moved;
   for (const std::string& k : kinds) {
-    long long x = 0, y = 0;
-    if (const json* v = field(*a, k.c_str()); v && v->is_number_integer()) x = v->get<long long>();
-    if (const json* v = field(*b, k.c_str()); v && v->is_number_integer()) y = v->get<long long>();
+    auto x = a.count(k) ? a.at(k) : 0LL, y = b.count(k) ? b.at(k) : 0LL;
     if (x != y) moved.push_back(k + " " + std::to_string(x) + " -> " + std::to_string(y));
   }
   return join(moved, ", ");
 }
 
-void compare_counts(Ctx& c, const json& run, const json& gold) {
+void compare_counts(Ctx& c, const RankRecord& run, const RankRecord& gold) {
   struct Figure {
-    const char* key;
+    std::optional<long long> RankRecord::*count;
+    const char* key;  // as the record names it, for the message
     const char* noun;
     const char* worse;
   };
   static const Figure figures[] = {
-      {"graph_count", "graphs", "the block no longer compiles as one region"},
-      {"graph_break_count", "graph breaks", "capture got worse"},
-      {"recompile_count", "recompiles", "a guard fails on a later call"},
-      {"kernel_count", "kernels", "fusion got worse"},
-      {"device_kernel_count", "device kernels",
+      {&RankRecord::graph_count, "graph_count", "graphs", "the block no longer compiles as one region"},
+      {&RankRecord::graph_break_count, "graph_break_count", "graph breaks", "capture got worse"},
+      {&RankRecord::recompile_count, "recompile_count", "recompiles", "a guard fails on a later call"},
+      {&RankRecord::kernel_count, "kernel_count", "kernels", "fusion got worse"},
+      {&RankRecord::device_kernel_count, "device_kernel_count", "device kernels",
        "more kernels really run on the device, whatever fusegate launched"},
-      {"aten_op_count", "ATen operator calls in externs",
+      {&RankRecord::aten_op_count, "aten_op_count", "ATen operator calls in externs",
        "externs are carried out with more ATen calls"},
   };
   for (const Figure& f : figures) {
-    const json* a = field(gold, f.key);
-    const json* b = field(run, f.key);
-    if (!a || !b || !a->is_number_integer() || !b->is_number_integer()) continue;
-    long long x = a->get<long long>(), y = b->get<long long>();
-    std::string kinds = std::string(f.key) == "kernel_count" ? moved_kinds(run, gold) : "";
+    const auto& a = gold.*f.count;
+    const auto& b = run.*f.count;
+    if (!a || !b) continue;
+    long long x = *a, y = *b;
+    std::string kinds = f.count == &RankRecord::kernel_count ? moved_kinds(run, gold) : "";
     std::string moved = kinds.empty() ? "" : "; by kind: " + kinds;
     std::string head = std::string(f.key) + " " + std::to_string(x) + " -> " + std::to_string(y);
     if (y > x)
@@ -102,16 +106,17 @@ void compare_counts(Ctx& c, const json& run, const json& gold) {
 // dispatched ATen calls on cpu) is never skipped in silence: a golden without
 // it cannot vouch for any run (re-bless it), and a run that could not count
 // it cannot be tested (it says why).
-void check_real_figures(Ctx& c, const json& run, const json& gold, const std::string& backend) {
+void check_real_figures(Ctx& c, const RankRecord& run, const RankRecord& gold, const std::string& backend) {
   const bool cuda = backend == "cuda";
   const char* key = cuda ? "device_kernel_count" : "aten_op_count";
-  const char* not_counted = cuda ? "device_kernels_not_counted" : "aten_ops_not_counted";
-  if (!field(gold, key))
+  const auto count = cuda ? &RankRecord::device_kernel_count : &RankRecord::aten_op_count;
+  const auto not_counted = cuda ? &RankRecord::device_kernels_not_counted : &RankRecord::aten_ops_not_counted;
+  if (!(gold.*count))
     c.add(VerdictKind::Fail, std::string("the golden has no ") + key +
                                  " (blessed before fusegate counted what really runs, or where it could not): it "
                                  "cannot vouch for this run; re-bless it" + c.bless_hint());
-  if (!field(run, key)) {
-    std::string why = text_of(run, not_counted);
+  if (!(run.*count)) {
+    std::string why = (run.*not_counted).value_or("");
     c.add(VerdictKind::CannotTest,
           std::string("the run did not count ") + key + (why.empty() ? "" : ": " + why) +
               (cuda ? "; run where CUPTI can trace (no profiler such as nsys or ncu attached to the process)" : ""));
@@ -122,42 +127,34 @@ void check_real_figures(Ctx& c, const json& run, const json& gold, const std::st
 // kernels and ATen calls each one ran, where they differ from the golden.
 // A launch that runs more device kernels, or dispatches another set of ATen
 // operators, fails even when the totals balance out.
-void compare_real_work(Ctx& c, const json& run, const json& gold) {
-  std::map<std::string, std::vector<const json*>> golden;
-  for (const json& k : array_of(gold, "kernels")) golden[text_of(k, "name")].push_back(&k);
+void compare_real_work(Ctx& c, const RankRecord& run, const RankRecord& gold) {
+  std::map<std::string, std::vector<const Launch*>> golden;
+  for (const Launch& k : gold.kernels) golden[k.name].push_back(&k);
   std::map<std::string, size_t> seen;
-  for (const json& k : array_of(run, "kernels")) {
-    std::string name = text_of(k, "name");
+  for (const Launch& k : run.kernels) {
+    const std::string& name = k.name;
     size_t n = seen[name]++;
     auto it = golden.find(name);
     if (it == golden.end() || n >= it->second.size()) continue;  // a changed launch list shows elsewhere
-    const json& g = *it->second[n];
-    const json* gd = field(g, "device_kernels");
-    const json* rd = field(k, "device_kernels");
-    if (gd && rd && gd->is_array() && rd->is_array() && gd->size() != rd->size()) {
-      std::vector<std::string> names;
-      for (const json& x : *rd) names.push_back(text_of(&x));
-      std::string msg = "launch " + name + " ran " + std::to_string(rd->size()) + " device kernels (the golden " +
-                        std::to_string(gd->size()) + "): " + join_capped(names);
-      c.add(rd->size() > gd->size() ? VerdictKind::Fail : VerdictKind::Improved,
-            msg + (rd->size() > gd->size() ? "" : c.bless_hint()));
+    const Launch& g = *it->second[n];
+    if (g.device_kernels && k.device_kernels && g.device_kernels->size() != k.device_kernels->size()) {
+      const size_t rn = k.device_kernels->size(), gn = g.device_kernels->size();
+      std::string msg = "launch " + name + " ran " + std::to_string(rn) + " device kernels (the golden " +
+                        std::to_string(gn) + "): " + join_capped(*k.device_kernels);
+      c.add(rn > gn ? VerdictKind::Fail : VerdictKind::Improved, msg + (rn > gn ? "" : c.bless_hint()));
     }
-    const json* ga = field(g, "aten_ops");
-    const json* ra = field(k, "aten_ops");
-    json empty = json::object();
-    const json& A = ga && ga->is_object() ? *ga : empty;
-    const json& B = ra && ra->is_object() ? *ra : empty;
-    if (A == B || (!ga && !ra)) continue;
+    if (!g.aten_ops && !k.aten_ops) continue;
+    const std::map<std::string, long long> none;
+    const auto& A = g.aten_ops ? *g.aten_ops : none;
+    const auto& B = k.aten_ops ? *k.aten_ops : none;
+    if (A == B) continue;
+    std::set<std::string> keys;
+    for (const auto& [op, n] : A) keys.insert(op);
+    for (const auto& [op, n] : B) keys.insert(op);
     std::vector<std::string> diff;
-    json keys = json::object();
-    for (auto x = A.begin(); x != A.end(); ++x) keys[x.key()] = true;
-    for (auto x = B.begin(); x != B.end(); ++x) keys[x.key()] = true;
-    for (auto x = keys.begin(); x != keys.end(); ++x) {
-      const json* u = field(A, x.key().c_str());
-      const json* v = field(B, x.key().c_str());
-      long long p = u && u->is_number_integer() ? u->get<long long>() : 0;
-      long long q = v && v->is_number_integer() ? v->get<long long>() : 0;
-      if (p != q) diff.push_back(x.key() + " " + std::to_string(p) + " -> " + std::to_string(q));
+    for (const std::string& op : keys) {
+      long long p = A.count(op) ? A.at(op) : 0, q = B.count(op) ? B.at(op) : 0;
+      if (p != q) diff.push_back(op + " " + std::to_string(p) + " -> " + std::to_string(q));
     }
     c.add(VerdictKind::Fail, "extern " + name + " dispatches other ATen operators than the golden (" +
                                  join_capped(diff) + "): LibTorch carries it out differently" + c.bless_hint());
@@ -166,14 +163,13 @@ void compare_real_work(Ctx& c, const json& run, const json& gold) {
 
 // -- graph breaks ------------------------------------------------------------
 
-void compare_breaks(Ctx& c, const json& run, const json& gold) {
+void compare_breaks(Ctx& c, const RankRecord& run, const RankRecord& gold) {
   using Key = std::pair<std::string, std::string>;  // reason, location
   std::map<Key, int> golden;
-  for (const json& b : array_of(gold, "breaks"))
-    ++golden[{text_of(b, "reason"), text_of(b, "location")}];
+  for (const Break& b : gold.breaks) ++golden[{b.reason, b.location}];
   std::vector<Key> fresh;
-  for (const json& b : array_of(run, "breaks")) {
-    Key k{text_of(b, "reason"), text_of(b, "location")};
+  for (const Break& b : run.breaks) {
+    Key k{b.reason, b.location};
     auto it = golden.find(k);
     if (it != golden.end() && it->second > 0)
       --it->second;
@@ -200,10 +196,10 @@ void compare_breaks(Ctx& c, const json& run, const json& gold) {
 
 // -- kernels -----------------------------------------------------------------
 
-void compare_kernel_names(Ctx& c, const json& run, const json& gold) {
+void compare_kernel_names(Ctx& c, const RankRecord& run, const RankRecord& gold) {
   std::map<std::string, int> delta;
-  for (const json& k : array_of(gold, "kernels")) --delta[text_of(k, "name")];
-  for (const json& k : array_of(run, "kernels")) ++delta[text_of(k, "name")];
+  for (const Launch& k : gold.kernels) --delta[k.name];
+  for (const Launch& k : run.kernels) ++delta[k.name];
   std::vector<std::string> added, removed;
   for (auto& [name, d] : delta) {
     for (int i = 0; i < d; ++i) added.push_back(name);
@@ -220,156 +216,51 @@ void compare_kernel_names(Ctx& c, const json& run, const json& gold) {
 // (kinds, sizes, order) fails, as ranks of two versions would then wait on
 // different collectives; a changed graph or decision hash is a note (the
 // counts, the ledger diff and the digests say whether it matters).
-void compare_hashes(Ctx& c, const json& run, const json& gold) {
-  const json* r = field(run, "hashes");
-  const json* g = field(gold, "hashes");
-  if (!r || !g || !r->is_object() || !g->is_object()) return;
-  const std::string rc = text_of(*r, "collectives"), gc = text_of(*g, "collectives");
+void compare_hashes(Ctx& c, const RankRecord& run, const RankRecord& gold) {
+  if (!run.hashes || !gold.hashes) return;
+  const Hashes& r = *run.hashes;
+  const Hashes& g = *gold.hashes;
+  const std::string rc = r.collectives.value_or(""), gc = g.collectives.value_or("");
   if (!gc.empty() && !rc.empty() && rc != gc)
     c.add(VerdictKind::Fail, "collective sequence changed (hash " + gc + " -> " + rc +
                                  "): the ranks issue other collectives, sizes or order than when the golden was "
                                  "blessed; bless if intended" +
                                  (c.bless.empty() ? "" : " with: " + c.bless));
-  for (const char* k : {"graphs", "decisions"}) {
-    const std::string a = text_of(*g, k), b = text_of(*r, k);
-    if (!a.empty() && !b.empty() && a != b)
-      c.add(VerdictKind::Pass, std::string(k) + " hash " + a + " -> " + b +
-                                   (std::string(k) == "graphs" ? " (the captured graphs changed)"
-                                                               : " (fusion decisions changed)"));
-  }
-}
-
-// -- GEMM algorithms (max-autotune on cuda) ----------------------------------
-
-// Each shape's cuBLASLt algorithm against the golden's: informative, as the
-// digests and counts judge what a change does; said so that a drifted digest
-// has its likely cause beside it (the golden's choice was not taken: another
-// GPU model, or a cuBLASLt that refuses it). Neither side recorded any:
-// nothing to say.
-void compare_gemm_algos(Ctx& c, const json& run, const json& gold) {
-  const json& g = array_of(gold, "gemm_algos");
-  const json& r = array_of(run, "gemm_algos");
-  if (g.empty()) return;
-  if (r.empty()) {
-    c.add(VerdictKind::Pass, "no GEMM algorithm choices in the run (the golden has " + std::to_string(g.size()) +
-                                 "): its GEMMs ran cuBLASLt's top-1");
-    return;
-  }
-  std::map<std::string, const json*> ran;
-  for (const json& e : r) ran[text_of(e, "shape")] = &e;
-  auto config = [](const json& e) {
-    const std::string cfg = text_of(e, "config");
-    return cfg.empty() ? "algo " + text_of(e, "algo").substr(0, 16) + "..." : cfg;
+  struct Which {
+    std::optional<std::string> Hashes::*hash;
+    const char* name;
+    const char* what;
   };
-  std::vector<std::string> changed;
-  for (const json& e : g) {
-    const std::string shape = text_of(e, "shape");
-    auto it = ran.find(shape);
-    if (it == ran.end()) {
-      changed.push_back(shape + ": not run (the golden chose " + config(e) + ")");
-      continue;
-    }
-    const json& now = *it->second;
-    if (text_of(now, "algo") == text_of(e, "algo")) continue;
-    const std::string why = text_of(now, "why");
-    changed.push_back(shape + ": " + config(e) + " -> " + config(now) + " (" + text_of(now, "source") +
-                      (why.empty() ? "" : ": " + why) + ")");
+  for (const Which& w : {Which{&Hashes::graphs, "graphs", " (the captured graphs changed)"},
+                         Which{&Hashes::decisions, "decisions", " (fusion decisions changed)"}}) {
+    const std::string a = (g.*w.hash).value_or(""), b = (r.*w.hash).value_or("");
+    if (!a.empty() && !b.empty() && a != b)
+      c.add(VerdictKind::Pass, std::string(w.name) + " hash " + a + " -> " + b + w.what);
   }
-  if (!changed.empty())
-    c.add(VerdictKind::Pass, "GEMM algorithms differ from the golden's: " + join_capped(changed, 4));
-}
-
-// A run's table of choices against the golden's (`key` names an entry,
-// `value` its choice): each entry whose choice differs, the golden's
-// entries the run lacks (`missing(entry)` says what the golden had), and
-// the run's entries the golden lacks, except those `unchanged(entry)`
-// accepts.
-std::vector<std::string> choice_changes(const json& g, const json& r, const char* key, const char* value,
-                                        const std::function<std::string(const json&)>& missing,
-                                        const std::function<bool(const json&)>& unchanged) {
-  std::map<std::string, const json*> ran;
-  for (const json& e : r) ran[text_of(e, key)] = &e;
-  std::vector<std::string> changed;
-  std::set<std::string> golden_keys;
-  for (const json& e : g) {
-    const std::string k = text_of(e, key);
-    golden_keys.insert(k);
-    auto it = ran.find(k);
-    if (it == ran.end())
-      changed.push_back(k + ": " + missing(e));
-    else if (text_of(*it->second, value) != text_of(e, value))
-      changed.push_back(k + ": " + text_of(e, value) + " -> " + text_of(*it->second, value) + " (" +
-                        text_of(*it->second, "source") + ")");
-  }
-  for (const json& e : r)
-    if (!golden_keys.count(text_of(e, key)) && !unchanged(e))
-      changed.push_back(text_of(e, key) + ": not in the golden, " + text_of(e, value) + " (" + text_of(e, "source") +
-                        ")");
-  return changed;
-}
-
-// Each shape's template-or-library choice (cpu max-autotune) against the
-// golden's: informative, as the counts and digests judge what the choice
-// does (a template that became a library call moves the kernel count, and
-// the check says that as a count); said so that the count's finding has
-// its cause beside it. A run takes the golden's choices first, so they
-// differ only for a shape the golden lacks or a forced choice.
-void compare_gemm_choices(Ctx& c, const json& run, const json& gold) {
-  const std::vector<std::string> changed = choice_changes(
-      array_of(gold, "gemm_choices"), array_of(run, "gemm_choices"), "shape", "choice",
-      [](const json& e) { return "not run (the golden chose the " + text_of(e, "choice") + ")"; },
-      [](const json&) { return false; });
-  if (!changed.empty())
-    c.add(VerdictKind::Pass, "GEMM template choices differ from the golden's: " + join_capped(changed, 4));
-}
-
-// Each TP residual hoist site's placement (cuda max-autotune) against the
-// golden's: informative, as compare_gemm_choices is. A site that moved
-// changes the ledger (tp_residual_hoisted / tp_residual_apart), the kernels
-// and the digests, and those fail the check; this says why beside them. A
-// run takes the golden's table first, so they differ only for a site the
-// golden lacks or a forced placement.
-void compare_residual_placement(Ctx& c, const json& run, const json& gold) {
-  // a golden without the table predates the choice: its program hoisted
-  // every site, so a site the run keeps hoisted is no change
-  const bool predates = field(gold, "residual_placement") == nullptr;
-  const std::vector<std::string> changed = choice_changes(
-      array_of(gold, "residual_placement"), array_of(run, "residual_placement"), "site", "placement",
-      [](const json& e) { return "not in this run (the golden placed it " + text_of(e, "placement") + ")"; },
-      [predates](const json& e) { return predates && text_of(e, "placement") == "gemm"; });
-  if (!changed.empty())
-    c.add(VerdictKind::Pass, "residual placement differs from the golden's: " + join_capped(changed, 4));
 }
 
 // -- fusion ledger -----------------------------------------------------------
 
-std::string nodes_key(const json& entry) {
-  const json* n = field(entry, "nodes");
-  if (!n || !n->is_array()) return text_of(n);
-  std::vector<std::string> names;
-  for (const json& x : *n) names.push_back(text_of(&x));
-  return join(names, "+");
-}
+std::string nodes_key(const LedgerEntry& entry) { return join(entry.nodes, "+"); }
 
-std::string decision(const json& entry) {
-  std::string outcome = text_of(entry, "outcome"), reason = text_of(entry, "reason");
-  return reason.empty() ? outcome : outcome + " (" + reason + ")";
+std::string decision(const LedgerEntry& entry) {
+  const std::string reason = entry.reason.value_or("");
+  return reason.empty() ? entry.outcome : entry.outcome + " (" + reason + ")";
 }
 
 }  // namespace
 
-std::string ledger_source_text(const json& entry) {
-  const json* src = field(entry, "source");
-  if (!src || !src->is_array()) return "";
+std::string ledger_source_text(const record::LedgerEntry& entry) {
+  if (!entry.source) return "";
   // "file:line (fn)" -> runs of lines per (file, fn), in the record's order
   struct Run {
     std::string file, fn;
     std::vector<long> lines;
   };
   std::vector<Run> runs;
-  for (const json& x : *src) {
+  for (const std::string& x : *entry.source) {
     SourceLoc l;
-    if (!x.is_string() || !SourceLoc::parse(x.get<std::string>(), &l)) continue;
+    if (!SourceLoc::parse(x, &l)) continue;
     if (runs.empty() || runs.back().file != l.file || runs.back().fn != l.function)
       runs.push_back({l.file, l.function, {}});
     runs.back().lines.push_back(l.line);
@@ -389,29 +280,34 @@ std::string ledger_source_text(const json& entry) {
   return out;
 }
 
-std::string ledger_entry_text(const json& entry, bool with_source) {
+std::string ledger_entry_text(const record::LedgerEntry& entry, bool with_source) {
   std::string score;
-  if (const json* sc = field(entry, "score"))
-    if (sc->is_array())
-      for (const auto& x : *sc) score += (score.empty() ? "" : ", ") + x.dump();
+  if (entry.score)
+    for (long long x : *entry.score) score += (score.empty() ? "" : ", ") + std::to_string(x);
   const std::string at = with_source ? ledger_source_text(entry) : "";
   return nodes_key(entry) + (score.empty() ? "" : " score (" + score + ")") + (at.empty() ? "" : " at " + at);
 }
 
+std::string ledger_source_text(const json& entry) { return ledger_source_text(record::ledger_entry_from_json(entry)); }
+
+std::string ledger_entry_text(const json& entry, bool with_source) {
+  return ledger_entry_text(record::ledger_entry_from_json(entry), with_source);
+}
+
 namespace {
+
+using namespace record;
 
 // A fusion-rule change shows here as a readable diff of decisions, even when
 // the kernel count did not move.
-void compare_ledger(Ctx& c, const json& run, const json& gold) {
-  const json* a = field(gold, "ledger");
-  const json* b = field(run, "ledger");
-  if (!a || !b || !a->is_array() || !b->is_array()) return;
+void compare_ledger(Ctx& c, const RankRecord& run, const RankRecord& gold) {
+  if (!gold.ledger || !run.ledger) return;
   // The same pair may be considered more than once; match occurrences in order.
-  std::map<std::string, std::vector<const json*>> golden;
-  for (const json& e : *a) golden[nodes_key(e)].push_back(&e);
+  std::map<std::string, std::vector<const LedgerEntry*>> golden;
+  for (const LedgerEntry& e : *gold.ledger) golden[nodes_key(e)].push_back(&e);
   std::map<std::string, size_t> seen;
   std::vector<std::string> lines;
-  for (const json& e : *b) {
+  for (const LedgerEntry& e : *run.ledger) {
     std::string key = nodes_key(e);
     size_t n = seen[key]++;
     auto it = golden.find(key);
@@ -419,9 +315,8 @@ void compare_ledger(Ctx& c, const json& run, const json& gold) {
       lines.push_back(ledger_entry_text(e) + ": new candidate, " + decision(e));
       continue;
     }
-    const json& g = *it->second[n];
-    if (text_of(g, "outcome") != text_of(e, "outcome") ||
-        text_of(g, "reason") != text_of(e, "reason"))
+    const LedgerEntry& g = *it->second[n];
+    if (g.outcome != e.outcome || g.reason.value_or("") != e.reason.value_or(""))
       lines.push_back(ledger_entry_text(e) + ": " + decision(g) + " -> " + decision(e));
   }
   for (auto& [key, entries] : golden)
@@ -437,14 +332,12 @@ void compare_ledger(Ctx& c, const json& run, const json& gold) {
 // proof was invalidated, removed, or no longer covers the run) fails; one
 // that runs now and did not then is an improvement to bless. A golden
 // blessed before fast paths existed records none: nothing to compare.
-void compare_fast_paths(Ctx& c, const json& run, const json& gold) {
-  const json* a = field(gold, "fast_paths");
-  const json* b = field(run, "fast_paths");
-  if (!a || !a->is_array()) return;
+void compare_fast_paths(Ctx& c, const RankRecord& run, const RankRecord& gold) {
+  if (!gold.fast_paths) return;
   std::map<std::string, std::string> then, now;
-  for (const json& f : *a) then[text_of(f, "name")] = text_of(f, "status");
-  if (b && b->is_array())
-    for (const json& f : *b) now[text_of(f, "name")] = text_of(f, "status");
+  for (const FastPathStatus& f : *gold.fast_paths) then[f.name] = f.status;
+  if (run.fast_paths)
+    for (const FastPathStatus& f : *run.fast_paths) now[f.name] = f.status;
   for (const auto& [name, was] : then) {
     auto it = now.find(name);
     const std::string is = it == now.end() ? "missing from the run's record" : it->second;
@@ -462,7 +355,7 @@ void compare_fast_paths(Ctx& c, const json& run, const json& gold) {
 
 // `env`: the run's environment fingerprint where the golden holds its exact
 // digests, else "" (fingerprints only).
-void compare_outputs(Ctx& c, const json& run, const json& gold, const std::string& env) {
+void compare_outputs(Ctx& c, const RankRecord& run, const RankRecord& gold, const std::string& env) {
   auto golden = outputs_by_name(gold);
   auto actual = outputs_by_name(run);
   for (auto& [name, g] : golden) {
@@ -471,24 +364,23 @@ void compare_outputs(Ctx& c, const json& run, const json& gold, const std::strin
       c.add(VerdictKind::Fail, "output " + name + " is missing from the run (the golden has it)");
       continue;
     }
-    const json& r = *it->second;
-    const json* gf = field(*g, "fingerprint");
-    const json* rf = field(r, "fingerprint");
+    const OutputDigest& r = *it->second;
+    const auto& gf = g->fingerprint;
+    const auto& rf = r.fingerprint;
     std::string why;
     // Golden first, so that "why" reads in the same direction as "a -> b".
     bool close = gf && rf && fingerprints_close(*gf, *rf, &why);
     if (!gf || !rf) why = "no fingerprint on " + std::string(gf ? "the run" : "the golden");
-    const json* gx = field(*g, "exact");
-    const json* ge = gx && !env.empty() ? field(*gx, env.c_str()) : nullptr;
-    const json* re = field(r, "exact");
-    if (ge && re) {
+    const std::string* ge = nullptr;
+    if (!env.empty() && g->exact_by_environment)
+      if (auto e = g->exact_by_environment->find(env); e != g->exact_by_environment->end()) ge = &e->second;
+    if (ge && r.exact) {
       std::string note;
       if (gf && rf)
         note = close ? " (fingerprints are within tolerance: rounding changed)"
                      : " (fingerprint drifted too: " + why + ")";
-      if (text_of(ge) != text_of(re))
-        c.add(VerdictKind::Fail,
-              "output " + name + ": exact digest " + text_of(ge) + " -> " + text_of(re) + note);
+      if (*ge != *r.exact)
+        c.add(VerdictKind::Fail, "output " + name + ": exact digest " + *ge + " -> " + *r.exact + note);
       continue;
     }
     // Another compiler, LibTorch or ISA rounds differently: only the
@@ -503,27 +395,34 @@ void compare_outputs(Ctx& c, const json& run, const json& gold, const std::strin
                 (c.bless.empty() ? "" : " with: " + c.bless));
 }
 
-bool header_matches(std::vector<Finding>* out, const json& run, const json& gold,
+bool header_matches(std::vector<Finding>* out, const RunRecord& run, const RunRecord& gold,
                     const std::string& file, const std::string& bless) {
   bool ok = true;
-  for (const char* key : {"repro", "mode", "world_size", "backend", "fusion", "fast_paths", "nodes"}) {
-    const json* a = field(gold, key);
-    const json* b = field(run, key);
-    if (!a || !b || *a == *b) continue;
-    if ((std::string(key) == "fusion" || std::string(key) == "fast_paths") && text_of(run, "mode") == "A") continue;
-    out->push_back({VerdictKind::Fail, "golden file " + file + " holds " + key + " " + text_of(a) +
-                                           " but the run has " + text_of(b) +
-                                           "; restore it from git or re-bless" +
+  auto differs = [&](const char* key, const auto& a, const auto& b) {
+    if (!a || !b || *a == *b) return;
+    out->push_back({VerdictKind::Fail, "golden file " + file + " holds " + key + " " + text(a) +
+                                           " but the run has " + text(b) + "; restore it from git or re-bless" +
                                            (bless.empty() ? "" : " with: " + bless)});
     ok = false;
-  }
+  };
+  // eager (mode A) has no fusion policy nor fast paths
+  const bool eager = run.mode.value_or("") == "A";
+  differs("repro", gold.repro, run.repro);
+  differs("mode", gold.mode, run.mode);
+  differs("world_size", gold.world_size, run.world_size);
+  differs("backend", gold.backend, run.backend);
+  if (!eager) differs("fusion", gold.fusion, run.fusion);
+  if (!eager) differs("fast_paths", gold.fast_paths, run.fast_paths);
+  differs("nodes", gold.nodes, run.nodes);
   return ok;
 }
 
 }  // namespace
 
-Verdict compare_with_golden(const json& run, const json* golden, const std::string& golden_file,
-                            const std::string& check_id, const std::string& bless_command, bool require_exact) {
+Verdict compare_with_golden(const record::RunRecord& run, const record::RunRecord* golden,
+                            const std::string& golden_file, const std::string& check_id,
+                            const std::string& bless_command, bool require_exact) {
+  using namespace record;
   Verdict v;
   v.check_id = check_id;
   v.bless_command = bless_command;
@@ -537,12 +436,11 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
   }
   for (Finding& f : invariant_findings(run)) out.push_back(std::move(f));
   // a fast path asked for and blocked is said, once (every rank compiled the same graphs)
-  if (!run_ranks.empty())
-    if (const json* fps = field(*run_ranks.begin()->second, "fast_paths"); fps && fps->is_array())
-      for (const json& f : *fps)
-        if (text_of(f, "status").rfind("blocked", 0) == 0)
-          out.push_back({VerdictKind::Pass, "fast path " + text_of(f, "name") + " " + text_of(f, "status") +
-                                                " (the generic path ran in its place)"});
+  if (const auto& fps = run_ranks.begin()->second->fast_paths)
+    for (const FastPathStatus& f : *fps)
+      if (f.status.rfind("blocked", 0) == 0)
+        out.push_back({VerdictKind::Pass, "fast path " + f.name + " " + f.status +
+                                              " (the generic path ran in its place)"});
 
   if (!golden) {
     out.push_back({VerdictKind::Missing,
@@ -560,15 +458,15 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
                                             std::to_string(gold_ranks.size()) + " ranks, the run " +
                                             std::to_string(run_ranks.size()) + ")"});
     // the exact digests of this environment, if the golden holds them
-    const json* envs = field(*golden, "environments");
-    const json* re = field(run, "env");
-    const std::string rfp = re ? environment_fingerprint(*re) : "";
-    const bool same_env = re && envs && envs->is_object() && envs->contains(rfp);
+    const auto& envs = golden->environments;
+    const std::string rfp = run.env ? environment_fingerprint(*run.env) : "";
+    const bool same_env = run.env && envs && envs->count(rfp);
     if (!same_env) {
       // say so, naming what differs: a verdict that skipped the exact
       // digests must not read as one that compared them
-      const size_t n = envs && envs->is_object() ? envs->size() : 0;
-      const std::string diff = re ? nearest_environment_difference(*golden, *re) : "the run records no environment";
+      const size_t n = envs ? envs->size() : 0;
+      const std::string diff = run.env ? nearest_environment_difference(envs ? *envs : std::map<std::string, Environment>{}, *run.env)
+                                       : "the run records no environment";
       const std::string what = "this environment is not among the golden's " + std::to_string(n) + " (" +
                                (n > 1 ? "nearest: " : "") + diff + ")";
       if (require_exact)
@@ -584,17 +482,13 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
       Ctx c{"rank " + std::to_string(id), bless_command, &out};
       auto g = gold_ranks.find(id);
       // every rank runs rank 0's table: said once
-      if (g != gold_ranks.end() && id == run_ranks.begin()->first) {
-        compare_gemm_algos(c, *r, *g->second);
-        compare_gemm_choices(c, *r, *g->second);
-        compare_residual_placement(c, *r, *g->second);
-      }
+      if (g != gold_ranks.end() && id == run_ranks.begin()->first) detail::compare_tables(c, *r, *g->second);
       if (g == gold_ranks.end()) {
         c.add(VerdictKind::Fail, "not in the golden file");
         continue;
       }
       compare_counts(c, *r, *g->second);
-      check_real_figures(c, *r, *g->second, text_of(run, "backend"));
+      check_real_figures(c, *r, *g->second, run.backend.value_or(""));
       compare_real_work(c, *r, *g->second);
       compare_breaks(c, *r, *g->second);
       compare_kernel_names(c, *r, *g->second);
@@ -606,6 +500,14 @@ Verdict compare_with_golden(const json& run, const json* golden, const std::stri
   }
   v.kind = overall_kind(out);
   return v;
+}
+
+Verdict compare_with_golden(const json& run, const json* golden, const std::string& golden_file,
+                            const std::string& check_id, const std::string& bless_command, bool require_exact) {
+  const record::RunRecord r = record::from_json(run);
+  if (!golden) return compare_with_golden(r, nullptr, golden_file, check_id, bless_command, require_exact);
+  const record::RunRecord g = record::from_json(*golden);
+  return compare_with_golden(r, &g, golden_file, check_id, bless_command, require_exact);
 }
 
 }  // namespace fg

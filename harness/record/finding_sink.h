@@ -17,4 +17,10 @@ struct Ctx {
   std::string bless_hint() const { return bless.empty() ? "" : "; bless with: " + bless; }
 };
 
+// The run's tables of choices against the golden's (compare_tables.cpp):
+// GEMM algorithms (cuda max-autotune), GEMM template choices (cpu
+// max-autotune), residual placement. Informative: said once, for the first
+// rank, as every rank runs rank 0's table.
+void compare_tables(Ctx& c, const record::RankRecord& run, const record::RankRecord& gold);
+
 }  // namespace fg::detail

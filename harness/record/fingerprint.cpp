@@ -4,6 +4,7 @@
 
 #include "harness/record/compare.h"
 #include "harness/record/json_read.h"
+#include "harness/record/record.h"
 
 namespace fg {
 using nlohmann::json;
@@ -47,40 +48,56 @@ double scale(double x) { return std::isfinite(x) ? std::fabs(x) : 0.0; }
 
 }  // namespace
 
-bool fingerprints_close(const json& a, const json& b, std::string* why) {
+bool fingerprints_close(const record::Fingerprint& a, const record::Fingerprint& b, std::string* why) {
+  using record::Fingerprint;
   std::string sink;
   std::string& w = why ? *why : sink;
   auto differ = [&](const std::string& what, const std::string& x, const std::string& y) {
     w = what + " " + x + " vs " + y;
     return false;
   };
-  std::string da = text_of(a, "dtype"), db = text_of(b, "dtype");
+  const std::string da = a.dtype.value_or(""), db = b.dtype.value_or("");
   if (da != db) return differ("dtype", da, db);
   Tol tol{};
   if (!tolerance_for(da, &tol)) {
     w = "unknown dtype '" + da + "'";
     return false;
   }
-  for (const char* key : {"shape", "numel", "nan", "inf"}) {
-    const json* x = field(a, key);
-    const json* y = field(b, key);
-    if (!x || !y) {
-      w = std::string("fingerprint lacks ") + key;
-      return false;
-    }
-    if (*x != *y) return differ(key, x->dump(), y->dump());
+  if (!a.shape || !b.shape) {
+    w = "fingerprint lacks shape";
+    return false;
   }
-  for (const char* key : {"sum", "sumsq", "max_abs"})
-    if (!field(a, key) || !field(b, key)) {
-      w = std::string("fingerprint lacks ") + key;
+  if (*a.shape != *b.shape) return differ("shape", json(*a.shape).dump(), json(*b.shape).dump());
+  struct Count {
+    std::optional<long long> Fingerprint::*count;
+    const char* name;
+  };
+  for (const Count& k : {Count{&Fingerprint::numel, "numel"}, Count{&Fingerprint::nan, "nan"},
+                         Count{&Fingerprint::inf, "inf"}}) {
+    const auto& x = a.*k.count;
+    const auto& y = b.*k.count;
+    if (!x || !y) {
+      w = std::string("fingerprint lacks ") + k.name;
       return false;
     }
-  double n = number(field(a, "numel"));
+    if (*x != *y) return differ(k.name, std::to_string(*x), std::to_string(*y));
+  }
+  struct Figure {
+    std::optional<double> Fingerprint::*figure;
+    const char* name;
+  };
+  for (const Figure& k : {Figure{&Fingerprint::sum, "sum"}, Figure{&Fingerprint::sumsq, "sumsq"},
+                          Figure{&Fingerprint::max_abs, "max_abs"}})
+    if (!(a.*k.figure) || !(b.*k.figure)) {
+      w = std::string("fingerprint lacks ") + k.name;
+      return false;
+    }
+  const double n = static_cast<double>(*a.numel);
   auto per = [&](double total) { return n > 0 ? total / n : 0.0; };
-  double rms_a = std::sqrt(per(number(field(a, "sumsq"))));
-  double rms_b = std::sqrt(per(number(field(b, "sumsq"))));
-  double mean_a = per(number(field(a, "sum"))), mean_b = per(number(field(b, "sum")));
-  double max_a = number(field(a, "max_abs")), max_b = number(field(b, "max_abs"));
+  double rms_a = std::sqrt(per(*a.sumsq));
+  double rms_b = std::sqrt(per(*b.sumsq));
+  double mean_a = per(*a.sum), mean_b = per(*b.sum);
+  double max_a = *a.max_abs, max_b = *b.max_abs;
   // The slack factor 4 on rtol: compiled code may reorder reductions and fuse
   // or split roundings, so its results stray further from the golden than
   // one eager op's rounding does; torch's defaults alone would flag that.
@@ -106,12 +123,13 @@ bool fingerprints_close(const json& a, const json& b, std::string* why) {
   if (!check("mean", mean_a, mean_b, k_whole * rms + tol.atol)) return false;
   if (!check("max_abs", max_a, max_b, k * std::max(scale(max_a), scale(max_b)) + tol.atol))
     return false;
-  const json& sa = array_of(a, "samples");
-  const json& sb = array_of(b, "samples");
+  const std::vector<double> none;
+  const std::vector<double>& sa = a.samples ? *a.samples : none;
+  const std::vector<double>& sb = b.samples ? *b.samples : none;
   if (sa.size() != sb.size())
     return differ("sample count", std::to_string(sa.size()), std::to_string(sb.size()));
   for (size_t i = 0; i < sa.size(); ++i) {
-    double x = number(&sa[i]), y = number(&sb[i]);
+    double x = sa[i], y = sb[i];
     double allowed = tol.atol + k * std::max(scale(x), scale(y)) + k * rms;
     std::string what = "samples[" + std::to_string(i) + "]";
     if (!check(what.c_str(), x, y, allowed)) return false;
@@ -120,18 +138,24 @@ bool fingerprints_close(const json& a, const json& b, std::string* why) {
   return true;
 }
 
-Verdict compare_across_worlds(const json& base, const json& other, const std::string& check_id) {
+bool fingerprints_close(const json& a, const json& b, std::string* why) {
+  return fingerprints_close(record::fingerprint_from_json(a), record::fingerprint_from_json(b), why);
+}
+
+Verdict compare_across_worlds(const record::RunRecord& base, const record::RunRecord& other,
+                              const std::string& check_id) {
+  using namespace record;
   Verdict v;
   v.check_id = check_id;
-  std::string world = "world " + text_of(other, "world_size");
-  auto pick = [](const json& rec) -> const json* {
+  std::string world = "world " + (other.world_size ? std::to_string(*other.world_size) : std::string());
+  auto pick = [](const RunRecord& rec) -> const RankRecord* {
     auto ranks = ranks_by_id(rec);
     if (ranks.empty()) return nullptr;
     auto zero = ranks.find(0);
     return zero != ranks.end() ? zero->second : ranks.begin()->second;
   };
-  const json* b = pick(base);
-  const json* o = pick(other);
+  const RankRecord* b = pick(base);
+  const RankRecord* o = pick(other);
   if (!b || !o) {
     v.findings.push_back(
         {VerdictKind::CannotTest,
@@ -146,18 +170,17 @@ Verdict compare_across_worlds(const json& base, const json& other, const std::st
       v.findings.push_back({VerdictKind::Fail, "output " + name + " is missing at " + world});
       continue;
     }
-    const json* rep = field(*it->second, "replicated");
-    const json* gathered = field(*it->second, "gathered");
-    const bool shard = rep && rep->is_boolean() && !rep->get<bool>();
-    if (shard && !gathered) {
+    const OutputDigest& ot = *it->second;
+    const bool shard = ot.replicated && !*ot.replicated;
+    if (shard && !ot.gathered) {
       // a .fg without layouts: each rank ran the whole program on its own
       // copy, a different program from world 1's
       v.findings.push_back({VerdictKind::Pass, "output " + name + " is not compared with world 1: the repro declares "
                                                "no layouts, so each rank of " + world + " runs its own copy"});
       continue;
     }
-    const json* fa = field(*bo, "fingerprint");
-    const json* fb = field(shard ? *gathered : *it->second, "fingerprint");
+    const auto& fa = bo->fingerprint;
+    const auto& fb = shard ? ot.gathered->fingerprint : ot.fingerprint;
     std::string why = "fingerprint missing";
     if (!fa || !fb || !fingerprints_close(*fa, *fb, &why))
       v.findings.push_back({VerdictKind::Fail, "output " + name + ": " + world +
@@ -166,6 +189,10 @@ Verdict compare_across_worlds(const json& base, const json& other, const std::st
   }
   v.kind = overall_kind(v.findings);
   return v;
+}
+
+Verdict compare_across_worlds(const json& base, const json& other, const std::string& check_id) {
+  return compare_across_worlds(record::from_json(base), record::from_json(other), check_id);
 }
 
 }  // namespace fg

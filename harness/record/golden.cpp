@@ -25,6 +25,7 @@
 #include "fusion/errors.h"
 #include "harness/record/files.h"
 #include "harness/record/golden_env.h"
+#include "harness/record/record.h"
 
 namespace fg {
 namespace fs = std::filesystem;
@@ -365,7 +366,7 @@ void check_schema(const std::string& path, const std::string& text, const json& 
       for (size_t i = 0; i < rk["ledger"].size(); ++i)
         check_fields(sc, rk["ledger"][i], rp + ".ledger[" + std::to_string(i) + "]",
                      {{"nodes", T::Arr, true, T::Str}, {"outcome", T::Str, true}, {"reason", T::Str, false},
-                      {"score", T::Arr, false, T::Num}, {"graph", T::Int, false}, {"round", T::Int, false},
+                      {"score", T::Arr, false, T::Int}, {"graph", T::Int, false}, {"round", T::Int, false},
                       {"source", T::Arr, false, T::Str}});
   }
 }
@@ -376,6 +377,13 @@ std::optional<json> load_golden(const std::string& path) {
   std::optional<json> j = read_json_file(path, "golden file", recovery_hint(path), &text);
   if (!j) return j;
   check_schema(path, text, *j);
+  // and every field the record's types read, of its type (the comparison
+  // reads the golden as those types)
+  try {
+    (void)record::from_json(*j);
+  } catch (const record::RecordError& e) {
+    SchemaCheck(path, text).fail(e.path, "has " + e.path + " as " + e.problem);
+  }
   return j;
 }
 

@@ -22,6 +22,8 @@ std::string environment_fingerprint(const json& env) {
   return buf;
 }
 
+std::string environment_fingerprint(const record::Environment& env) { return environment_fingerprint(json(env)); }
+
 json golden_of(json rec) {
   json env = rec.contains("env") ? rec["env"] : json::object();
   const std::string fp = environment_fingerprint(env);
@@ -164,13 +166,13 @@ std::string environment_difference(const json& from, const json& to) {
   return join(diff, ", ");
 }
 
-std::string nearest_environment_difference(const json& golden, const json& env) {
-  const json* envs = field(golden, "environments");
-  if (!envs || !envs->is_object() || envs->empty()) return "";
+std::string nearest_environment_difference(const std::map<std::string, record::Environment>& environments,
+                                           const record::Environment& env) {
   std::string best;
   size_t fewest = std::numeric_limits<size_t>::max();
-  for (auto it = envs->begin(); it != envs->end(); ++it) {
-    const std::string d = environment_difference(*it, env);
+  const json to(env);
+  for (const auto& [fp, e] : environments) {
+    const std::string d = environment_difference(json(e), to);
     const size_t n = d.empty() ? 0 : 1 + static_cast<size_t>(std::count(d.begin(), d.end(), ','));
     if (n < fewest) {
       fewest = n;

@@ -8,13 +8,17 @@
 // environment only where that part agrees.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
+
+#include "harness/record/record.h"
 
 namespace fg {
 
 // The hash an environment object is keyed by: xxh64 of its text, its own
 // "fingerprint" key left out.
 std::string environment_fingerprint(const nlohmann::json& env);
+std::string environment_fingerprint(const record::Environment& env);
 
 // What a golden keeps of a record: the record without timings (they vary
 // run to run), of the GEMM template choices each shape's choice and of the
@@ -35,8 +39,9 @@ std::string environment_free_text(const nlohmann::json& golden);
 std::string environment_difference(const nlohmann::json& from, const nlohmann::json& to);
 
 // Of a golden's environments, the one nearest `env` (fewest keys differing)
-// and what differs from it; "" for a golden without environments.
-std::string nearest_environment_difference(const nlohmann::json& golden, const nlohmann::json& env);
+// and what differs from it; "" where there is none.
+std::string nearest_environment_difference(const std::map<std::string, record::Environment>& environments,
+                                           const record::Environment& env);
 
 // How a bless writes `fresh` (golden_of a new run) over `old` (the golden
 // file's contents, or nullptr when there is none).

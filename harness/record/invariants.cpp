@@ -1,6 +1,8 @@
 // What a run must hold whatever its golden says (harness/record/compare.h:
 // invariant_findings, cross_rank_findings).
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -10,6 +12,7 @@
 #include "harness/record/compare.h"
 #include "harness/record/finding_sink.h"
 #include "harness/record/json_read.h"
+#include "harness/record/record.h"
 
 namespace fg {
 using nlohmann::json;
@@ -17,46 +20,47 @@ using nlohmann::json;
 namespace {
 
 using detail::Ctx;
+using namespace record;
 
 // A repro that drives recompiles (RECORD.md `recompiles`): the same shapes
 // again must not recompile, a changed sequence length exactly once.
-void check_recompiles(Ctx& c, const json& run) {
-  const json* rc = field(run, "recompiles");
-  if (!rc) return;
-  const json* same = field(*rc, "same_shapes");
-  const json* changed = field(*rc, "changed_shapes");
-  if (!same || !same->is_number_integer() || !changed || !changed->is_number_integer()) {
+void check_recompiles(Ctx& c, const RankRecord& run) {
+  if (!run.recompiles) return;
+  const Recompiles& rc = *run.recompiles;
+  if (!rc.same_shapes || !rc.changed_shapes) {
     c.add(VerdictKind::Fail, "recompiles: the record lacks same_shapes or changed_shapes");
     return;
   }
-  if (same->get<int>() != 0)
-    c.add(VerdictKind::Fail, "calling the forward again with the same shapes recompiled " + same->dump() +
+  const long long same = *rc.same_shapes, changed = *rc.changed_shapes;
+  if (same != 0)
+    c.add(VerdictKind::Fail, "calling the forward again with the same shapes recompiled " + std::to_string(same) +
                                  " time(s) (guards that do not hold: expected 0)");
   // each graph of the forward compiles once more (one, without breaks)
-  const json* graphs = field(run, "graph_count");
-  const int want = graphs && graphs->is_number_integer() ? graphs->get<int>() : 1;
-  if (changed->get<int>() != want)
-    c.add(VerdictKind::Fail, "a changed sequence length recompiled " + changed->dump() +
+  const long long want = run.graph_count.value_or(1);
+  if (changed != want)
+    c.add(VerdictKind::Fail, "a changed sequence length recompiled " + std::to_string(changed) +
                                  " time(s), expected exactly " + std::to_string(want) + " (once per graph)" +
-                                 (changed->get<int>() == 0 ? " (a stale graph ran on new shapes: a guard is missing)"
-                                                           : "") +
-                                 "; guard: " + text_of(*rc, "guard"));
+                                 (changed == 0 ? " (a stale graph ran on new shapes: a guard is missing)" : "") +
+                                 "; guard: " + rc.guard.value_or(""));
 }
 
-void check_accuracy(Ctx& c, const json& run) {
-  const json* acc = field(run, "accuracy");
-  if (!acc || !acc->is_object()) return;
-  std::string status = text_of(*acc, "status");
+// A figure as the accuracy message shows it (NaN was stored as null).
+std::string figure(const std::optional<double>& x) { return std::isnan(*x) ? "null" : fmt(*x); }
+
+void check_accuracy(Ctx& c, const RankRecord& run) {
+  if (!run.accuracy) return;
+  const std::string status = run.accuracy->status.value_or("");
   if (status == "pass") return;
   std::vector<std::string> bad;
-  for (const json& o : array_of(*acc, "outputs")) {
-    const json* pass = field(o, "pass");
-    if (pass && pass->is_boolean() && pass->get<bool>()) continue;
+  for (const AccuracyOutput& o : run.accuracy->outputs) {
+    if (o.pass.value_or(false)) continue;
+    // the figures in the order of their names
     std::vector<std::string> figs;
-    for (auto it = o.begin(); it != o.end(); ++it)
-      if (it.key() != "name" && it.key() != "pass")
-        figs.push_back(it.key() + " " + (it->is_number() ? fmt(it->get<double>()) : text_of(&*it)));
-    bad.push_back(text_of(o, "name") + " (" + join(figs, ", ") + ")");
+    if (o.allclose_eager) figs.push_back(std::string("allclose_eager ") + (*o.allclose_eager ? "true" : "false"));
+    if (o.eager_rmse_vs_fp64) figs.push_back("eager_rmse_vs_fp64 " + figure(o.eager_rmse_vs_fp64));
+    if (o.max_abs_vs_eager) figs.push_back("max_abs_vs_eager " + figure(o.max_abs_vs_eager));
+    if (o.rmse_vs_fp64) figs.push_back("rmse_vs_fp64 " + figure(o.rmse_vs_fp64));
+    bad.push_back(o.name + " (" + join(figs, ", ") + ")");
   }
   c.add(VerdictKind::Fail, "accuracy " + (status.empty() ? "missing status" : status) +
                                (bad.empty() ? "" : ": " + join(bad, "; ")));
@@ -67,14 +71,14 @@ void check_accuracy(Ctx& c, const json& run) {
 // starts with one declared reason, each declared reason used once; the
 // `recompiles` rules where it drives recompiles). A golden that recorded a
 // violation does not excuse it.
-void check_mode_c(Ctx& c, const json& rank, const std::vector<std::string>& declared) {
+void check_mode_c(Ctx& c, const RankRecord& rank, const std::vector<std::string>& declared) {
   // each break matched to a declared reason it starts with, as many as can
   // be (a matching, not first come: "data" must not take the break that
   // only "data-dependent control flow" could have taken)
-  const json& breaks = array_of(rank, "breaks");
+  const std::vector<Break>& breaks = rank.breaks;
   std::vector<int> owner(declared.size(), -1);  // declared reason -> the break it took
   std::function<bool(size_t, std::vector<bool>&)> take = [&](size_t bi, std::vector<bool>& seen) {
-    const std::string reason = text_of(breaks[bi], "reason");
+    const std::string& reason = breaks[bi].reason;
     for (size_t d = 0; d < declared.size(); ++d) {
       if (seen[d] || reason.rfind(declared[d], 0) != 0) continue;
       seen[d] = true;
@@ -95,15 +99,14 @@ void check_mode_c(Ctx& c, const json& rank, const std::vector<std::string>& decl
   std::vector<bool> used(declared.size());
   for (size_t d = 0; d < declared.size(); ++d) used[d] = owner[d] >= 0;
   for (size_t bi = 0; bi < breaks.size(); ++bi) {
-    const json& b = breaks[bi];
-    const std::string reason = text_of(b, "reason");
+    const Break& b = breaks[bi];
     const bool matched = matched_break[bi];
     // what to declare: the reason up to its details in parentheses
-    const std::string head = reason.substr(0, reason.find('('));
+    const std::string head = b.reason.substr(0, b.reason.find('('));
     const std::string declare = head.substr(0, head.find_last_not_of(' ') + 1);
     if (!matched)
-      c.add(VerdictKind::Fail, "graph break in mode C that the repro does not declare: " + reason + " at " +
-                                   text_of(b, "location") +
+      c.add(VerdictKind::Fail, "graph break in mode C that the repro does not declare: " + b.reason + " at " +
+                                   b.location +
                                    " (mode C compiles the block as one graph: remove the break, or declare it, "
                                    "in a .fg as `expect break \"" + declare + "\"`)");
   }
@@ -111,10 +114,8 @@ void check_mode_c(Ctx& c, const json& rank, const std::vector<std::string>& decl
     if (!used[i])
       c.add(VerdictKind::Fail, "the repro declares a graph break \"" + declared[i] +
                                    "\" that did not happen: update its declaration");
-  const json* graphs = field(rank, "graph_count");
-  const json* nbreaks = field(rank, "graph_break_count");
-  if (graphs && nbreaks && graphs->is_number_integer() && nbreaks->is_number_integer()) {
-    const long long g = graphs->get<long long>(), n = nbreaks->get<long long>();
+  if (rank.graph_count && rank.graph_break_count) {
+    const long long g = *rank.graph_count, n = *rank.graph_break_count;
     if (declared.empty() && g != 1)
       c.add(VerdictKind::Fail, "graph_count " + std::to_string(g) +
                                    " in mode C, where the block compiles as one graph (graph_count 1)");
@@ -122,31 +123,31 @@ void check_mode_c(Ctx& c, const json& rank, const std::vector<std::string>& decl
       c.add(VerdictKind::Fail, "graph_count " + std::to_string(g) + " with " + std::to_string(n) +
                                    " break(s): more graphs than its breaks make");
   }
-  const json* rc = field(rank, "recompile_count");
-  if (!field(rank, "recompiles") && rc && rc->is_number_integer() && rc->get<long long>() != 0)
-    c.add(VerdictKind::Fail, "recompile_count " + rc->dump() +
+  if (!rank.recompiles && rank.recompile_count && *rank.recompile_count != 0)
+    c.add(VerdictKind::Fail, "recompile_count " + std::to_string(*rank.recompile_count) +
                                  " in mode C: a graph compiled again (a guard failed on a later call; "
                                  "FUSEGATE_LOGS=recompiles says which)");
 }
 
 }  // namespace
 
-std::vector<Finding> invariant_findings(const json& run) {
+std::vector<Finding> invariant_findings(const record::RunRecord& run) {
   std::vector<Finding> out;
-  const bool mode_c = text_of(run, "mode") == "C";
-  for (auto& [id, r] : ranks_by_id(run)) {
+  const bool mode_c = run.mode.value_or("") == "C";
+  for (auto& [id, r] : record::ranks_by_id(run)) {
     Ctx c{"rank " + std::to_string(id), "", &out};
     check_accuracy(c, *r);
     check_recompiles(c, *r);
-    std::vector<std::string> declared;
-    for (const json& d : array_of(*r, "expected_breaks")) declared.push_back(text_of(&d));
-    if (mode_c) check_mode_c(c, *r, declared);
+    if (mode_c) check_mode_c(c, *r, r->expected_breaks.value_or(std::vector<std::string>{}));
   }
   for (Finding& f : cross_rank_findings(run)) out.push_back(std::move(f));
   return out;
 }
 
-std::vector<Finding> cross_rank_findings(const json& run) {
+std::vector<Finding> invariant_findings(const json& run) { return invariant_findings(record::from_json(run)); }
+
+std::vector<Finding> cross_rank_findings(const record::RunRecord& run) {
+  using namespace record;
   std::vector<Finding> out;
   auto ranks = ranks_by_id(run);
   if (ranks.size() < 2) return out;
@@ -157,33 +158,33 @@ std::vector<Finding> cross_rank_findings(const json& run) {
     std::string id = std::to_string(it->first);
     auto outs = outputs_by_name(*it->second);
     for (auto& [name, o] : ref_outputs) {
-      const json* rep = field(*o, "replicated");
-      if (!rep || !rep->is_boolean() || !rep->get<bool>()) continue;
+      if (!o->replicated.value_or(false)) continue;
       auto other = outs.find(name);
-      std::string mine = text_of(*o, "exact");
-      std::string theirs = other == outs.end() ? "(absent)" : text_of(*other->second, "exact");
+      const std::string mine = o->exact.value_or("");
+      const std::string theirs = other == outs.end() ? "(absent)" : other->second->exact.value_or("");
       if (mine != theirs)
         out.push_back({VerdictKind::Fail, "output " + name + " is replicated but rank " + id +
                                               " differs from rank " + ref + " (exact " + mine +
                                               " vs " + theirs + ")"});
     }
-    const json* ha = field(*first->second, "hashes");
-    const json* hb = field(*it->second, "hashes");
-    if (!ha || !hb || *ha == *hb) continue;
+    const auto& ha = first->second->hashes;
+    const auto& hb = it->second->hashes;
+    if (!ha || !hb) continue;
+    struct Which {
+      std::optional<std::string> Hashes::*hash;
+      const char* name;
+    };
     std::vector<std::string> which;
-    if (ha->is_object() && hb->is_object()) {
-      json keys = json::object();
-      for (auto k = ha->begin(); k != ha->end(); ++k) keys[k.key()] = true;
-      for (auto k = hb->begin(); k != hb->end(); ++k) keys[k.key()] = true;
-      for (auto k = keys.begin(); k != keys.end(); ++k)
-        if (text_of(*ha, k.key().c_str()) != text_of(*hb, k.key().c_str()))
-          which.push_back(k.key());
-    }
-    if (which.empty()) which.push_back("graphs/decisions/collectives");
+    for (const Which& w : {Which{&Hashes::collectives, "collectives"}, Which{&Hashes::decisions, "decisions"},
+                           Which{&Hashes::graphs, "graphs"}})
+      if ((*ha).*w.hash != (*hb).*w.hash) which.push_back(w.name);
+    if (which.empty()) continue;
     out.push_back({VerdictKind::Fail, "rank " + id + " compiled different " + join(which, "/") +
                                           " than rank " + ref + " (NCCL would hang)"});
   }
   return out;
 }
+
+std::vector<Finding> cross_rank_findings(const json& run) { return cross_rank_findings(record::from_json(run)); }
 
 }  // namespace fg
