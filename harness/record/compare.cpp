@@ -288,10 +288,10 @@ std::string ledger_entry_text(const record::LedgerEntry& entry, bool with_source
   return nodes_key(entry) + (score.empty() ? "" : " score (" + score + ")") + (at.empty() ? "" : " at " + at);
 }
 
-std::string ledger_source_text(const json& entry) { return ledger_source_text(record::ledger_entry_from_json(entry)); }
+std::string ledger_source_text(const json& entry) { return ledger_source_text(record::part_from_json<record::LedgerEntry>(entry)); }
 
 std::string ledger_entry_text(const json& entry, bool with_source) {
-  return ledger_entry_text(record::ledger_entry_from_json(entry), with_source);
+  return ledger_entry_text(record::part_from_json<record::LedgerEntry>(entry), with_source);
 }
 
 namespace {

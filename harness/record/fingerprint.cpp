@@ -139,7 +139,7 @@ bool fingerprints_close(const record::Fingerprint& a, const record::Fingerprint&
 }
 
 bool fingerprints_close(const json& a, const json& b, std::string* why) {
-  return fingerprints_close(record::fingerprint_from_json(a), record::fingerprint_from_json(b), why);
+  return fingerprints_close(record::part_from_json<record::Fingerprint>(a), record::part_from_json<record::Fingerprint>(b), why);
 }
 
 Verdict compare_across_worlds(const record::RunRecord& base, const record::RunRecord& other,

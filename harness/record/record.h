@@ -142,8 +142,25 @@ struct GemmChoice {
 // A TP residual site's placement (max-autotune on cuda).
 struct ResidualPlacement {
   std::string site, placement;  // "gemm" or "apart"
-  std::optional<std::string> source, how;
+  std::optional<std::string> source, how, apart_faster_rounds;
   std::optional<double> gemm_ms, apart_ms;
+};
+
+// What a forward spent on the GPU, where the device gave it (cuda, after
+// --warmup-ms): a figure it did not give is left out, never 0; `why` in
+// place of the figures where none was read.
+struct Energy {
+  std::optional<long long> forwards, counter_periods, sm_mhz;
+  std::optional<double> ms, mj_per_forward, watts, read_over_ms, power_limit_w;
+  std::optional<std::string> clock_reasons, why;
+};
+
+// The run's timings (a golden keeps none: they vary run to run).
+struct Times {
+  std::optional<double> compile, forward_median, forward_min;
+  std::optional<long long> iters;
+  std::optional<std::string> how;
+  std::optional<Energy> energy;
 };
 
 struct RankRecord {
@@ -166,6 +183,8 @@ struct RankRecord {
   std::optional<std::vector<GemmAlgo>> gemm_algos;
   std::optional<std::vector<GemmChoice>> gemm_choices;
   std::optional<std::vector<ResidualPlacement>> residual_placement;
+  std::optional<std::vector<std::string>> device_kernels_outside_launches;  // "launch: kernel"
+  std::optional<Times> times_ms;
 };
 
 struct RunRecord {
@@ -190,9 +209,11 @@ struct RecordError : std::runtime_error {
 // keys the types do not define are left alone. A value of another type
 // throws RecordError.
 RunRecord from_json(const nlohmann::json& j);
-// One ledger entry, one fingerprint (for the readers that hold only that).
-LedgerEntry ledger_entry_from_json(const nlohmann::json& j);
-Fingerprint fingerprint_from_json(const nlohmann::json& j);
+// One part of a record read or written alone (a rank's record, a ledger
+// entry, a fingerprint, a list of GEMM algorithms ...): instantiated for
+// each type above and each list a rank record holds.
+template <class T> T part_from_json(const nlohmann::json& j);
+template <class T> nlohmann::json part_to_json(const T& v);
 // Writes every field that is set, nothing else.
 nlohmann::json to_json(const RunRecord& r);
 

@@ -140,7 +140,28 @@ template <class V> void visit(V& v, ResidualPlacement& x) {
   v("source", x.source);
   v("gemm_ms", x.gemm_ms);
   v("apart_ms", x.apart_ms);
+  v("apart_faster_rounds", x.apart_faster_rounds);
   v("how", x.how);
+}
+template <class V> void visit(V& v, Energy& x) {
+  v("forwards", x.forwards);
+  v("ms", x.ms);
+  v("mj_per_forward", x.mj_per_forward);
+  v("watts", x.watts);
+  v("read_over_ms", x.read_over_ms);
+  v("counter_periods", x.counter_periods);
+  v("power_limit_w", x.power_limit_w);
+  v("sm_mhz", x.sm_mhz);
+  v("clock_reasons", x.clock_reasons);
+  v("why", x.why);
+}
+template <class V> void visit(V& v, Times& x) {
+  v("compile", x.compile);
+  v("forward_median", x.forward_median);
+  v("forward_min", x.forward_min);
+  v("iters", x.iters);
+  v("how", x.how);
+  v("energy", x.energy);
 }
 template <class V> void visit(V& v, RankRecord& x) {
   v("rank", x.rank, Need::Required);
@@ -166,6 +187,8 @@ template <class V> void visit(V& v, RankRecord& x) {
   v("gemm_algos", x.gemm_algos);
   v("gemm_choices", x.gemm_choices);
   v("residual_placement", x.residual_placement);
+  v("device_kernels_outside_launches", x.device_kernels_outside_launches);
+  v("times_ms", x.times_ms);
 }
 template <class V> void visit(V& v, RunRecord& x) {
   v("format_version", x.format_version, Need::Required);
@@ -373,17 +396,26 @@ RunRecord from_json(const json& j) {
   return r;
 }
 
-LedgerEntry ledger_entry_from_json(const json& j) {
-  LedgerEntry e;
-  read(j, "", e);
-  return e;
+template <class T> T part_from_json(const json& j) {
+  T v{};
+  read(j, "", v);
+  return v;
 }
+template <class T> json part_to_json(const T& v) { return write(v); }
 
-Fingerprint fingerprint_from_json(const json& j) {
-  Fingerprint f;
-  read(j, "", f);
-  return f;
-}
+#define FG_RECORD_PART(T)                     \
+  template T part_from_json<T>(const json&); \
+  template json part_to_json<T>(const T&);
+FG_RECORD_PART(RankRecord)
+FG_RECORD_PART(LedgerEntry)
+FG_RECORD_PART(Fingerprint)
+FG_RECORD_PART(AccuracyOutput)
+FG_RECORD_PART(Accuracy)
+FG_RECORD_PART(std::vector<FastPathStatus>)
+FG_RECORD_PART(std::vector<GemmAlgo>)
+FG_RECORD_PART(std::vector<GemmChoice>)
+FG_RECORD_PART(std::vector<ResidualPlacement>)
+#undef FG_RECORD_PART
 
 json to_json(const RunRecord& r) { return write(r); }
 

@@ -46,28 +46,28 @@ std::string exact_digest(const at::Tensor& t) {
   return buf;
 }
 
-nlohmann::json fingerprint(const at::Tensor& t) {
+record::Fingerprint fingerprint(const at::Tensor& t) {
   at::Tensor d = t.to(at::kDouble).contiguous().flatten();
   at::Tensor finite = at::isfinite(d);
   at::Tensor f = d.masked_select(finite);
-  nlohmann::json j;
-  j["dtype"] = short_name(t.scalar_type());
-  j["shape"] = std::vector<int64_t>(t.sizes().begin(), t.sizes().end());
-  j["numel"] = t.numel();
-  j["sum"] = f.numel() ? f.sum().item<double>() : 0.0;
-  j["sumsq"] = f.numel() ? (f * f).sum().item<double>() : 0.0;
-  j["max_abs"] = f.numel() ? f.abs().max().item<double>() : 0.0;
-  j["nan"] = at::isnan(d).sum().item<int64_t>();
-  j["inf"] = at::isinf(d).sum().item<int64_t>();
+  record::Fingerprint fp;
+  fp.dtype = short_name(t.scalar_type());
+  fp.shape = std::vector<long long>(t.sizes().begin(), t.sizes().end());
+  fp.numel = t.numel();
+  fp.sum = f.numel() ? f.sum().item<double>() : 0.0;
+  fp.sumsq = f.numel() ? (f * f).sum().item<double>() : 0.0;
+  fp.max_abs = f.numel() ? f.abs().max().item<double>() : 0.0;
+  fp.nan = at::isnan(d).sum().item<int64_t>();
+  fp.inf = at::isinf(d).sum().item<int64_t>();
   std::vector<double> samples;
   int64_t n = d.numel();
   for (int k = 0; k < 8 && n > 0; ++k) samples.push_back(d[(n - 1) * k / 7].item<double>());
-  j["samples"] = samples;
-  return j;
+  fp.samples = samples;
+  return fp;
 }
 
-nlohmann::json judge_accuracy(const std::string& name, const at::Tensor& cand, const at::Tensor& eager,
-                              const at::Tensor& fp64) {
+record::AccuracyOutput judge_accuracy(const std::string& name, const at::Tensor& cand, const at::Tensor& eager,
+                                      const at::Tensor& fp64) {
   auto [rtol, atol] = tolerances(cand.scalar_type());
   at::Tensor c = cand.to(at::kDouble), e = eager.to(at::kDouble), r = fp64.to(at::kDouble);
   double rmse_c = std::sqrt((c - r).pow(2).mean().item<double>());
@@ -77,14 +77,14 @@ nlohmann::json judge_accuracy(const std::string& name, const at::Tensor& cand, c
   double mult = low ? 3.0 : 2.0;
   bool close = at::allclose(c, e, rtol, atol);
   bool rmse_ok = rmse_c <= mult * rmse_e + rtol / 10;
-  nlohmann::json j;
-  j["name"] = name;
-  j["rmse_vs_fp64"] = rmse_c;
-  j["eager_rmse_vs_fp64"] = rmse_e;
-  j["max_abs_vs_eager"] = max_abs;
-  j["allclose_eager"] = close;
-  j["pass"] = close || rmse_ok;
-  return j;
+  record::AccuracyOutput a;
+  a.name = name;
+  a.rmse_vs_fp64 = rmse_c;
+  a.eager_rmse_vs_fp64 = rmse_e;
+  a.max_abs_vs_eager = max_abs;
+  a.allclose_eager = close;
+  a.pass = close || rmse_ok;
+  return a;
 }
 
 }  // namespace fg

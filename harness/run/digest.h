@@ -3,16 +3,17 @@
 // few sampled values), and the accuracy judgement against an fp64 run.
 #pragma once
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
+
+#include "harness/record/record.h"
 
 namespace fg {
 
 std::string exact_digest(const at::Tensor& t);
-nlohmann::json fingerprint(const at::Tensor& t);
+record::Fingerprint fingerprint(const at::Tensor& t);
 // Candidate and eager outputs judged against the fp64 run: passes when
 // RMSE(candidate, fp64) <= m * RMSE(eager, fp64) + rtol/10 (m = 3 for
 // bf16/f16, else 2), or when candidate and eager are allclose.
-nlohmann::json judge_accuracy(const std::string& name, const at::Tensor& cand, const at::Tensor& eager,
-                              const at::Tensor& fp64);
+record::AccuracyOutput judge_accuracy(const std::string& name, const at::Tensor& cand, const at::Tensor& eager,
+                                      const at::Tensor& fp64);
 
 }  // namespace fg

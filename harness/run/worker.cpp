@@ -39,6 +39,7 @@
 #include "harness/run/tuning.h"
 #include "harness/run/profile.h"
 #include "harness/record/proofs.h"
+#include "harness/record/record.h"
 #include "harness/run/run.h"
 #include "kernels/collectives/collectives.h"
 #include "kernels/cpu/gemm_choice.h"
@@ -149,6 +150,22 @@ at::Tensor gather_shards(Collectives& coll, const at::Tensor& local, const Shard
     at += full / w;
   }
   return at::cat(parts, 0).movedim(0, d).contiguous();
+}
+
+}  // namespace
+
+namespace {
+
+// A part of the record made elsewhere as JSON (the fast paths' statuses,
+// the GEMM and placement tables), taken into the record's types: a field
+// the types would drop is a fusegate bug, said at once rather than lost.
+template <class T> T typed_part(const nlohmann::json& j, const char* what) {
+  T v = record::part_from_json<T>(j);
+  const std::string back = record::part_to_json(v).dump();
+  if (back != j.dump())
+    throw InternalError(std::string("the record's types (harness/record/record.h) do not hold all of ") + what +
+                        ": " + j.dump().substr(0, 300) + " reads back as " + back.substr(0, 300));
+  return v;
 }
 
 }  // namespace
@@ -364,14 +381,14 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   }
 
 
-  nlohmann::json j;
-  j["rank"] = rank;
-  j["graph_count"] = res.graph_count;
-  j["graph_break_count"] = static_cast<int>(res.breaks.size());
-  j["breaks"] = nlohmann::json::array();
-  for (const auto& b : res.breaks) j["breaks"].push_back({{"reason", b.reason}, {"location", b.loc.str()}});
+  // the rank's record, as a value (harness/record/record.h)
+  record::RankRecord rec;
+  rec.rank = rank;
+  rec.graph_count = res.graph_count;
+  rec.graph_break_count = static_cast<long long>(res.breaks.size());
+  for (const auto& b : res.breaks) rec.breaks.push_back({b.reason, b.loc.str()});
   // what the repro declares of mode C (harness/record/compare.h invariant_findings)
-  if (mode == Mode::Compiled && !r->expected_breaks.empty()) j["expected_breaks"] = r->expected_breaks;
+  if (mode == Mode::Compiled && !r->expected_breaks.empty()) rec.expected_breaks = r->expected_breaks;
   if (r->reshaped_inputs && mode != Mode::Eager) {
     // recompiles as a driven invariant: the same forward, same shapes, then
     // a changed sequence length (the record's `recompiles`)
@@ -383,59 +400,65 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     for (const auto& s : r->reshaped_inputs(spec.world))
       reshaped[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
     forward(*r, mode, ex, reshaped, false);
-    j["recompiles"] = {{"same_shapes", same},
-                       {"changed_shapes", ex.recompile_count() - before - same},
-                       {"guard", ex.last_failed_guard()}};
+    rec.recompiles = record::Recompiles{same, ex.recompile_count() - before - same, ex.last_failed_guard()};
   }
-  j["recompile_count"] = ex.recompile_count();
-  j["kernel_count"] = static_cast<int>(launches.size());
-  nlohmann::json by_kind = {{"poi", 0}, {"red", 0}, {"per", 0}, {"tem", 0}, {"extern", 0}, {"collective", 0},
-                            {"fast_path", 0}};
-  j["kernels"] = nlohmann::json::array();
+  rec.recompile_count = ex.recompile_count();
+  rec.kernel_count = static_cast<long long>(launches.size());
+  std::map<std::string, long long> by_kind = {{"poi", 0},    {"red", 0},        {"per", 0},      {"tem", 0},
+                                              {"extern", 0}, {"collective", 0}, {"fast_path", 0}};
   for (const auto& l : launches) {
-    by_kind[l.kind] = by_kind[l.kind].get<int>() + 1;
-    j["kernels"].push_back({{"name", l.name}, {"kind", l.kind}, {"ops", l.ops}, {"graph", l.graph}});
+    ++by_kind[l.kind];
+    record::Launch k;
+    k.name = l.name;
+    k.kind = l.kind;
+    k.ops = l.ops;
+    k.graph = l.graph;
+    rec.kernels.push_back(std::move(k));
   }
-  j["kernel_count_by_kind"] = by_kind;
+  rec.kernel_count_by_kind = by_kind;
   // what really ran: the figure that sees an extern launching 15 kernels
   if (cuda) {
     if (probe_why.empty()) {
-      int dev = 0;
+      long long dev = 0;
       for (size_t i = 0; i < launches.size(); ++i) {
-        dev += static_cast<int>(launches[i].device_kernels.size());
-        j["kernels"][i]["device_kernels"] = launches[i].device_kernels;
+        dev += static_cast<long long>(launches[i].device_kernels.size());
+        rec.kernels[i].device_kernels = launches[i].device_kernels;
       }
-      if (!between.empty()) j["device_kernels_outside_launches"] = between;
-      j["device_kernel_count"] = dev + static_cast<int>(between.size());
+      if (!between.empty()) rec.device_kernels_outside_launches = between;
+      rec.device_kernel_count = dev + static_cast<long long>(between.size());
     } else {
-      j["device_kernels_not_counted"] = probe_why;
+      rec.device_kernels_not_counted = probe_why;
     }
   } else if (!probe_why.empty()) {
-    j["aten_ops_not_counted"] = probe_why;
+    rec.aten_ops_not_counted = probe_why;
   } else {
-    int calls = 0;
+    long long calls = 0;
     // externs and collectives: a generated kernel dispatches no ATen
     // operator (its output's allocation is fusegate's, not the kernel's)
     for (size_t i = 0; i < launches.size(); ++i) {
       if (launches[i].aten_ops.empty() || (launches[i].kind != "extern" && launches[i].kind != "collective")) continue;
-      j["kernels"][i]["aten_ops"] = launches[i].aten_ops;
+      rec.kernels[i].aten_ops = std::map<std::string, long long>(launches[i].aten_ops.begin(),
+                                                                 launches[i].aten_ops.end());
       for (const auto& [name, n] : launches[i].aten_ops) calls += n;
     }
-    j["aten_op_count"] = calls;
+    rec.aten_op_count = calls;
   }
-  j["fast_paths"] = fast_path_statuses(graphs_run, spec.fast_paths, {});
-  j["ledger"] = nlohmann::json::array();
+  rec.fast_paths = typed_part<std::vector<record::FastPathStatus>>(
+      fast_path_statuses(graphs_run, spec.fast_paths, {}), "fast_paths");
+  rec.ledger.emplace();
   std::string decisions;
   int gi = 0;
   for (const CompiledGraphRt* g : graphs_run) {
     for (const auto& e : g->prog.schedule.ledger) {
-      j["ledger"].push_back({{"graph", gi},
-                             {"nodes", {e.first, e.second}},
-                             {"score", {e.score[0], e.score[1], e.score[2], e.score[3]}},
-                             {"outcome", e.fused ? "fused" : "rejected"},
-                             {"reason", reject_code(e.reason)},
-                             {"round", e.round}});
-      if (!e.source.empty()) j["ledger"].back()["source"] = e.source;
+      record::LedgerEntry le;
+      le.graph = gi;
+      le.nodes = {e.first, e.second};
+      le.score = std::vector<long long>{e.score[0], e.score[1], e.score[2], e.score[3]};
+      le.outcome = e.fused ? "fused" : "rejected";
+      le.reason = reject_code(e.reason);
+      le.round = e.round;
+      if (!e.source.empty()) le.source = e.source;
+      rec.ledger->push_back(std::move(le));
       decisions += e.first + "|" + e.second + "|" + (e.fused ? "1" : "0") + ";";
     }
     // codegen variants (FUSEGATE_BISECT=codegen_variants): the generated
@@ -449,36 +472,42 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
         nodes += (nodes.empty() ? "" : "+") + sn.name;
         where.add_source(sn.lines);
       }
-      nlohmann::json v = {{"graph", gi}, {"kernel", k.name}, {"nodes", {nodes}}, {"variant", "chunked"}};
-      if (!where.source.empty()) v["source"] = where.source;
-      j["codegen_variants"].push_back(v);
+      record::CodegenVariant v;
+      v.graph = gi;
+      v.kernel = k.name;
+      v.nodes = {nodes};
+      v.variant = "chunked";
+      if (!where.source.empty()) v.source = where.source;
+      if (!rec.codegen_variants) rec.codegen_variants.emplace();
+      rec.codegen_variants->push_back(std::move(v));
     }
     ++gi;
   }
   // GEMM algorithm choices (max-autotune on cuda): made at run time per
   // shape, after the compile, so kept beside the ledger rather than in it
-  if (tune_gemms) j["gemm_algos"] = nlohmann::json::parse(gemm_tuning_record());
-  if (gemm_choices) j["gemm_choices"] = *gemm_choices;
-  if (placement) j["residual_placement"] = *placement;
+  if (tune_gemms)
+    rec.gemm_algos = typed_part<std::vector<record::GemmAlgo>>(nlohmann::json::parse(gemm_tuning_record()), "gemm_algos");
+  if (gemm_choices) rec.gemm_choices = typed_part<std::vector<record::GemmChoice>>(*gemm_choices, "gemm_choices");
+  if (placement)
+    rec.residual_placement = typed_part<std::vector<record::ResidualPlacement>>(*placement, "residual_placement");
   std::string graphs;
   for (const auto& h : res.graph_hashes) graphs += h + ";";
-  j["hashes"] = {{"graphs", hash_text(graphs)}, {"decisions", hash_text(decisions)}, {"collectives", hash_text(collectives)}};
+  rec.hashes = record::Hashes{hash_text(graphs), hash_text(decisions), hash_text(collectives)};
 
-  j["outputs"] = nlohmann::json::array();
   for (size_t i = 0; i < res.outputs.size(); ++i) {
-    std::string name = i < r->outputs.size() ? r->outputs[i] : "out" + std::to_string(i);
+    record::OutputDigest o;
+    o.name = i < r->outputs.size() ? r->outputs[i] : "out" + std::to_string(i);
     const Sharding shard = i < r->output_shards.size() ? r->output_shards[i] : Sharding{};
-    j["outputs"].push_back({{"name", name},
-                            {"replicated", r->replicated_outputs && shard.replicated()},
-                            {"exact", exact_digest(res.outputs[i])},
-                            {"fingerprint", fingerprint(res.outputs[i])}});
+    o.replicated = r->replicated_outputs && shard.replicated();
+    o.exact = exact_digest(res.outputs[i]);
+    o.fingerprint = fingerprint(res.outputs[i]);
     // a shard: the whole output, gathered from every rank, is what compares
     // with world size 1 (every rank gathers, in output order)
     if (r->replicated_outputs && !shard.replicated() && spec.world > 1) {
       at::Tensor whole = gather_shards(coll, res.outputs[i].to(ex.device()), shard).cpu();
-      j["outputs"].back()["gathered"] = {
-          {"shard", shard.dim}, {"exact", exact_digest(whole)}, {"fingerprint", fingerprint(whole)}};
+      o.gathered = record::Gathered{shard.dim, exact_digest(whole), fingerprint(whole)};
     }
+    rec.outputs.push_back(std::move(o));
   }
   if (mode != Mode::Eager) {
     // the references: eager on the same inputs, and the same program in fp64
@@ -487,38 +516,42 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     ForwardResult eager = forward(*r, Mode::Eager, eager_ex, inputs, false);
     AtenExecutor fp64_ex(&coll, rank, spec.world, policy, /*upcast_fp64=*/true, spec.backend);
     ForwardResult fp64 = forward(*r, Mode::Eager, fp64_ex, inputs, true);
-    nlohmann::json acc = {{"status", "pass"}, {"outputs", nlohmann::json::array()}};
+    record::Accuracy acc;
+    acc.status = "pass";
     for (size_t i = 0; i < res.outputs.size(); ++i) {
-      nlohmann::json a = judge_accuracy(j["outputs"][i]["name"], res.outputs[i], eager.outputs[i], fp64.outputs[i]);
-      if (!a["pass"].get<bool>()) acc["status"] = "fail";
-      acc["outputs"].push_back(a);
+      acc.outputs.push_back(judge_accuracy(rec.outputs[i].name, res.outputs[i], eager.outputs[i], fp64.outputs[i]));
+      if (!*acc.outputs.back().pass) acc.status = "fail";
     }
-    j["accuracy"] = acc;
+    rec.accuracy = acc;
   }
   std::sort(times.begin(), times.end());
-  j["times_ms"] = {{"compile", ex.compile_ms()},
-                   {"forward_median", times[times.size() / 2]},
-                   {"forward_min", times.front()},
-                   {"iters", static_cast<int>(times.size())},
-                   {"how", timing_note + (cuda ? "; CUDA events" : "; host clock")}};
+  record::Times t;
+  t.compile = ex.compile_ms();
+  t.forward_median = times[times.size() / 2];
+  t.forward_min = times.front();
+  t.iters = static_cast<long long>(times.size());
+  t.how = timing_note + (cuda ? "; CUDA events" : "; host clock");
   if (cuda && energy.steps > 0) {
-    nlohmann::json e = {{"forwards", energy.steps}};
+    record::Energy e;
+    e.forwards = energy.steps;
     if (energy.why.empty()) {
-      e["ms"] = energy.ms;
-      e["mj_per_forward"] = energy.watts * energy.ms / energy.steps;  // W x ms = mJ
-      e["watts"] = energy.watts;
+      e.ms = energy.ms;
+      e.mj_per_forward = energy.watts * energy.ms / energy.steps;  // W x ms = mJ
+      e.watts = energy.watts;
       // the span of the counter's steps the power was read over
-      e["read_over_ms"] = energy.read_over_ms;
-      e["counter_periods"] = energy.counter_periods;
+      e.read_over_ms = energy.read_over_ms;
+      e.counter_periods = energy.counter_periods;
       // a figure the device did not give is left out, never written as 0
-      if (energy.power_limit_w > 0) e["power_limit_w"] = energy.power_limit_w;
-      if (energy.sm_mhz > 0) e["sm_mhz"] = energy.sm_mhz;
-      if (!energy.clock_reasons.empty()) e["clock_reasons"] = energy.clock_reasons;
+      if (energy.power_limit_w > 0) e.power_limit_w = energy.power_limit_w;
+      if (energy.sm_mhz > 0) e.sm_mhz = energy.sm_mhz;
+      if (!energy.clock_reasons.empty()) e.clock_reasons = energy.clock_reasons;
     } else {
-      e["why"] = energy.why;  // never a figure that was not read
+      e.why = energy.why;  // never a figure that was not read
     }
-    j["times_ms"]["energy"] = e;
+    t.energy = e;
   }
+  rec.times_ms = t;
+  const nlohmann::json j = record::part_to_json(rec);
   write_atomic(out_path, j.dump(2) + "\n");
   progress(out_path, "done");
   coll.barrier();

@@ -192,7 +192,7 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
       at::Tensor finite = at::isfinite(eager.outputs[i]);
       if (!finite.any().item<bool>()) continue;  // nothing finite (or nothing at all) to compare
       auto keep = [&](const at::Tensor& t) { return t.masked_select(finite); };
-      nlohmann::json a = judge_accuracy(out, keep(c.outputs[i]), keep(eager.outputs[i]), keep(fp64.outputs[i]));
+      const record::AccuracyOutput a = judge_accuracy(out, keep(c.outputs[i]), keep(eager.outputs[i]), keep(fp64.outputs[i]));
       // the gate's rule has an absolute slack; a random graph's outputs span
       // many scales, so here the slack scales with the output (rtol of its
       // RMS): 2x or 3x eager's error stays the bar. A sum's rounding
@@ -212,13 +212,13 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
       const DType least = least_precise[static_cast<size_t>(g.outputs[i])];
       const bool low = least == DType::BF16 || least == DType::F16;
       const double rtol = least == DType::BF16 ? 1.6e-2 : least == DType::F16 ? 1e-3 : 1.3e-6;
-      const bool scaled_ok = a["rmse_vs_fp64"].get<double>() <=
-                             (low ? 3.0 : 2.0) * a["eager_rmse_vs_fp64"].get<double>() + rtol * rms;
-      if (!a["pass"].get<bool>() && !scaled_ok) {
+      const bool scaled_ok = *a.rmse_vs_fp64 <=
+                             (low ? 3.0 : 2.0) * *a.eager_rmse_vs_fp64 + rtol * rms;
+      if (!*a.pass && !scaled_ok) {
         char buf[200];
         std::snprintf(buf, sizeof buf, "%s: rmse vs fp64 %.3g against eager's %.3g, max |compiled - eager| %.3g",
-                      out.c_str(), a["rmse_vs_fp64"].get<double>(), a["eager_rmse_vs_fp64"].get<double>(),
-                      a["max_abs_vs_eager"].get<double>());
+                      out.c_str(), *a.rmse_vs_fp64, *a.eager_rmse_vs_fp64,
+                      *a.max_abs_vs_eager);
         f.kind = "mismatch";
         f.detail = buf;
         return f;
