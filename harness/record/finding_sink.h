@@ -1,6 +1,7 @@
 // Where the comparisons of harness/record/ put their findings: one rank's
 // findings, each prefixed with the rank, and the bless command a message
-// may offer. Private to harness/record/compare.cpp and invariants.cpp.
+// may offer. Private to harness/record/compare.cpp, compare_tables.cpp and
+// invariants.cpp.
 #pragma once
 #include <string>
 #include <vector>

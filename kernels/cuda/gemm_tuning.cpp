@@ -85,7 +85,10 @@ std::string gemm_tuning_choose(const std::string& known_text) {
       if (why.empty()) {
         e["algo"] = lt_algo_hex(a);
         e["config"] = lt_algo_text(a);
-        for (const char* f : {"choice", "candidates", "us", "top1_us"})
+        // counts as integers, times as numbers: the record reads them so
+        for (const char* f : {"choice", "candidates"})
+          if (k.contains(f) && k[f].is_number_integer()) e[f] = k[f];
+        for (const char* f : {"us", "top1_us"})
           if (k.contains(f) && k[f].is_number()) e[f] = k[f];
         if (k.contains("top1_algo") && k["top1_algo"].is_string()) e["top1_algo"] = k["top1_algo"];
         if (k.contains("forward") && k["forward"].is_object()) e["forward"] = k["forward"];
