@@ -465,8 +465,9 @@ Verdict compare_with_golden(const record::RunRecord& run, const record::RunRecor
       // say so, naming what differs: a verdict that skipped the exact
       // digests must not read as one that compared them
       const size_t n = envs ? envs->size() : 0;
-      const std::string diff = run.env ? nearest_environment_difference(envs ? *envs : std::map<std::string, Environment>{}, *run.env)
-                                       : "the run records no environment";
+      const std::string diff = !run.env ? "the run records no environment"
+                               : envs    ? nearest_environment_difference(*envs, *run.env)
+                                         : std::string();
       const std::string what = "this environment is not among the golden's " + std::to_string(n) + " (" +
                                (n > 1 ? "nearest: " : "") + diff + ")";
       if (require_exact)

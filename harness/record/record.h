@@ -6,7 +6,7 @@
 // comparisons decide what an absence means, and the golden loader
 // (harness/record/golden.h) which fields a golden must hold.
 //
-// Each type lists its fields once (`visit` in record_json.cpp); reading,
+// Each type lists its fields once (`list_fields` in record_json.cpp); reading,
 // writing and the schema test (tests/unit/harness_record_types_test.cpp, against
 // record.schema.json) follow from that list, so a field spelt differently
 // by the writer and the reader cannot compile.

@@ -1,6 +1,7 @@
-// The record types' one list of fields (`visit`), and what follows from it:
-// reading JSON, writing it, and the shape the schema test compares with
-// record.schema.json (harness/record/record.h).
+// The record types' one list of fields (`list_fields`: not `visit`, which
+// argument-dependent lookup would also find as std::visit), and what follows
+// from it: reading JSON, writing it, and the shape the schema test compares
+// with record.schema.json (harness/record/record.h).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -16,11 +17,11 @@ enum class Need { Optional, Required };
 
 // -- the fields, once ---------------------------------------------------------
 
-template <class V> void visit(V& v, Break& x) {
+template <class V> void list_fields(V& v, Break& x) {
   v("reason", x.reason, Need::Required);
   v("location", x.location, Need::Required);
 }
-template <class V> void visit(V& v, Launch& x) {
+template <class V> void list_fields(V& v, Launch& x) {
   v("name", x.name, Need::Required);
   v("kind", x.kind, Need::Required);
   v("ops", x.ops);
@@ -28,7 +29,7 @@ template <class V> void visit(V& v, Launch& x) {
   v("device_kernels", x.device_kernels);
   v("aten_ops", x.aten_ops);
 }
-template <class V> void visit(V& v, Fingerprint& x) {
+template <class V> void list_fields(V& v, Fingerprint& x) {
   v("dtype", x.dtype);
   v("shape", x.shape);
   v("numel", x.numel);
@@ -39,19 +40,19 @@ template <class V> void visit(V& v, Fingerprint& x) {
   v("max_abs", x.max_abs);
   v("samples", x.samples);
 }
-template <class V> void visit(V& v, Gathered& x) {
+template <class V> void list_fields(V& v, Gathered& x) {
   v("shard", x.shard, Need::Required);
   v("exact", x.exact);
   v("fingerprint", x.fingerprint, Need::Required);
 }
-template <class V> void visit(V& v, OutputDigest& x) {
+template <class V> void list_fields(V& v, OutputDigest& x) {
   v("name", x.name, Need::Required);
   v.exact("exact", x.exact, x.exact_by_environment);
   v("replicated", x.replicated);
   v("fingerprint", x.fingerprint, Need::Required);
   v("gathered", x.gathered);
 }
-template <class V> void visit(V& v, LedgerEntry& x) {
+template <class V> void list_fields(V& v, LedgerEntry& x) {
   v("nodes", x.nodes, Need::Required);
   v("outcome", x.outcome, Need::Required);
   v("reason", x.reason);
@@ -60,17 +61,17 @@ template <class V> void visit(V& v, LedgerEntry& x) {
   v("round", x.round);
   v("source", x.source);
 }
-template <class V> void visit(V& v, FastPathStatus& x) {
+template <class V> void list_fields(V& v, FastPathStatus& x) {
   v("name", x.name, Need::Required);
   v("status", x.status, Need::Required);
   v("shape_classes", x.shape_classes);
 }
-template <class V> void visit(V& v, Hashes& x) {
+template <class V> void list_fields(V& v, Hashes& x) {
   v("graphs", x.graphs, Need::Required);
   v("decisions", x.decisions, Need::Required);
   v("collectives", x.collectives, Need::Required);
 }
-template <class V> void visit(V& v, AccuracyOutput& x) {
+template <class V> void list_fields(V& v, AccuracyOutput& x) {
   v("name", x.name, Need::Required);
   v("pass", x.pass);
   v("allclose_eager", x.allclose_eager);
@@ -78,23 +79,23 @@ template <class V> void visit(V& v, AccuracyOutput& x) {
   v("eager_rmse_vs_fp64", x.eager_rmse_vs_fp64);
   v("max_abs_vs_eager", x.max_abs_vs_eager);
 }
-template <class V> void visit(V& v, Accuracy& x) {
+template <class V> void list_fields(V& v, Accuracy& x) {
   v("status", x.status);
   v("outputs", x.outputs);
 }
-template <class V> void visit(V& v, Recompiles& x) {
+template <class V> void list_fields(V& v, Recompiles& x) {
   v("same_shapes", x.same_shapes, Need::Required);
   v("changed_shapes", x.changed_shapes, Need::Required);
   v("guard", x.guard);
 }
-template <class V> void visit(V& v, CodegenVariant& x) {
+template <class V> void list_fields(V& v, CodegenVariant& x) {
   v("graph", x.graph);
   v("kernel", x.kernel);
   v("variant", x.variant);
   v("nodes", x.nodes);
   v("source", x.source);
 }
-template <class V> void visit(V& v, GemmForward& x) {
+template <class V> void list_fields(V& v, GemmForward& x) {
   v("how", x.how);
   v("graph", x.graph);
   v("checked", x.checked);
@@ -105,7 +106,7 @@ template <class V> void visit(V& v, GemmForward& x) {
   v("top1_ms", x.top1_ms, Need::Required);
   v("kept", x.kept, Need::Required);
 }
-template <class V> void visit(V& v, GemmAlgo& x) {
+template <class V> void list_fields(V& v, GemmAlgo& x) {
   v("shape", x.shape, Need::Required);
   v("source", x.source, Need::Required);
   v("type", x.type);
@@ -127,14 +128,14 @@ template <class V> void visit(V& v, GemmAlgo& x) {
   v("why", x.why);
   v("forward", x.forward);
 }
-template <class V> void visit(V& v, GemmChoice& x) {
+template <class V> void list_fields(V& v, GemmChoice& x) {
   v("shape", x.shape, Need::Required);
   v("choice", x.choice, Need::Required);
   v("source", x.source);
   v("template_us", x.template_us);
   v("library_us", x.library_us);
 }
-template <class V> void visit(V& v, ResidualPlacement& x) {
+template <class V> void list_fields(V& v, ResidualPlacement& x) {
   v("site", x.site, Need::Required);
   v("placement", x.placement, Need::Required);
   v("source", x.source);
@@ -143,7 +144,7 @@ template <class V> void visit(V& v, ResidualPlacement& x) {
   v("apart_faster_rounds", x.apart_faster_rounds);
   v("how", x.how);
 }
-template <class V> void visit(V& v, Energy& x) {
+template <class V> void list_fields(V& v, Energy& x) {
   v("forwards", x.forwards);
   v("ms", x.ms);
   v("mj_per_forward", x.mj_per_forward);
@@ -155,7 +156,7 @@ template <class V> void visit(V& v, Energy& x) {
   v("clock_reasons", x.clock_reasons);
   v("why", x.why);
 }
-template <class V> void visit(V& v, Times& x) {
+template <class V> void list_fields(V& v, Times& x) {
   v("compile", x.compile);
   v("forward_median", x.forward_median);
   v("forward_min", x.forward_min);
@@ -163,7 +164,7 @@ template <class V> void visit(V& v, Times& x) {
   v("how", x.how);
   v("energy", x.energy);
 }
-template <class V> void visit(V& v, RankRecord& x) {
+template <class V> void list_fields(V& v, RankRecord& x) {
   v("rank", x.rank, Need::Required);
   v("graph_count", x.graph_count, Need::Required);
   v("graph_break_count", x.graph_break_count, Need::Required);
@@ -190,7 +191,7 @@ template <class V> void visit(V& v, RankRecord& x) {
   v("device_kernels_outside_launches", x.device_kernels_outside_launches);
   v("times_ms", x.times_ms);
 }
-template <class V> void visit(V& v, RunRecord& x) {
+template <class V> void list_fields(V& v, RunRecord& x) {
   v("format_version", x.format_version, Need::Required);
   v("repro", x.repro, Need::Required);
   v("mode", x.mode, Need::Required);
@@ -213,7 +214,7 @@ struct Probe {
   template <class T> void operator()(const char*, T&, Need = Need::Optional) {}
   template <class A, class B> void exact(const char*, A&, B&) {}
 };
-template <class T> struct is_struct<T, std::void_t<decltype(visit(std::declval<Probe&>(), std::declval<T&>()))>>
+template <class T> struct is_struct<T, std::void_t<decltype(list_fields(std::declval<Probe&>(), std::declval<T&>()))>>
     : std::true_type {};
 
 // declared ahead: the containers' readers and writers below call them for
@@ -310,7 +311,7 @@ template <class T, std::enable_if_t<is_struct<T>::value, int>>
 void read(const json& j, const std::string& at, T& out) {
   if (!j.is_object()) mistyped(at, j, "an object");
   Reader r{j, at};
-  visit(r, out);
+  list_fields(r, out);
 }
 
 // -- writing -------------------------------------------------------------------
@@ -351,7 +352,7 @@ struct Writer {
 template <class T, std::enable_if_t<is_struct<T>::value, int>> json write(const T& v) {
   json o = json::object();
   Writer w{o};
-  visit(w, const_cast<T&>(v));  // the visitor only reads through a Writer
+  list_fields(w, const_cast<T&>(v));  // the visitor only reads through a Writer
   return o;
 }
 
@@ -383,7 +384,7 @@ inline json shape(shape_tag<bool>) { return {{"type", "boolean"}}; }
 template <class T, std::enable_if_t<is_struct<T>::value, int> = 0> json shape(shape_tag<T>) {
   Shaper s;
   T x{};
-  visit(s, x);
+  list_fields(s, x);
   return {{"type", "object"}, {"properties", s.props}, {"required", s.required}};
 }
 template <class T> json shape_of() { return shape(shape_tag<T>{}); }
