@@ -268,20 +268,20 @@ std::string golden_of_job(const Selection& sel, const Job& j) {
 // --require-fast-path: a fast path that did not run on every rank fails.
 // Eager (mode A) runs no fast path: the requirement is for compiled modes.
 // A required fast path that did not run on a rank fails the check.
-void require_fast_paths(const Selection& sel, const nlohmann::json& rec, Verdict* v) {
+void require_fast_paths(const Selection& sel, const record::RunRecord& rec, Verdict* v) {
   if (sel.require_fast_paths.empty()) return;
-  if (rec.value("mode", "") == "A") {
+  if (rec.mode.value_or("") == "A") {
     v->findings.push_back({VerdictKind::Pass, "--require-fast-path not asked of mode A (eager runs no fast path)"});
     return;
   }
   for (const auto& name : sel.require_fast_paths)
-    for (const auto& rk : rec["ranks"]) {
+    for (const auto& [rank, rk] : record::ranks_by_id(rec)) {
       std::string status = "missing from the record";
-      if (rk.contains("fast_paths"))
-        for (const auto& f : rk["fast_paths"])
-          if (f["name"] == name) status = f["status"].get<std::string>();
+      if (rk->fast_paths)
+        for (const record::FastPathStatus& f : *rk->fast_paths)
+          if (f.name == name) status = f.status;
       if (status == "used") continue;
-      v->findings.push_back({VerdictKind::Fail, "rank " + rk["rank"].dump() + ": required fast path " + name +
+      v->findings.push_back({VerdictKind::Fail, "rank " + std::to_string(rank) + ": required fast path " + name +
                                                     " did not run (" + status + ")"});
       v->kind = VerdictKind::Fail;
     }
@@ -333,11 +333,11 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
   // (bisecting old commits) must not turn a valid entry into bad input
   check_quarantine_horizon(quarantine, qpath, today_utc());
   // every golden is read (a corrupted one is bad input: exit 2) before any run
-  std::vector<std::optional<nlohmann::json>> goldens;
+  std::vector<std::optional<record::RunRecord>> goldens;
   for (const Job& j : jobs) goldens.push_back(load_golden(golden_of_job(sel, j)));
   nodes.agree("check", job_ids(jobs));
   std::vector<Verdict> verdicts;
-  std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
+  std::map<std::string, record::RunRecord> world1;  // repro/mode -> record at world size 1
   std::set<std::string> with_world1;              // repro/mode pairs the selection runs at world size 1
   for (const Job& j : jobs)
     if (j.spec.world == 1) with_world1.insert(j.spec.repro + "/" + mode_letter(j.spec.mode));
@@ -354,7 +354,7 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
     }
     std::cerr << "fusegate: running " << j.id << "\n";
     const std::string path = golden_of_job(sel, j);
-    const std::optional<nlohmann::json>& golden = goldens[i];
+    const std::optional<record::RunRecord>& golden = goldens[i];
     std::string bless = bless_command(j.spec.repro, mode_letter(j.spec.mode), j.spec.world, backend_name(sel.backend),
                                       policy_name(sel.fusion), sel.fast_paths.text(), sel.nodes.nnodes) +
                         sel.repeat_flags;
@@ -474,18 +474,17 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
     std::string path, old_text, text, said;
   };
   std::vector<Write> writes;
-  std::map<std::string, nlohmann::json> world1;  // repro/mode -> record at world size 1
+  std::map<std::string, record::RunRecord> world1;  // repro/mode -> record at world size 1
   for (size_t i = 0; i < jobs.size(); ++i) {
     const Job& j = jobs[i];
     std::cerr << "fusegate: running " << j.id << "\n";
     RunOutcome run = nodes.launch_job(j.spec, static_cast<int>(i));
     if (run.exit_code != 0) return stop(run.exit_code, j.id + ": " + run.message);
-    for (const auto& rk : run.record["ranks"])
-      for (const char* key : {"device_kernels_not_counted", "aten_ops_not_counted"})
-        if (rk.contains(key))
-          return stop(125, j.id + ": rank " + std::to_string(rk.value("rank", -1)) + " could not count what really "
-                           "runs (" + rk[key].get<std::string>() + "): a golden without that figure would vouch for "
-                           "nothing");
+    for (const auto& [rank, rk] : record::ranks_by_id(run.record))
+      for (const std::optional<std::string>* why : {&rk->device_kernels_not_counted, &rk->aten_ops_not_counted})
+        if (*why)
+          return stop(125, j.id + ": rank " + std::to_string(rank) + " could not count what really runs (" + **why +
+                               "): a golden without that figure would vouch for nothing");
     nodes.go_on(static_cast<int>(i));
     // a state `check` fails whatever its golden says is never written: a
     // golden records a good state, it does not make a broken one acceptable
@@ -504,7 +503,7 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
                          "\nfix the repro or the compiler, then bless again");
     Write w;
     w.path = golden_of_job(sel, j);
-    std::optional<nlohmann::json> old;
+    std::optional<record::RunRecord> old;
     std::string unreadable;
     if (std::filesystem::exists(w.path)) {
       std::ifstream f(w.path);
@@ -521,7 +520,7 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
     if (plan.kind == BlessPlan::Unchanged) continue;
     w.text = dump_record(plan.golden);
     if (w.text == w.old_text) continue;
-    const size_t envs = plan.golden.at("environments").size();
+    const size_t envs = plan.golden.environments ? plan.golden.environments->size() : 0;
     const std::string older = plan.unmatchable > 0 ? std::to_string(plan.unmatchable) +
                                                          " recorded under an older environment key, which no run "
                                                          "matches, dropped"

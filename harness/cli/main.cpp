@@ -437,11 +437,11 @@ int run_main(int argc, char** argv) {
     else write_atomic(out_file, text);
     int rc = 0;
     for (const auto& name : required)
-      for (const auto& rk : o.record["ranks"])
-        for (const auto& f : rk["fast_paths"])
-          if (f["name"] == name && f["status"] != "used") {
-            std::cerr << "fusegate run: required fast path " << name << " did not run on rank " << rk["rank"] << ": "
-                      << f["status"].get<std::string>() << "\n";
+      for (const auto& [rank, rk] : record::ranks_by_id(o.record))
+        for (const record::FastPathStatus& f : rk->fast_paths.value_or(std::vector<record::FastPathStatus>{}))
+          if (f.name == name && f.status != "used") {
+            std::cerr << "fusegate run: required fast path " << name << " did not run on rank " << rank << ": "
+                      << f.status << "\n";
             rc = 1;
           }
     return rc;

@@ -288,12 +288,6 @@ std::string ledger_entry_text(const record::LedgerEntry& entry, bool with_source
   return nodes_key(entry) + (score.empty() ? "" : " score (" + score + ")") + (at.empty() ? "" : " at " + at);
 }
 
-std::string ledger_source_text(const json& entry) { return ledger_source_text(record::part_from_json<record::LedgerEntry>(entry)); }
-
-std::string ledger_entry_text(const json& entry, bool with_source) {
-  return ledger_entry_text(record::part_from_json<record::LedgerEntry>(entry), with_source);
-}
-
 namespace {
 
 using namespace record;
@@ -501,14 +495,6 @@ Verdict compare_with_golden(const record::RunRecord& run, const record::RunRecor
   }
   v.kind = overall_kind(out);
   return v;
-}
-
-Verdict compare_with_golden(const json& run, const json* golden, const std::string& golden_file,
-                            const std::string& check_id, const std::string& bless_command, bool require_exact) {
-  const record::RunRecord r = record::from_json(run);
-  if (!golden) return compare_with_golden(r, nullptr, golden_file, check_id, bless_command, require_exact);
-  const record::RunRecord g = record::from_json(*golden);
-  return compare_with_golden(r, &g, golden_file, check_id, bless_command, require_exact);
 }
 
 }  // namespace fg

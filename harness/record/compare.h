@@ -2,11 +2,10 @@
 // world sizes (harness/RECORD.md has the schema; DESIGN.md "Harness outputs"
 // the meaning of each verdict).
 //
-// Each comparison reads the record's types (harness/record/record.h); the
-// overloads on JSON read it into them first (a value of another type is a
-// record::RecordError naming its path).
+// Each comparison reads the record's types (harness/record/record.h): the
+// launcher gathers a run's record as them, load_golden reads a golden into
+// them.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -49,14 +48,10 @@ VerdictKind overall_kind(const std::vector<Finding>& findings);
 Verdict compare_with_golden(const record::RunRecord& run, const record::RunRecord* golden,
                             const std::string& golden_file, const std::string& check_id,
                             const std::string& bless_command, bool require_exact = false);
-Verdict compare_with_golden(const nlohmann::json& run, const nlohmann::json* golden,
-                            const std::string& golden_file, const std::string& check_id,
-                            const std::string& bless_command, bool require_exact = false);
 
 // Checks that need no golden: replicated outputs bit-identical on every rank,
 // and every rank compiled the same graphs, decisions and collectives.
 std::vector<Finding> cross_rank_findings(const record::RunRecord& run);
-std::vector<Finding> cross_rank_findings(const nlohmann::json& run);
 
 // Everything a run must hold whatever its golden says
 // (docs/ARCHITECTURE.md, "Invariants on their own"): accuracy against eager and fp64, the
@@ -65,30 +60,24 @@ std::vector<Finding> cross_rank_findings(const nlohmann::json& run);
 // record's `expected_breaks`), and cross_rank_findings. `check` fails a violation
 // even against a golden that recorded it; `bless` refuses to write one.
 std::vector<Finding> invariant_findings(const record::RunRecord& run);
-std::vector<Finding> invariant_findings(const nlohmann::json& run);
 
 // Two output fingerprints (RECORD.md "fingerprint") equal within the
 // tolerance of their dtype; `why` (may be null) gets the first figure that
 // is not, with both values.
 bool fingerprints_close(const record::Fingerprint& a, const record::Fingerprint& b, std::string* why);
-bool fingerprints_close(const nlohmann::json& a, const nlohmann::json& b, std::string* why);
 
 // Rank 0's outputs at another world size against the world-1 record, matched
 // by name. Outputs the other run marks "replicated": false are shards, which
 // cannot be compared with the whole tensor; they are reported, not judged.
 Verdict compare_across_worlds(const record::RunRecord& base, const record::RunRecord& other,
                               const std::string& check_id);
-Verdict compare_across_worlds(const nlohmann::json& base, const nlohmann::json& other,
-                              const std::string& check_id);
 
 // A ledger entry as a reader needs it: "buf2+buf4 score (2, 0, 66048, -1)
 // at repros/x.cpp:17-21 (norm)" (no "at" when the record has no source, or
 // `with_source` is false).
 std::string ledger_entry_text(const record::LedgerEntry& entry, bool with_source = true);
-std::string ledger_entry_text(const nlohmann::json& entry, bool with_source = true);
 // Only the "at ..." part ("" without source): consecutive lines of one
 // function as a range, functions separated by "; ".
 std::string ledger_source_text(const record::LedgerEntry& entry);
-std::string ledger_source_text(const nlohmann::json& entry);
 
 }  // namespace fg

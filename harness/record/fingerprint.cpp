@@ -138,10 +138,6 @@ bool fingerprints_close(const record::Fingerprint& a, const record::Fingerprint&
   return true;
 }
 
-bool fingerprints_close(const json& a, const json& b, std::string* why) {
-  return fingerprints_close(record::part_from_json<record::Fingerprint>(a), record::part_from_json<record::Fingerprint>(b), why);
-}
-
 Verdict compare_across_worlds(const record::RunRecord& base, const record::RunRecord& other,
                               const std::string& check_id) {
   using namespace record;
@@ -189,10 +185,6 @@ Verdict compare_across_worlds(const record::RunRecord& base, const record::RunRe
   }
   v.kind = overall_kind(v.findings);
   return v;
-}
-
-Verdict compare_across_worlds(const json& base, const json& other, const std::string& check_id) {
-  return compare_across_worlds(record::from_json(base), record::from_json(other), check_id);
 }
 
 }  // namespace fg

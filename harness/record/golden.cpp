@@ -66,6 +66,8 @@ std::string dump_record(const json& j) {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
+std::string dump_record(const record::RunRecord& r) { return dump_record(record::to_json(r)); }
+
 namespace {
 
 // Recovers the bless command from a golden path laid out by golden_path(), so
@@ -372,19 +374,17 @@ void check_schema(const std::string& path, const std::string& text, const json& 
 }
 
 }  // namespace
-std::optional<json> load_golden(const std::string& path) {
+std::optional<record::RunRecord> load_golden(const std::string& path) {
   std::string text;
   std::optional<json> j = read_json_file(path, "golden file", recovery_hint(path), &text);
-  if (!j) return j;
+  if (!j) return std::nullopt;
   check_schema(path, text, *j);
-  // and every field the record's types read, of its type (the comparison
-  // reads the golden as those types)
+  // and every field the record's types read, of its type
   try {
-    (void)record::from_json(*j);
+    return record::from_json(*j);
   } catch (const record::RecordError& e) {
     SchemaCheck(path, text).fail(e.path, "has " + e.path + " as " + e.problem);
   }
-  return j;
 }
 
 

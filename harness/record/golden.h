@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "harness/record/record.h"
+
 namespace fg {
 
 // root/backend/repro/MODE_wN.json for the default fusion policy and fast
@@ -36,10 +38,12 @@ constexpr int kRecordFormatVersion = 2;
 // Canonical text: sorted keys, indent 2, one figure per line, trailing
 // newline. Equal records give byte-equal text.
 std::string dump_record(const nlohmann::json& j);
+std::string dump_record(const record::RunRecord& r);
 
 // nullopt when `path` does not exist. A file that exists but cannot be read,
-// is not JSON, or lacks the keys `check` relies on is a UserError naming
-// path:line[:col] and how to recover.
-std::optional<nlohmann::json> load_golden(const std::string& path);
+// is not JSON, lacks the keys `check` relies on or has a field of another
+// type than the record's types read is a UserError naming path:line[:col]
+// and how to recover.
+std::optional<record::RunRecord> load_golden(const std::string& path);
 
 }  // namespace fg

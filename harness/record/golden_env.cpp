@@ -5,92 +5,125 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <set>
 
 #include "harness/record/compare.h"
+#include "fusion/errors.h"
 #include "harness/record/golden.h"
 #include "harness/record/json_read.h"
 
 namespace fg {
 using nlohmann::json;
+using record::RunRecord;
 
-std::string environment_fingerprint(const json& env) {
-  json e = env;
-  if (e.is_object()) e.erase("fingerprint");
-  const std::string text = e.dump();
+std::string hash_text(const std::string& text) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(XXH64(text.data(), text.size(), 0)));
   return buf;
 }
 
-std::string environment_fingerprint(const record::Environment& env) { return environment_fingerprint(json(env)); }
+std::string environment_fingerprint(const record::Environment& env) {
+  record::Environment e = env;
+  e.erase("fingerprint");
+  return hash_text(json(e).dump());
+}
 
-json golden_of(json rec) {
-  json env = rec.contains("env") ? rec["env"] : json::object();
+RunRecord golden_of(RunRecord rec) {
+  record::Environment env = rec.env ? *rec.env : record::Environment{};
   const std::string fp = environment_fingerprint(env);
   env.erase("fingerprint");
-  rec.erase("env");
-  rec["environments"] = json::object({{fp, env}});
-  rec["format_version"] = kRecordFormatVersion;
-  for (auto& r : rec["ranks"]) {
-    r.erase("times_ms");
-    if (r.contains("gemm_choices") && r["gemm_choices"].is_array())
-      for (auto& e : r["gemm_choices"])
-        if (e.is_object()) e = json{{"shape", e.value("shape", "")}, {"choice", e.value("choice", "")}};
-    if (r.contains("residual_placement") && r["residual_placement"].is_array())
-      for (auto& e : r["residual_placement"])
-        if (e.is_object()) e = json{{"site", e.value("site", "")}, {"placement", e.value("placement", "")}};
-    if (r.contains("outputs") && r["outputs"].is_array())
-      for (auto& o : r["outputs"]) {
-        if (!o.is_object()) continue;
-        if (o.contains("exact")) o["exact"] = json::object({{fp, o["exact"]}});
-        if (o.contains("gathered") && o["gathered"].is_object()) o["gathered"].erase("exact");
+  rec.env.reset();
+  rec.environments = std::map<std::string, record::Environment>{{fp, env}};
+  rec.format_version = kRecordFormatVersion;
+  for (record::RankRecord& r : rec.ranks) {
+    r.times_ms.reset();
+    if (r.gemm_choices)
+      for (record::GemmChoice& e : *r.gemm_choices) e = record::GemmChoice{e.shape, e.choice, {}, {}, {}};
+    if (r.residual_placement)
+      for (record::ResidualPlacement& e : *r.residual_placement) {
+        record::ResidualPlacement kept;
+        kept.site = e.site;
+        kept.placement = e.placement;
+        e = kept;
       }
+    for (record::OutputDigest& o : r.outputs) {
+      if (o.exact) {
+        o.exact_by_environment = std::map<std::string, std::string>{{fp, *o.exact}};
+        o.exact.reset();
+      }
+      if (o.gathered) o.gathered->exact.reset();
+    }
   }
   return rec;
 }
 
 namespace {
 
-json environment_free(json g) {
-  g.erase("environments");
-  g.erase("env");
-  if (!g.contains("ranks") || !g["ranks"].is_array()) return g;
-  for (auto& r : g["ranks"]) {
-    if (!r.is_object()) continue;
+// The part of a golden that is the same in every environment: the golden
+// without environments, exact digests, fingerprints, the accuracy's figures
+// (each output's pass kept), the names of the device kernels a launch ran
+// (device_kernel_counts compares their count) and how each GEMM algorithm
+// was chosen (its shape and algorithm kept).
+RunRecord environment_free(RunRecord g) {
+  g.environments.reset();
+  g.env.reset();
+  for (record::RankRecord& r : g.ranks) {
     // what a library does inside a launch: the check counts its device
     // kernels, whose names a new cuBLAS or cuDNN changes
-    if (r.contains("kernels") && r["kernels"].is_array())
-      for (auto& k : r["kernels"])
-        if (k.is_object() && k.contains("device_kernels") && k["device_kernels"].is_array())
-          k["device_kernels"] = k["device_kernels"].size();
+    for (record::Launch& k : r.kernels) k.device_kernels.reset();
     // each GEMM's algorithm is the program; how it was timed and where it
     // came from are the bless's
-    if (r.contains("gemm_algos") && r["gemm_algos"].is_array())
-      for (auto& e : r["gemm_algos"])
-        if (e.is_object()) e = json{{"shape", text_of(e, "shape")}, {"algo", text_of(e, "algo")}};
-    if (r.contains("outputs") && r["outputs"].is_array())
-      for (auto& o : r["outputs"]) {
-        if (!o.is_object()) continue;
-        o.erase("exact");
-        o.erase("fingerprint");
-        if (o.contains("gathered") && o["gathered"].is_object()) o["gathered"].erase("fingerprint");
+    if (r.gemm_algos)
+      for (record::GemmAlgo& e : *r.gemm_algos) {
+        record::GemmAlgo kept;
+        kept.shape = e.shape;
+        kept.algo = e.algo ? *e.algo : std::string();
+        e = kept;
       }
+    for (record::OutputDigest& o : r.outputs) {
+      o.exact.reset();
+      o.exact_by_environment.reset();
+      o.fingerprint.reset();
+      if (o.gathered) o.gathered->fingerprint.reset();
+    }
     // the accuracy's figures are this environment's; whether each output
     // passed is not
-    if (r.contains("accuracy") && r["accuracy"].is_object()) {
-      json kept = {{"status", r["accuracy"].value("status", "")}, {"outputs", json::array()}};
-      for (const json& o : array_of(r["accuracy"], "outputs"))
-        kept["outputs"].push_back({{"name", text_of(o, "name")}, {"pass", o.value("pass", false)}});
-      r["accuracy"] = kept;
+    if (r.accuracy) {
+      record::Accuracy kept;
+      kept.status = r.accuracy->status ? *r.accuracy->status : std::string();
+      for (const record::AccuracyOutput& o : r.accuracy->outputs) {
+        record::AccuracyOutput k;
+        k.name = o.name;
+        k.pass = o.pass.value_or(false);
+        kept.outputs.push_back(k);
+      }
+      r.accuracy = kept;
     }
   }
   return g;
 }
 
+// The first launch whose count of device kernels differs between two
+// goldens of the same launches, "/ranks/0/kernels/3/device_kernels 1 -> 2"
+// ("" where none does).
+std::string device_kernel_counts_differ(const RunRecord& a, const RunRecord& b) {
+  auto count = [](const record::Launch& k) {
+    return k.device_kernels ? std::to_string(k.device_kernels->size()) : std::string("(none)");
+  };
+  for (size_t r = 0; r < std::min(a.ranks.size(), b.ranks.size()); ++r) {
+    const auto &ka = a.ranks[r].kernels, &kb = b.ranks[r].kernels;
+    for (size_t k = 0; k < std::min(ka.size(), kb.size()); ++k)
+      if (count(ka[k]) != count(kb[k]))
+        return "/ranks/" + std::to_string(r) + "/kernels/" + std::to_string(k) + "/device_kernels " + count(ka[k]) +
+               " -> " + count(kb[k]);
+  }
+  return "";
+}
+
 // Every output's fingerprint (and the gathered copy's) of `a` within
 // tolerance of `b`'s, matched by rank and name; `why` names the first that
 // is not.
-bool fingerprints_agree(const json& a, const json& b, std::string* why) {
+bool fingerprints_agree(const RunRecord& a, const RunRecord& b, std::string* why) {
   auto ra = ranks_by_id(a), rb = ranks_by_id(b);
   for (const auto& [id, rank] : ra) {
     auto other = rb.find(id);
@@ -99,15 +132,15 @@ bool fingerprints_agree(const json& a, const json& b, std::string* why) {
     for (const auto& [name, o] : outputs_by_name(*rank)) {
       auto it = ob.find(name);
       if (it == ob.end()) continue;
-      for (const char* part : {"", "gathered"}) {
-        const json* x = *part ? field(*o, part) : o;
-        const json* y = *part ? field(*it->second, part) : it->second;
-        if (!x || !y) continue;
-        const json* fx = field(*x, "fingerprint");
-        const json* fy = field(*y, "fingerprint");
+      const record::OutputDigest& p = *it->second;
+      const std::pair<const std::optional<record::Fingerprint>*, const std::optional<record::Fingerprint>*> parts[] = {
+          {&o->fingerprint, &p.fingerprint},
+          {o->gathered ? &o->gathered->fingerprint : nullptr, p.gathered ? &p.gathered->fingerprint : nullptr}};
+      for (size_t k = 0; k < 2; ++k) {
+        const auto [fx, fy] = parts[k];
         std::string w;
-        if (fx && fy && !fingerprints_close(*fx, *fy, &w)) {
-          *why = "rank " + std::to_string(id) + " output " + name + (*part ? " (gathered)" : "") +
+        if (fx && fy && *fx && *fy && !fingerprints_close(**fx, **fy, &w)) {
+          *why = "rank " + std::to_string(id) + " output " + name + (k == 1 ? " (gathered)" : "") +
                  ": fingerprint outside tolerance: " + w;
           return false;
         }
@@ -119,29 +152,34 @@ bool fingerprints_agree(const json& a, const json& b, std::string* why) {
 
 // The digests `golden` holds for environment `fp`, rank by rank and output
 // by output, as one text ("" where it holds none).
-std::string digests_of(const json& golden, const std::string& fp) {
+std::string digests_of(const RunRecord& golden, const std::string& fp) {
   std::string out;
   for (const auto& [id, rank] : ranks_by_id(golden))
     for (const auto& [name, o] : outputs_by_name(*rank)) {
-      const json* ex = field(*o, "exact");
-      const json* d = ex ? field(*ex, fp.c_str()) : nullptr;
-      out += std::to_string(id) + "/" + name + "=" + (d ? text_of(d) : std::string("-")) + "\n";
+      const std::string* d = nullptr;
+      if (o->exact_by_environment) {
+        auto it = o->exact_by_environment->find(fp);
+        if (it != o->exact_by_environment->end()) d = &it->second;
+      }
+      out += std::to_string(id) + "/" + name + "=" + (d ? *d : std::string("-")) + "\n";
     }
   return out;
 }
 
 // The first place two environment-free goldens differ, for a message:
-// "ranks/0/kernel_count" (JSON Pointer, as a patch names it).
-std::string first_difference(const json& a, const json& b) {
+// "/ranks/0/kernel_count 12 -> 13" (a JSON Pointer into the golden file, as
+// a patch names it).
+std::string first_difference(const RunRecord& ra, const RunRecord& rb) {
+  const json a = record::to_json(ra), b = record::to_json(rb);
   const json patch = json::diff(a, b);
-  if (patch.empty()) return "";
+  if (patch.empty()) return device_kernel_counts_differ(ra, rb);
   const json& op = patch[0];
-  std::string path = text_of(op, "path");
-  const std::string kind = text_of(op, "op");
+  const std::string path = op.at("path").get<std::string>();
+  const std::string kind = op.at("op").get<std::string>();
   if (kind == "replace") {
     const json old = a.at(json::json_pointer(path));
     const std::string was = old.is_primitive() ? old.dump() : "...";
-    const std::string now = op["value"].is_primitive() ? op["value"].dump() : "...";
+    const std::string now = op.at("value").is_primitive() ? op.at("value").dump() : "...";
     return path + " " + was + " -> " + now;
   }
   return path + (kind == "add" ? " added" : kind == "remove" ? " removed" : " " + kind);
@@ -149,19 +187,16 @@ std::string first_difference(const json& a, const json& b) {
 
 }  // namespace
 
-std::string environment_free_text(const json& golden) { return dump_record(environment_free(golden)); }
-
-std::string environment_difference(const json& from, const json& to) {
+std::string environment_difference(const record::Environment& from, const record::Environment& to) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : from) keys.insert(k);
+  for (const auto& [k, v] : to) keys.insert(k);
   std::vector<std::string> diff;
-  json keys = json::object();
-  if (from.is_object())
-    for (auto it = from.begin(); it != from.end(); ++it) keys[it.key()] = true;
-  if (to.is_object())
-    for (auto it = to.begin(); it != to.end(); ++it) keys[it.key()] = true;
-  for (auto it = keys.begin(); it != keys.end(); ++it) {
-    if (it.key() == "fingerprint") continue;
-    const std::string a = text_of(from, it.key().c_str()), b = text_of(to, it.key().c_str());
-    if (a != b) diff.push_back(it.key() + " " + (a.empty() ? "(none)" : a) + " -> " + (b.empty() ? "(none)" : b));
+  for (const std::string& k : keys) {
+    if (k == "fingerprint") continue;
+    auto a = from.find(k), b = to.find(k);
+    const std::string x = a == from.end() ? "" : a->second, y = b == to.end() ? "" : b->second;
+    if (x != y) diff.push_back(k + " " + (x.empty() ? "(none)" : x) + " -> " + (y.empty() ? "(none)" : y));
   }
   return join(diff, ", ");
 }
@@ -170,9 +205,8 @@ std::string nearest_environment_difference(const std::map<std::string, record::E
                                            const record::Environment& env) {
   std::string best;
   size_t fewest = std::numeric_limits<size_t>::max();
-  const json to(env);
   for (const auto& [fp, e] : environments) {
-    const std::string d = environment_difference(json(e), to);
+    const std::string d = environment_difference(e, env);
     const size_t n = d.empty() ? 0 : 1 + static_cast<size_t>(std::count(d.begin(), d.end(), ','));
     if (n < fewest) {
       fewest = n;
@@ -182,15 +216,21 @@ std::string nearest_environment_difference(const std::map<std::string, record::E
   return best;
 }
 
-BlessPlan plan_bless(const json* old, const json& fresh) {
+bool same_state(const RunRecord& a, const RunRecord& b) {
+  return record::to_json(environment_free(a)) == record::to_json(environment_free(b)) &&
+         device_kernel_counts_differ(a, b).empty();
+}
+
+BlessPlan plan_bless(const RunRecord* old, const RunRecord& fresh) {
   BlessPlan p;
   p.golden = fresh;
   if (!old) return p;  // Created
-  const json* envs = field(*old, "environments");
-  const json& ours = fresh.at("environments");
-  const std::string fp = ours.begin().key();
-  const int old_count = envs && envs->is_object() ? static_cast<int>(envs->size()) : 0;
-  const bool known = envs && envs->is_object() && envs->contains(fp);
+  FG_CHECK(fresh.environments && fresh.environments->size() == 1, "plan_bless: a fresh golden holds one environment");
+  const auto& [fp, ours] = *fresh.environments->begin();
+  const std::map<std::string, record::Environment> none;
+  const auto& envs = old->environments ? *old->environments : none;
+  const int old_count = static_cast<int>(envs.size());
+  const bool known = envs.count(fp) != 0;
   auto replace = [&](const std::string& why) {
     p.kind = BlessPlan::Replaced;
     p.golden = fresh;
@@ -198,8 +238,7 @@ BlessPlan plan_bless(const json* old, const json& fresh) {
     p.why = why;
     return p;
   };
-  const json a = environment_free(*old), b = environment_free(fresh);
-  if (a != b) return replace(first_difference(a, b));
+  if (!same_state(*old, fresh)) return replace(first_difference(environment_free(*old), environment_free(fresh)));
   // the same environment: its digests decide; if they moved, the state
   // moved, and the other environments' digests describe the old one
   if (known && digests_of(*old, fp) != digests_of(fresh, fp)) return replace("this environment's exact digests changed");
@@ -210,32 +249,39 @@ BlessPlan plan_bless(const json* old, const json& fresh) {
   // fusegate's), which no run can match again, and this environment's
   // digests where they are new
   p.golden = *old;
-  auto fields = [](const json& e) {
+  auto fields = [](const record::Environment& e) {
     std::vector<std::string> keys;
-    for (auto it = e.begin(); it != e.end(); ++it) keys.push_back(it.key());
+    for (const auto& [k, v] : e) keys.push_back(k);
     return keys;
   };
-  for (auto it = envs->begin(); it != envs->end(); ++it)
-    if (fields(*it) != fields(ours.at(fp))) {
+  for (const auto& [key, env] : envs)
+    if (fields(env) != fields(ours)) {
       ++p.unmatchable;
-      p.golden["environments"].erase(it.key());
-      for (auto& r : p.golden["ranks"])
-        for (auto& o : r["outputs"]) o["exact"].erase(it.key());
+      p.golden.environments->erase(key);
+      for (record::RankRecord& r : p.golden.ranks)
+        for (record::OutputDigest& o : r.outputs)
+          if (o.exact_by_environment) o.exact_by_environment->erase(key);
     }
   if (known) {
     p.kind = p.unmatchable > 0 ? BlessPlan::Pruned : BlessPlan::Unchanged;
     return p;
   }
   p.kind = BlessPlan::Added;
-  p.golden["environments"][fp] = ours.at(fp);
+  if (!p.golden.environments) p.golden.environments.emplace();
+  (*p.golden.environments)[fp] = ours;
   auto fresh_ranks = ranks_by_id(fresh);
-  for (auto& r : p.golden["ranks"]) {
-    auto it = fresh_ranks.find(r.value("rank", -1));
+  for (size_t i = 0; i < p.golden.ranks.size(); ++i) {
+    record::RankRecord& r = p.golden.ranks[i];
+    auto it = fresh_ranks.find(r.rank.value_or(static_cast<long long>(i)));
     if (it == fresh_ranks.end()) continue;
     auto outs = outputs_by_name(*it->second);
-    for (auto& o : r["outputs"]) {
-      auto fo = outs.find(text_of(o, "name"));
-      if (fo != outs.end()) o["exact"][fp] = fo->second->at("exact").at(fp);
+    for (record::OutputDigest& o : r.outputs) {
+      auto fo = outs.find(o.name);
+      if (fo == outs.end() || !fo->second->exact_by_environment) continue;
+      auto d = fo->second->exact_by_environment->find(fp);
+      if (d == fo->second->exact_by_environment->end()) continue;
+      if (!o.exact_by_environment) o.exact_by_environment.emplace();
+      (*o.exact_by_environment)[fp] = d->second;
     }
   }
   return p;

@@ -7,7 +7,6 @@
 // the outputs' fingerprints within their tolerance; `bless` adds an
 // environment only where that part agrees.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <map>
 #include <string>
 
@@ -15,9 +14,11 @@
 
 namespace fg {
 
-// The hash an environment object is keyed by: xxh64 of its text, its own
-// "fingerprint" key left out.
-std::string environment_fingerprint(const nlohmann::json& env);
+// xxh64 of `text`, as 16 hex digits.
+std::string hash_text(const std::string& text);
+
+// The hash an environment is keyed by: xxh64 of its text as a JSON object,
+// its own "fingerprint" key left out.
 std::string environment_fingerprint(const record::Environment& env);
 
 // What a golden keeps of a record: the record without timings (they vary
@@ -25,18 +26,18 @@ std::string environment_fingerprint(const record::Environment& env);
 // residual placement each site's, without the gathered copy's exact digest
 // (never compared), with its one environment as `environments` and each
 // exact digest keyed by it.
-nlohmann::json golden_of(nlohmann::json record);
+record::RunRecord golden_of(record::RunRecord record);
 
-// The part of a golden that is the same in every environment, as text:
-// the golden without environments, exact digests, fingerprints, the
-// accuracy's figures (each output's pass kept), the names of the device
-// kernels a launch ran (their count kept) and how each GEMM algorithm was
-// chosen (its shape and algorithm kept).
-std::string environment_free_text(const nlohmann::json& golden);
+// Whether two goldens record the same state: equal in everything an
+// environment does not decide, which leaves out the environments, exact
+// digests, fingerprints, the accuracy's figures (each output's pass kept),
+// the names of the device kernels a launch ran (their count kept) and how
+// each GEMM algorithm was chosen (its shape and algorithm kept).
+bool same_state(const record::RunRecord& a, const record::RunRecord& b);
 
 // What differs between two environment objects, "key a -> b, ..." (the
 // fingerprints left out); "" when nothing does.
-std::string environment_difference(const nlohmann::json& from, const nlohmann::json& to);
+std::string environment_difference(const record::Environment& from, const record::Environment& to);
 
 // Of a golden's environments, the one nearest `env` (fewest keys differing)
 // and what differs from it; "" where there is none.
@@ -53,11 +54,11 @@ struct BlessPlan {
     Replaced,   // a new state: the golden is `fresh` alone
     Created,    // no golden was there
   } kind = Created;
-  nlohmann::json golden;  // what to write
+  record::RunRecord golden;  // what to write
   int dropped = 0;        // Replaced: environments of the old golden left out
   int unmatchable = 0;    // Added, Pruned: environments of another key's fields dropped (an older fusegate's)
   std::string why;        // Replaced: what moved (first difference), for the summary
 };
-BlessPlan plan_bless(const nlohmann::json* old, const nlohmann::json& fresh);
+BlessPlan plan_bless(const record::RunRecord* old, const record::RunRecord& fresh);
 
 }  // namespace fg

@@ -144,8 +144,6 @@ std::vector<Finding> invariant_findings(const record::RunRecord& run) {
   return out;
 }
 
-std::vector<Finding> invariant_findings(const json& run) { return invariant_findings(record::from_json(run)); }
-
 std::vector<Finding> cross_rank_findings(const record::RunRecord& run) {
   using namespace record;
   std::vector<Finding> out;
@@ -184,7 +182,5 @@ std::vector<Finding> cross_rank_findings(const record::RunRecord& run) {
   }
   return out;
 }
-
-std::vector<Finding> cross_rank_findings(const json& run) { return cross_rank_findings(record::from_json(run)); }
 
 }  // namespace fg

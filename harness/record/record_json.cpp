@@ -409,6 +409,7 @@ template <class T> json part_to_json(const T& v) { return write(v); }
   template json part_to_json<T>(const T&);
 FG_RECORD_PART(RankRecord)
 FG_RECORD_PART(LedgerEntry)
+FG_RECORD_PART(CodegenVariant)
 FG_RECORD_PART(Fingerprint)
 FG_RECORD_PART(AccuracyOutput)
 FG_RECORD_PART(Accuracy)

@@ -42,7 +42,7 @@ TorchConfig torch_config() {
     }
     kept += line + "\n";
   }
-  c.build_hash = environment_fingerprint(nlohmann::json(kept));
+  c.build_hash = hash_text(nlohmann::json(kept).dump());  // the text as a JSON string, as it always was
   return c;
 }
 
@@ -119,14 +119,14 @@ void cpu_identity(std::string* cpu, std::string* isa) {
 
 }  // namespace
 
-nlohmann::json environment(Backend backend) {
+record::Environment environment(Backend backend) {
   const TorchConfig torch = torch_config();
-  nlohmann::json e = {{"backend", backend_name(backend)},
-                      {"libtorch", std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
-                                       "." + std::to_string(TORCH_VERSION_PATCH)},
-                      {"libtorch_build", torch.build_hash},
-                      // the host compiler: the cuda backend builds host-side fast paths with it too
-                      {"compiler", jit_compiler_version()}};
+  record::Environment e = {{"backend", backend_name(backend)},
+                           {"libtorch", std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+                                            "." + std::to_string(TORCH_VERSION_PATCH)},
+                           {"libtorch_build", torch.build_hash},
+                           // the host compiler: the cuda backend builds host-side fast paths with it too
+                           {"compiler", jit_compiler_version()}};
   // every input is drawn on the cpu, by ATen's kernels (a vectorized
   // normal_ rounds otherwise than the default one), on either backend
   e["aten_capability"] = torch.capability;

@@ -4,10 +4,10 @@
 // Exact digests are compared only between runs whose keys are equal; a
 // golden keeps the exact digests of every environment it was blessed in.
 #pragma once
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "fusion/options.h"
+#include "harness/record/record.h"
 
 namespace fg {
 
@@ -22,9 +22,7 @@ namespace fg {
 // (the inputs are drawn on the cpu), gpu, driver, cuda_runtime, cublas,
 // cublaslt, cudnn, nccl, nvrtc, compiler. Then
 // "fingerprint": a hash of all of them.
-nlohmann::json environment(Backend backend);
-
-// The hash an environment object is keyed by (its "fingerprint" left out).
-std::string environment_fingerprint(const nlohmann::json& env);
+// (harness/record/golden_env.h: environment_fingerprint).
+record::Environment environment(Backend backend);
 
 }  // namespace fg

@@ -3,13 +3,12 @@
 #include <cmath>
 
 #include "fusion/errors.h"
-#include "harness/record/json_read.h"
 
 namespace fg {
 
 std::map<std::string, PlacementChoice> known_placements(const std::vector<std::string>& sites,
                                                         const std::string& forced,
-                                                        const std::optional<nlohmann::json>& golden,
+                                                        const std::optional<record::RunRecord>& golden,
                                                         const std::string& golden_name) {
   std::map<std::string, PlacementChoice> out;
   if (forced == "gemm" || forced == "apart") {
@@ -17,15 +16,14 @@ std::map<std::string, PlacementChoice> known_placements(const std::vector<std::s
     return out;
   }
   if (!golden) return out;
-  const nlohmann::json* table = placement_table(*golden);
+  const std::vector<record::ResidualPlacement>* table = placement_table(*golden);
   if (!table) return out;  // blessed before the choice: measured, as a compiler change is
-  if (!table->is_array())
-    user_error(golden_name + ": residual_placement is not a list (bless the golden again, or restore it from git)");
   std::map<std::string, bool> apart;
-  for (const nlohmann::json& e : *table) {
-    const std::string site = text_of(e, "site"), where = text_of(e, "placement");
+  for (const record::ResidualPlacement& e : *table) {
+    const std::string &site = e.site, &where = e.placement;
     if (site.empty() || (where != "gemm" && where != "apart"))
-      user_error(golden_name + ": the residual_placement entry " + e.dump() +
+      user_error(golden_name + ": the residual_placement entry " +
+                 record::part_to_json(std::vector<record::ResidualPlacement>{e}).at(0).dump() +
                  " needs a \"site\" and a \"placement\" of \"gemm\" or \"apart\" (bless the golden again, or "
                  "restore it from git)");
     apart[site] = where == "apart";
@@ -50,17 +48,16 @@ nlohmann::json placement_json(const PlacementChoice& c) {
   return e;
 }
 
-const nlohmann::json* placement_table(const nlohmann::json& record) {
-  for (const auto& [id, rank] : ranks_by_id(record))
-    if (id == 0) return field(*rank, "residual_placement");
+const std::vector<record::ResidualPlacement>* placement_table(const record::RunRecord& rec) {
+  for (const auto& [id, rank] : record::ranks_by_id(rec))
+    if (id == 0) return rank->residual_placement ? &*rank->residual_placement : nullptr;
   return nullptr;
 }
 
-std::set<std::string> apart_sites(const nlohmann::json& table) {
+std::set<std::string> apart_sites(const std::vector<record::ResidualPlacement>& table) {
   std::set<std::string> out;
-  if (!table.is_array()) return out;
-  for (const nlohmann::json& e : table)
-    if (text_of(e, "placement") == "apart") out.insert(text_of(e, "site"));
+  for (const record::ResidualPlacement& e : table)
+    if (e.placement == "apart") out.insert(e.site);
   return out;
 }
 

@@ -50,6 +50,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/record/record.h"
 #include "harness/run/rounds.h"
 
 namespace fg {
@@ -71,10 +72,10 @@ struct PlacementChoice {
 // Rank 0, before measuring: the sites decided by `forced` ("gemm", "apart"
 // or "": FUSEGATE_FAULT=residual_placement) or by `golden` (the run's
 // golden record, when there is one; `golden_name` names it in messages).
-// Throws UserError on a golden table of another form.
+// Throws UserError on a table entry without a site or of another placement.
 std::map<std::string, PlacementChoice> known_placements(const std::vector<std::string>& sites,
                                                         const std::string& forced,
-                                                        const std::optional<nlohmann::json>& golden,
+                                                        const std::optional<record::RunRecord>& golden,
                                                         const std::string& golden_name);
 
 // The add stays apart only where its forward's median was faster than the
@@ -87,8 +88,8 @@ bool apart_wins(const RoundsSummary& hoisted_vs_apart);
 nlohmann::json placement_json(const PlacementChoice& c);
 // A record's table: rank 0's residual_placement (every rank holds rank 0's),
 // or null where it has none.
-const nlohmann::json* placement_table(const nlohmann::json& record);
+const std::vector<record::ResidualPlacement>* placement_table(const record::RunRecord& record);
 // The sites a table (the record's residual_placement) leaves apart.
-std::set<std::string> apart_sites(const nlohmann::json& table);
+std::set<std::string> apart_sites(const std::vector<record::ResidualPlacement>& table);
 
 }  // namespace fg

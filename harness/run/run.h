@@ -10,6 +10,7 @@
 
 #include "fusion/options.h"
 #include "fusion/passes/fast_paths.h"
+#include "harness/record/record.h"
 
 namespace c10d { class TCPStore; }
 
@@ -64,7 +65,10 @@ struct RunOutcome {
   int exit_code = 0;     // 0 ok, 2 bad input, 125 cannot test
   std::string message;   // why not 0
   bool node_lost = false;  // multi-node: a node never arrived or stopped reporting
-  nlohmann::json record;
+  record::RunRecord record;  // exit_code 0: the ranks' records, gathered
+  // `fusegate ab` (RunSpec::ab_fast_path): each rank's figures of the two
+  // paths (harness/run/ab_rank.h), in place of record.ranks
+  std::vector<nlohmann::json> ab_ranks;
 };
 
 // Starts the ranks and gathers their records; never leaves a process behind.

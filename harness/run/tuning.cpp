@@ -100,7 +100,7 @@ nlohmann::json read_gemm_cache(const std::string& path, const char* what = "GEMM
 
 // The golden this run is checked against, if there is one (a golden that
 // cannot be read throws UserError).
-std::optional<nlohmann::json> run_golden(const RunSpec& spec) {
+std::optional<record::RunRecord> run_golden(const RunSpec& spec) {
   if (spec.golden_dir.empty()) return std::nullopt;
   return load_golden(golden_path(spec.golden_dir, backend_name(spec.backend), spec.repro, mode_letter(spec.mode),
                                  spec.world, policy_name(spec.fusion), spec.fast_paths.text(), spec.nnodes));
@@ -113,20 +113,25 @@ std::string known_gemm_algos(const RunSpec& spec, const nlohmann::json& cache, c
   nlohmann::json known = nlohmann::json::array();
   if (!spec.golden_dir.empty()) {
     // a golden that cannot be read is the check's to report, as it always is
-    std::optional<nlohmann::json> g = run_golden(spec);
+    std::optional<record::RunRecord> g = run_golden(spec);
     // blessed on this GPU model: one of its environments names it (an
     // environment is added to a golden only where its choices agreed)
     bool this_gpu = false;
-    if (const nlohmann::json* envs = g ? field(*g, "environments") : nullptr; envs && envs->is_object())
-      for (const auto& [fp, env] : envs->items()) this_gpu = this_gpu || text_of(env, "gpu") == cuda_device_name();
+    if (g && g->environments)
+      for (const auto& [fp, env] : *g->environments) {
+        auto gpu = env.find("gpu");
+        this_gpu = this_gpu || (gpu != env.end() && gpu->second == cuda_device_name());
+      }
     if (this_gpu) {
-      for (const auto& [id, rank] : ranks_by_id(*g)) {
-        if (id != 0) continue;
-        for (nlohmann::json e : array_of(*rank, "gemm_algos"))
-          if (e.is_object() && e.contains("algo")) {
-            e["source"] = "golden";
-            known.push_back(e);
+      for (const auto& [id, rank] : record::ranks_by_id(*g)) {
+        if (id != 0 || !rank->gemm_algos) continue;
+        std::vector<record::GemmAlgo> algos;
+        for (record::GemmAlgo e : *rank->gemm_algos)
+          if (e.algo) {
+            e.source = "golden";
+            algos.push_back(std::move(e));
           }
+        for (const nlohmann::json& e : record::part_to_json(algos)) known.push_back(e);
       }
     }
   }
@@ -276,7 +281,7 @@ nlohmann::json choose_residual_placement(
   if (sites.empty()) return nlohmann::json::array();
   nlohmann::json known = nlohmann::json::array();
   if (rank == 0) {
-    std::optional<nlohmann::json> golden;
+    std::optional<record::RunRecord> golden;
     std::string name = "the golden";
     try {
       golden = run_golden(spec);
@@ -292,7 +297,7 @@ nlohmann::json choose_residual_placement(
   known = nlohmann::json::parse(coll.exchange("residual_placement/known", rank == 0 ? known.dump() : "").at(0));
   std::map<std::string, nlohmann::json> table;
   for (const nlohmann::json& e : known) table[text_of(e, "site")] = e;
-  std::set<std::string> apart = apart_sites(known);
+  std::set<std::string> apart = apart_sites(record::part_from_json<std::vector<record::ResidualPlacement>>(known));
   for (size_t i = 0; i < sites.size(); ++i) {
     const std::string& s = sites[i];
     if (table.count(s)) continue;
@@ -351,7 +356,7 @@ nlohmann::json choose_gemm_templates(const RunSpec& spec, Collectives& coll, int
   for (const LaunchRecord& l : ex.launches())
     if (!l.gemm.empty()) groups.insert(l.gemm);
   std::map<std::string, GemmChoice> decided;
-  const std::string key = "cpu " + environment(Backend::Cpu).value("fingerprint", std::string());
+  const std::string key = "cpu " + environment(Backend::Cpu).at("fingerprint");
   const std::string path = gemm_cache_path("gemm_choices.json");
   nlohmann::json cache = nlohmann::json::object();
   if (rank == 0 && !groups.empty()) {
@@ -368,7 +373,7 @@ nlohmann::json choose_gemm_templates(const RunSpec& spec, Collectives& coll, int
     };
     for (const std::string& g : groups)
       if (!forced.empty()) decided[g] = GemmChoice{g, forced, "forced", 0, 0};
-    std::optional<nlohmann::json> golden;
+    std::optional<record::RunRecord> golden;
     try {
       golden = run_golden(spec);
     } catch (const UserError&) {
@@ -376,10 +381,9 @@ nlohmann::json choose_gemm_templates(const RunSpec& spec, Collectives& coll, int
       // before it runs, and bless replaces it
     }
     if (golden)
-      for (const auto& [id, r] : ranks_by_id(*golden))
-        if (id == 0)
-          for (const nlohmann::json& e : array_of(*r, "gemm_choices"))
-            if (e.is_object()) take(e, "golden");
+      for (const auto& [id, r] : record::ranks_by_id(*golden))
+        if (id == 0 && r->gemm_choices)
+          for (const nlohmann::json& e : record::part_to_json(*r->gemm_choices)) take(e, "golden");
     if (!path.empty()) cache = read_gemm_cache(path, "GEMM template choice cache");
     for (const nlohmann::json& e : array_of(cache, key.c_str()))
       if (e.is_object()) take(e, "cache");

@@ -56,10 +56,12 @@ AbRun run_ab(const FastPathSpec& fp, const RunSpec& spec, CommandNodes& nodes, i
     out.message = run.message;
     return out;
   }
-  out.record = run.record;
+  // ab's own record: the run's header with each rank's figures of the two paths
+  out.record = record::to_json(run.record);
+  out.record["ranks"] = run.ab_ranks;
   // the fast path must have run on every rank, or there is nothing to compare
   std::set<std::string> classes;
-  for (const auto& [rank, r] : ranks_by_id(run.record)) {
+  for (const auto& [rank, r] : ranks_by_id(out.record)) {
     std::string status = "missing from the record";
     if (const json* fps = field(*r, "fast_paths"))
       for (const auto& f : *fps)
@@ -82,7 +84,7 @@ AbRun run_ab(const FastPathSpec& fp, const RunSpec& spec, CommandNodes& nodes, i
     }
   }
   out.shape_classes.assign(classes.begin(), classes.end());
-  out.verdict = ab_verdict(run.record, fp.name, fp.generic_order(spec.backend));
+  out.verdict = ab_verdict(out.record, fp.name, fp.generic_order(spec.backend));
   return out;
 }
 

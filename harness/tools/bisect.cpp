@@ -39,10 +39,26 @@ using nlohmann::json;
 
 namespace {
 
+// One application of a subsystem: a ledger entry, or a kernel written in
+// another variant (codegen_variants, not a fusion decision: RECORD.md).
+struct Application {
+  const record::LedgerEntry* entry = nullptr;
+  const record::CodegenVariant* variant = nullptr;
+  const std::vector<std::string>& nodes() const { return entry ? entry->nodes : variant->nodes; }
+  // its repro source lines, "file:line (fn)"
+  std::vector<std::string> source() const {
+    const auto& s = entry ? entry->source : variant->source;
+    return s ? *s : std::vector<std::string>{};
+  }
+  json to_json() const {
+    return entry ? record::part_to_json(*entry) : record::part_to_json(*variant);
+  }
+};
+
 // The ledger reason of one application of each subsystem.
-bool applies(const json& e, const std::string& subsystem) {
-  const std::string reason = text_of(e, "reason"), outcome = text_of(e, "outcome");
-  if (outcome != "fused") return false;
+bool applies(const record::LedgerEntry& e, const std::string& subsystem) {
+  const std::string reason = e.reason.value_or("");
+  if (e.outcome != "fused") return false;
   if (subsystem == "fast_paths") return reason == "fast_path_used";
   if (subsystem == "gemm_epilogue") return reason == "gemm_epilogue";
   if (subsystem == "tp_rewrite") return reason == "tp_residual_hoisted";
@@ -50,30 +66,27 @@ bool applies(const json& e, const std::string& subsystem) {
   return false;
 }
 
-std::vector<const json*> applications(const json& record, const std::string& subsystem) {
-  std::vector<const json*> out;
-  auto ranks = ranks_by_id(record);
+std::vector<Application> applications(const record::RunRecord& rec, const std::string& subsystem) {
+  std::vector<Application> out;
+  auto ranks = record::ranks_by_id(rec);
   if (ranks.empty()) return out;
+  const record::RankRecord& r = *ranks.begin()->second;
   if (subsystem == "codegen_variants") {
-    // not fusion decisions: the kernels written in chunks (RECORD.md)
-    if (const json* v = field(*ranks.begin()->second, "codegen_variants"))
-      if (v->is_array())
-        for (const json& e : *v) out.push_back(&e);
+    if (r.codegen_variants)
+      for (const record::CodegenVariant& v : *r.codegen_variants) out.push_back({nullptr, &v});
     return out;
   }
-  if (const json* ledger = field(*ranks.begin()->second, "ledger"))
-    for (const json& e : *ledger)
-      if (applies(e, subsystem)) out.push_back(&e);
+  if (r.ledger)
+    for (const record::LedgerEntry& e : *r.ledger)
+      if (applies(e, subsystem)) out.push_back({&e, nullptr});
   return out;
 }
 
-std::string nodes_text(const json& e) {
-  std::string out;
-  if (const json* n = field(e, "nodes"))
-    if (n->is_array())
-      for (const auto& x : *n) out += (out.empty() ? "" : "+") + text_of(&x);
-  return out;
-}
+std::string nodes_text(const Application& a) { return join(a.nodes(), "+"); }
+
+std::string number_text(const std::optional<long long>& n) { return n ? std::to_string(*n) : ""; }
+// a figure as the record writes it ("null" for NaN), "" when absent
+std::string figure_text(const std::optional<double>& x) { return x ? json(*x).dump() : ""; }
 
 std::string limits_text(const std::map<std::string, long long>& limits) {
   std::string s;
@@ -84,30 +97,29 @@ std::string limits_text(const std::map<std::string, long long>& limits) {
   return s;
 }
 
-std::string describe(const json& e) {
-  const std::string at = ledger_source_text(e);
-  if (field(e, "variant"))
-    return "kernel " + text_of(e, "kernel") + " (nodes " + nodes_text(e) + ", graph " + text_of(e, "graph") +
-           ") written " + (text_of(e, "variant") == "chunked" ? "in chunks of 8 (16-byte vector loads and stores)"
-                                                               : text_of(e, "variant")) +
+std::string describe(const Application& a) {
+  record::LedgerEntry at_of;
+  at_of.source = a.source();
+  const std::string at = ledger_source_text(at_of);
+  if (a.variant)
+    return "kernel " + a.variant->kernel + " (nodes " + nodes_text(a) + ", graph " + number_text(a.variant->graph) +
+           ") written " + (a.variant->variant == "chunked" ? "in chunks of 8 (16-byte vector loads and stores)"
+                                                           : a.variant->variant) +
            (at.empty() ? "" : "\n  repro source: " + at);
-  return ledger_entry_text(e, false) + " (graph " +
-         text_of(e, "graph") + ", round " + text_of(e, "round") +
-         (text_of(e, "reason").empty() ? "" : ", " + text_of(e, "reason")) + ")" +
-         (at.empty() ? "" : "\n  repro source: " + at);
+  const record::LedgerEntry& e = *a.entry;
+  return ledger_entry_text(e, false) + " (graph " + number_text(e.graph) + ", round " + number_text(e.round) +
+         (e.reason.value_or("").empty() ? "" : ", " + *e.reason) + ")" + (at.empty() ? "" : "\n  repro source: " + at);
 }
 
 // The text of the culprit's repro lines, read where the record's paths lead:
 // as written (absolute, or relative to here), else beside the golden
 // directory (C++ repros are named from the project root: "repros/x.cpp").
-std::string source_excerpt(const json& e, const std::string& golden_dir, const std::vector<std::string>& fg_dirs) {
-  const json* src = field(e, "source");
-  if (!src || !src->is_array()) return "";
+std::string source_excerpt(const Application& a, const std::string& golden_dir, const std::vector<std::string>& fg_dirs) {
   std::string out;
   int shown = 0;
-  for (const json& x : *src) {
+  for (const std::string& x : a.source()) {
     SourceLoc l;
-    if (!x.is_string() || shown == 8 || !SourceLoc::parse(x.get<std::string>(), &l)) continue;
+    if (shown == 8 || !SourceLoc::parse(x, &l)) continue;
     const std::string& file = l.file;
     const long want = l.line;
     std::filesystem::path path = file;
@@ -133,7 +145,7 @@ std::string source_excerpt(const json& e, const std::string& golden_dir, const s
 
 // The kernel that holds the culprit's nodes and its source, from `explain`
 // run under the bad limits.
-std::string culprit_kernel(const RunSpec& spec, const std::string& env, const json& entry) {
+std::string culprit_kernel(const RunSpec& spec, const std::string& env, const Application& entry) {
   std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   std::string cmd = "FUSEGATE_BISECT='" + env + "' '" + self + "' explain " + spec.repro + " --mode " +
                     mode_letter(spec.mode) + " --world-size " + std::to_string(spec.world) + " --backend " +
@@ -149,9 +161,7 @@ std::string culprit_kernel(const RunSpec& spec, const std::string& env, const js
   // ("buf2+buf4") for fusion decisions, "fast_path NAME" for a fast path
   std::set<std::string> names;
   std::string fast;
-  if (const json* n = field(entry, "nodes"))
-    for (const auto& x : *n) {
-      const std::string t = x.get<std::string>();
+  for (const std::string& t : entry.nodes()) {
       if (t.rfind("fast_path ", 0) == 0) fast = "fastpath_" + t.substr(10);
       std::stringstream ss(t);
       std::string part;
@@ -196,7 +206,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   int step = 0;
   std::map<std::string, size_t> counts;
   json steps = json::array();
-  auto run = [&](const std::map<std::string, long long>& limits, int bound, json* record) -> int {
+  auto run = [&](const std::map<std::string, long long>& limits, int bound, record::RunRecord* record) -> int {
     const std::string env = limits_text(limits);
     if (env.empty()) unsetenv("FUSEGATE_BISECT");
     else setenv("FUSEGATE_BISECT", env.c_str(), 1);
@@ -213,15 +223,14 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
     }
     bool good = true;
     std::string why;
-    for (const auto& [rank, r] : ranks_by_id(o.record)) {
-      const json* acc = field(*r, "accuracy");
-      if (acc && text_of(*acc, "status") != "pass") {
+    for (const auto& [rank, r] : record::ranks_by_id(o.record)) {
+      if (r->accuracy && r->accuracy->status.value_or("") != "pass") {
         good = false;
         if (why.empty())
-          for (const auto& a : (*acc)["outputs"])
-            if (!a.value("pass", true)) why = "rank " + std::to_string(rank) + " output " + text_of(a, "name") +
-                                              ": rmse vs fp64 " + text_of(a, "rmse_vs_fp64") + ", eager's " +
-                                              text_of(a, "eager_rmse_vs_fp64");
+          for (const record::AccuracyOutput& a : r->accuracy->outputs)
+            if (!a.pass.value_or(true))
+              why = "rank " + std::to_string(rank) + " output " + a.name + ": rmse vs fp64 " +
+                    figure_text(a.rmse_vs_fp64) + ", eager's " + figure_text(a.eager_rmse_vs_fp64);
       }
     }
     std::cout << "step " << step << " of at most " << bound << ": FUSEGATE_BISECT=" << (env.empty() ? "(none)" : env)
@@ -233,7 +242,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   };
 
   // 1. as configured
-  json full;
+  record::RunRecord full;
   int bound = static_cast<int>(subs.size()) + 2;
   int v = run({}, bound, &full);
   if (v < 0) return 125;
@@ -243,7 +252,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
     const std::string gpath = golden_path(base.golden_dir, backend_name(base.backend), base.repro,
                                           mode_letter(base.mode), base.world, policy_name(base.fusion),
                                           base.fast_paths.text());
-    if (std::optional<json> golden = load_golden(gpath)) {
+    if (std::optional<record::RunRecord> golden = load_golden(gpath)) {
       Verdict gv = compare_with_golden(full, &*golden, gpath, base.repro, "");
       std::vector<std::string> lines;
       bool regressed = false;
@@ -276,9 +285,9 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   // FUSEGATE_BISECT limits count per graph, while the applications below are
   // counted over all of them: with graph breaks the search would name the
   // wrong application. Say so rather than answer wrong.
-  for (const auto& [rank, r] : ranks_by_id(full))
-    if (const json* gc = field(*r, "graph_count"); gc && gc->is_number_integer() && gc->get<int>() > 1) {
-      std::cout << "fusegate bisect: " << base.repro << " runs as " << gc->get<int>()
+  for (const auto& [rank, r] : record::ranks_by_id(full))
+    if (r->graph_count.value_or(1) > 1) {
+      std::cout << "fusegate bisect: " << base.repro << " runs as " << *r->graph_count
                 << " graphs (graph breaks: fusegate explain " << base.repro
                 << " names them); bisect limits count per graph, so it searches one graph only: cannot test. "
                    "Remove the breaks, or bisect by hand with FUSEGATE_BISECT (fusion/bisect.h)\n";
@@ -314,7 +323,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   // 3. the first subsystem whose enabling turns good into bad
   std::string culprit_sub;
   std::map<std::string, long long> limits = off;
-  json bad_record;  // the run at the smallest bad count known so far
+  record::RunRecord bad_record;  // the run at the smallest bad count known so far
   for (const auto& s : subs) {
     if (counts[s] == 0) continue;
     limits.erase(s);  // on, unlimited
@@ -342,7 +351,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
     limits[culprit_sub] = static_cast<long long>(mid);
-    json rec;
+    record::RunRecord rec;
     v = run(limits, bound, &rec);
     if (v < 0) return 125;
     if (v == 1) {
@@ -357,13 +366,13 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   const std::string bad_env = limits_text(limits);
   limits[culprit_sub] = static_cast<long long>(k - 1);
   const std::string good_env = limits_text(limits);
-  std::vector<const json*> apps = applications(bad_record, culprit_sub);
+  std::vector<Application> apps = applications(bad_record, culprit_sub);
   if (apps.size() < k) {
     std::cout << "fusegate bisect: the bad run made " << apps.size() << " applications of " << culprit_sub
               << ", not " << k << " (cannot test)\n";
     return 125;
   }
-  const json& entry = *apps[k - 1];
+  const Application& entry = apps[k - 1];
   std::string flags = " --mode " + std::string(mode_letter(base.mode)) + " --world-size " + std::to_string(base.world);
   if (base.backend != Backend::Cpu) flags += " --backend " + std::string(backend_name(base.backend));
   if (base.fusion != FusionPolicy::Default) flags += " --fusion " + std::string(policy_name(base.fusion));
@@ -385,7 +394,7 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
                                         {"subsystem", culprit_sub},
                                         {"application", k},
                                         {"applications", counts[culprit_sub]},
-                                        {"entry", entry},
+                                        {"entry", entry.to_json()},
                                         {"good", good_env},
                                         {"bad", bad_env},
                                         {"runs", step},

@@ -236,12 +236,12 @@ int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const s
     const std::string path = golden_path(golden_dir, backend_name(backend), r.name, mode_letter(m), world,
                                          policy_name(p), fast.text());
     try {
-      std::optional<nlohmann::json> g = load_golden(path);
-      const nlohmann::json* table = g ? placement_table(*g) : nullptr;
-      if (table && table->is_array()) {
+      std::optional<record::RunRecord> g = load_golden(path);
+      const std::vector<record::ResidualPlacement>* table = g ? placement_table(*g) : nullptr;
+      if (table) {
         apart = apart_sites(*table);
         std::vector<std::string> sites;
-        for (const nlohmann::json& e : *table) sites.push_back(text_of(e, "site") + " " + text_of(e, "placement"));
+        for (const record::ResidualPlacement& e : *table) sites.push_back(e.site + " " + e.placement);
         // the file under the golden folder: the same text wherever the checkout is
         const std::string rel = path.substr(std::min(path.size(), golden_dir.size() + (golden_dir.back() == '/' ? 0 : 1)));
         placement_note = "note: residual placement as the golden " + rel + " records it: " + join(sites, ", ") + "\n\n";

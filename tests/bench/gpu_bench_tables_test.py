@@ -1,9 +1,9 @@
-"""bench/gpu_bench.py's tables: an energy cell that says "not read" has its
-reason under the table, in the main table and in the rounds; the floor's
-table says what it leaves under 0.90 of torch's best, and a floor that
-failed, was not asked for or never came says so. The module is
-imported with stand-ins for torch and xxhash (its tables need neither): no
-GPU, no torch."""
+"""bench/gpu_bench.py's tables (the package bench/gpubench/): an energy cell
+that says "not read" has its reason under the table, in the main table and
+in the rounds; the floor's table says what it leaves under 0.90 of torch's
+best, and a floor that failed, was not asked for or never came says so. The
+modules are imported with stand-ins for torch and xxhash (their tables need
+neither): no GPU, no torch."""
 import pathlib
 import sys
 import types
@@ -16,7 +16,9 @@ torch = sys.modules["torch"]
 torch.distributed, torch.multiprocessing, torch.nn = (sys.modules["torch.distributed"],
                                                       sys.modules["torch.multiprocessing"], sys.modules["torch.nn"])
 torch.nn.functional = sys.modules["torch.nn.functional"]
-import gpu_bench  # noqa: E402
+from gpubench.config import GRAPHS, HOST  # noqa: E402
+from gpubench.floors import FLOOR_CONFIGS, floor_lines, floor_rows  # noqa: E402
+from gpubench.report import energy_cell, energy_notes, main_table, rounds_lines, warmup_line  # noqa: E402
 
 READ = {"forwards": 4000, "mj_per_forward": 180.4, "watts": 691.0, "sm_mhz": 1633}
 STEPPED_ONCE = {"forwards": 90, "why": "NVML's energy counter stepped 1 time(s) in the window of 61 ms "
@@ -30,25 +32,25 @@ def row(name, cls, ms, energy):
 
 class EnergyNotes(unittest.TestCase):
     def test_main_table_says_why_a_cell_was_not_read(self):
-        fg = [row("fusegate C max-autotune + CUDA graphs", gpu_bench.GRAPHS, 0.246, READ)]
-        th = [row("torch.compile max-autotune", gpu_bench.GRAPHS, 0.271, STEPPED_ONCE),
-              row("torch.compile reduce-overhead", gpu_bench.GRAPHS, 0.260, READ)]
-        text = "\n".join(gpu_bench.main_table(fg + th, th))
+        fg = [row("fusegate C max-autotune + CUDA graphs", GRAPHS, 0.246, READ)]
+        th = [row("torch.compile max-autotune", GRAPHS, 0.271, STEPPED_ONCE),
+              row("torch.compile reduce-overhead", GRAPHS, 0.260, READ)]
+        text = "\n".join(main_table(fg + th, th))
         self.assertIn("| not read |", text)
         self.assertIn("- energy not read for torch.compile max-autotune: NVML's energy counter stepped 1 time(s)", text)
         self.assertEqual(text.count("energy not read for"), 1, text)  # the rows that read have no note
         self.assertIn("180.4 (691 W, 1633 MHz)", text)
 
     def test_no_note_when_every_cell_read_or_none_was_taken(self):
-        fg = [row("fusegate C max-autotune + CUDA graphs", gpu_bench.GRAPHS, 0.246, READ),
-              row("fusegate C max-autotune", gpu_bench.HOST, 0.246, None)]  # no warm-up: '-'
-        text = "\n".join(gpu_bench.main_table(fg, []))
+        fg = [row("fusegate C max-autotune + CUDA graphs", GRAPHS, 0.246, READ),
+              row("fusegate C max-autotune", HOST, 0.246, None)]  # no warm-up: '-'
+        text = "\n".join(main_table(fg, []))
         self.assertNotIn("energy not read", text)
         self.assertIn("| - |", text)
 
     def test_a_window_without_a_figure_or_a_reason_is_named(self):
-        self.assertEqual(gpu_bench.energy_cell({"forwards": 10}), "not read")
-        self.assertEqual(gpu_bench.energy_notes([("x", {"forwards": 10})]),
+        self.assertEqual(energy_cell({"forwards": 10}), "not read")
+        self.assertEqual(energy_notes([("x", {"forwards": 10})]),
                          ["- energy not read for x: the window gave no figure"])
 
     def test_rounds_say_which_side_of_which_round(self):
@@ -57,14 +59,14 @@ class EnergyNotes(unittest.TestCase):
                    "fusegate_energy": READ, "torch_energy": READ},
                   {"order": ["torch", "fusegate"], "fusegate": 0.244, "torch": 0.257,
                    "fusegate_energy": READ, "torch_energy": STEPPED_ONCE}]
-        text = "\n".join(gpu_bench.rounds_lines(fg, th, rounds))
+        text = "\n".join(rounds_lines(fg, th, rounds))
         self.assertIn("- energy not read for round 2, torch: NVML's energy counter stepped 1 time(s)", text)
         self.assertNotIn("round 1, torch", text)
         self.assertNotIn("fusegate: NVML", text)
         self.assertIn("median of 2 rounds", text)
 
 
-GEMMS, ATTN = (label for label, _ in gpu_bench.FLOOR_CONFIGS)
+GEMMS, ATTN = (label for label, _ in FLOOR_CONFIGS)
 
 
 def floor_result(ms, kernels=5, energy=READ):
@@ -80,10 +82,10 @@ class Floor(unittest.TestCase):
     th = {"name": "torch.compile default + whole-forward CUDA graph", "ms": 0.258}
 
     def rows(self, gemms_ms, attn_ms):
-        return gpu_bench.floor_rows(1, [{GEMMS: floor_result(gemms_ms), ATTN: floor_result(attn_ms, 6)}])
+        return floor_rows(1, [{GEMMS: floor_result(gemms_ms), ATTN: floor_result(attn_ms, 6)}])
 
     def test_gemms_above_the_goal_say_no_fusion_reaches_it(self):
-        text = "\n".join(gpu_bench.floor_lines(self.rows(0.241, 0.252), self.fg, self.th, True))
+        text = "\n".join(floor_lines(self.rows(0.241, 0.252), self.fg, self.th, True))
         self.assertIn("- 0.90 of torch's best is 0.232 ms and the GEMMs alone take 0.241 (0.93 of torch's best): "
                       "no forward that runs these GEMMs reaches 0.90; it needs GEMMs that beat these", text)
         self.assertIn("fusegate's best is 5.0 µs above them", text)
@@ -91,48 +93,48 @@ class Floor(unittest.TestCase):
         self.assertIn("| 6 | 0.252 | 0.98 | 0.98 |", text)
 
     def test_gemms_under_the_goal_say_the_room_left(self):
-        text = "\n".join(gpu_bench.floor_lines(self.rows(0.210, 0.225), self.fg, self.th, True))
+        text = "\n".join(floor_lines(self.rows(0.210, 0.225), self.fg, self.th, True))
         self.assertIn("22.2 µs under 0.90 for all that is not these GEMMs; fusegate's best is 36.0 µs above them",
                       text)
         self.assertNotIn("beat these", text)
 
     def test_a_floor_failed_on_one_rank_is_a_failed_row_naming_it(self):
-        rows = gpu_bench.floor_rows(2, [{GEMMS: floor_result(0.1), ATTN: floor_result(0.11)},
+        rows = floor_rows(2, [{GEMMS: floor_result(0.1), ATTN: floor_result(0.11)},
                                         {GEMMS: {"error": "RuntimeError: CUDA out of memory"}}])
         self.assertIsNone(rows[0]["ms"])
         self.assertEqual(rows[0]["note"], "failed: RuntimeError: CUDA out of memory (rank 1)")
         self.assertEqual(rows[1]["note"], "failed: no result (rank 1)")  # rank 1 never gave the second
-        text = "\n".join(gpu_bench.floor_lines(rows, self.fg, self.th, True))
+        text = "\n".join(floor_lines(rows, self.fg, self.th, True))
         self.assertIn("| failed |", text)
         self.assertIn("n/a (the GEMMs' floor failed)", text)
 
     def test_gpu_sh_summary_reads_the_verdict_not_a_note(self):
-        # the pattern gpu.sh's last table greps from each bench.md, run on
-        # floor_lines' text: a failed attention floor's note must not
-        # stand in for the verdict
+        # the pattern gpu.sh's last table greps from each bench.md (its
+        # bench step, bench/gpu/benches.sh), run on floor_lines' text: a
+        # failed attention floor's note must not stand in for the verdict
         import re
         import subprocess
-        sh = (pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu.sh").read_text()
+        sh = (pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu" / "benches.sh").read_text()
         pattern = re.search(r"floor=\$\(grep -m1 -oE '([^']+)'", sh).group(1)
 
         def summary(lines):
             p = subprocess.run(["grep", "-m1", "-oE", pattern], input="\n".join(lines) + "\n",
                                capture_output=True, text=True)
             return p.stdout.strip()
-        failed_attn = gpu_bench.floor_rows(1, [{GEMMS: floor_result(0.241), ATTN: {"error": "RuntimeError: x"}}])
-        got = summary(gpu_bench.floor_lines(failed_attn, self.fg, self.th, True))
+        failed_attn = floor_rows(1, [{GEMMS: floor_result(0.241), ATTN: {"error": "RuntimeError: x"}}])
+        got = summary(floor_lines(failed_attn, self.fg, self.th, True))
         self.assertTrue(got.startswith("- 0.90 of torch's best is 0.232 ms"), got)
-        self.assertIn("RuntimeError: x", "\n".join(gpu_bench.floor_lines(failed_attn, self.fg, self.th, True)))
+        self.assertIn("RuntimeError: x", "\n".join(floor_lines(failed_attn, self.fg, self.th, True)))
         for floors, ran, want in (([], False, "- floor: not asked for"), ([], True, "- floor: asked for and not"),
                                   (self.rows(0.2, 0.21), True, "- 0.90 of torch's best"),
-                                  (gpu_bench.floor_rows(1, [{}]), True, "- floor against 0.90 of torch's best: n/a")):
-            got = summary(gpu_bench.floor_lines(floors, self.fg, self.th, ran))
+                                  (floor_rows(1, [{}]), True, "- floor against 0.90 of torch's best: n/a")):
+            got = summary(floor_lines(floors, self.fg, self.th, ran))
             self.assertTrue(got.startswith(want), (want, got))
 
     def test_never_a_silent_absence(self):
-        self.assertIn("not asked for", "\n".join(gpu_bench.floor_lines([], self.fg, self.th, False)))
-        self.assertIn("asked for and not measured", "\n".join(gpu_bench.floor_lines([], self.fg, self.th, True)))
-        text = "\n".join(gpu_bench.floor_lines(self.rows(0.2, 0.21), self.fg, None, True))
+        self.assertIn("not asked for", "\n".join(floor_lines([], self.fg, self.th, False)))
+        self.assertIn("asked for and not measured", "\n".join(floor_lines([], self.fg, self.th, True)))
+        text = "\n".join(floor_lines(self.rows(0.2, 0.21), self.fg, None, True))
         self.assertIn("n/a (no torch CUDA-graph configuration ran)", text)
 
 
@@ -144,8 +146,8 @@ class EnergyFloor(unittest.TestCase):
 
     def text(self, gemms, attn, fg=None):
         a = attn if "error" in attn else floor_result(0.242, 6, attn)
-        rows = gpu_bench.floor_rows(1, [{GEMMS: floor_result(0.227, 5, gemms), ATTN: a}])
-        return "\n".join(gpu_bench.floor_lines(rows, fg or self.fg, self.th, True))
+        rows = floor_rows(1, [{GEMMS: floor_result(0.227, 5, gemms), ATTN: a}])
+        return "\n".join(floor_lines(rows, fg or self.fg, self.th, True))
 
     def energy_line(self, text):
         got = [ln for ln in text.splitlines() if ln.startswith("- energy at the power limit")]
@@ -197,12 +199,12 @@ class EnergyFloor(unittest.TestCase):
         self.assertIn("(700 W)", self.energy_line(self.text(no_limit, no_limit)))
 
     def test_gpu_sh_summary_reads_each_line_into_its_own_cell(self):
-        # the two greps of gpu.sh's last table, run as gpu.sh runs them, on
-        # floor_lines' text: the floor cell gets the time verdict, the
-        # energy cell the energy line from its "(700 W)" on
+        # the two greps of gpu.sh's last table (bench/gpu/benches.sh), run
+        # as gpu.sh runs them, on floor_lines' text: the floor cell gets the
+        # time verdict, the energy cell the energy line from its "(700 W)" on
         import re
         import subprocess
-        sh = (pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu.sh").read_text()
+        sh = (pathlib.Path(__file__).resolve().parents[2] / "bench" / "gpu" / "benches.sh").read_text()
         text = self.text(at_limit(155.9, 1401), at_limit(167.9, 1438)) + "\n"
 
         def cell(var):
@@ -218,16 +220,16 @@ class EnergyFloor(unittest.TestCase):
 
 class Warmup(unittest.TestCase):
     def test_each_row_says_how_long_it_warmed(self):
-        rows = [row("torch.compile reduce-overhead", gpu_bench.GRAPHS, 0.256,
+        rows = [row("torch.compile reduce-overhead", GRAPHS, 0.256,
                     {**READ, "warmup_forwards": 23438, "warmup_pace_ms": 0.256}),
-                row("torch.compile max-autotune-no-cudagraphs", gpu_bench.HOST, 0.630,
+                row("torch.compile max-autotune-no-cudagraphs", HOST, 0.630,
                     {"why": "NVML's energy counter stepped 0 time(s)", "warmup_forwards": 410,
                      "warmup_pace_ms": 14.634}),
-                row("torch eager", gpu_bench.HOST, 1.0, None)]  # no warm-up asked: not named
-        line = gpu_bench.warmup_line(rows)
+                row("torch eager", HOST, 1.0, None)]  # no warm-up asked: not named
+        line = warmup_line(rows)
         self.assertEqual(line, "warm-up (forwards x pace): torch.compile reduce-overhead 23438 x 0.256 ms; "
                                "torch.compile max-autotune-no-cudagraphs 410 x 14.634 ms")
-        self.assertEqual(gpu_bench.warmup_line([rows[2]]), "")
+        self.assertEqual(warmup_line([rows[2]]), "")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fg_fuzz::as_file(data, size, ".json");
-  std::optional<nlohmann::json> g;
+  std::optional<fg::record::RunRecord> g;
   FG_FUZZ_REFUSALS_OK(g = fg::load_golden(path));
   if (!g) return 0;
   (void)fg::compare_with_golden(*g, &*g, path, "fuzz", "fusegate bless");

@@ -1,6 +1,7 @@
 // Verdicts of a run against its golden, across ranks and across world sizes.
 #include <gtest/gtest.h>
 
+#include "tests/unit/record_fixtures.h"
 #include "harness/record/compare.h"
 #include "harness/record/golden_env.h"
 
@@ -63,7 +64,7 @@ json make_record(int world = 2) {
 
 // A golden as bless writes it (harness/record/golden_env.h) from a record-shaped
 // one, so that a test changes a figure of a copy of the record it runs.
-json as_golden(const json& g) { return g.contains("env") ? golden_of(g) : g; }
+json as_golden(const json& g) { return g.contains("env") ? testing_golden::golden_json(g) : g; }
 
 Verdict check(const json& run, const json& golden, bool require_exact = false) {
   const json g = as_golden(golden);
@@ -449,8 +450,9 @@ TEST(CompareWithGolden, EachEnvironmentOfAGoldenComparesItsOwnDigests) {
   json a = make_record(), b = make_record();
   b["env"]["compiler"] = "g++ 13.1.0";
   for (auto& r : b["ranks"]) r["outputs"][0]["exact"] = "bbbbbbbbbbbbbbbb";
-  BlessPlan plan = plan_bless(nullptr, golden_of(a));
-  plan = plan_bless(&plan.golden, golden_of(b));
+  using namespace testing_golden;
+  JsonBlessPlan plan = plan_bless_json(nullptr, golden_json(a));
+  plan = plan_bless_json(&plan.golden, golden_json(b));
   ASSERT_EQ(plan.kind, BlessPlan::Added);
   const json golden = plan.golden;
   EXPECT_EQ(golden["environments"].size(), 2u);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fusion/errors.h"
+#include "tests/unit/record_fixtures.h"
 #include "harness/record/golden.h"
 #include "harness/record/files.h"
 #include "harness/record/diff.h"
@@ -22,6 +23,7 @@ namespace fg {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using namespace testing_golden;
 
 json rank_record(int r) {
   return {{"rank", r},
@@ -43,7 +45,7 @@ json rank_record(int r) {
 // A golden as bless writes it (format 2: its environments, each output's
 // exact digest keyed by them; harness/record/golden_env.h).
 json valid_record() {
-  return golden_of({{"repro", "x"},        {"mode", "C"},
+  return golden_json({{"repro", "x"},        {"mode", "C"},
                     {"world_size", 2},     {"backend", "cpu"},
                     {"fusion", "default"}, {"fast_paths", "proven"},
                     {"env", {{"backend", "cpu"}, {"compiler", "g++ 12"}}},
@@ -145,7 +147,7 @@ TEST(LoadGolden, ValidFileRoundTrips) {
   write_file(p, dump_record(valid_record()));
   auto j = load_golden(p.string());
   ASSERT_TRUE(j.has_value());
-  EXPECT_EQ(*j, valid_record());
+  EXPECT_EQ(record::to_json(*j), valid_record());
 }
 
 TEST(LoadGolden, SyntaxErrorNamesFileLineColumnAndBlessCommand) {
@@ -196,7 +198,7 @@ TEST(LoadGolden, BracketsInStringsAreNotNesting) {
   write_file(p, dump_record(j));
   auto loaded = load_golden(p.string());
   ASSERT_TRUE(loaded.has_value());
-  EXPECT_EQ((*loaded)["repro"], j["repro"]);
+  EXPECT_EQ(loaded->repro, j["repro"].get<std::string>());
 }
 
 TEST(LoadGolden, TruncatedFileNamesItsLastLine) {
@@ -559,10 +561,10 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
                                                                  {"nan", 0}, {"inf", 0}};
     return r;
   }();
-  BlessPlan p = plan_bless(nullptr, golden_of(rec));
+  JsonBlessPlan p = plan_bless_json(nullptr, golden_json(rec));
   EXPECT_EQ(p.kind, BlessPlan::Created);
   const json first = p.golden;
-  EXPECT_EQ(plan_bless(&first, golden_of(rec)).kind, BlessPlan::Unchanged);
+  EXPECT_EQ(plan_bless_json(&first, golden_json(rec)).kind, BlessPlan::Unchanged);
   // another environment, its own digests, rounding noise in a fingerprint
   json other = rec;
   other["env"]["compiler"] = "g++ 13";
@@ -570,19 +572,19 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
     k["outputs"][0]["exact"] = "fedcba9876543210";
     k["outputs"][0]["fingerprint"]["sum"] = 1.0001;
   }
-  p = plan_bless(&first, golden_of(other));
+  p = plan_bless_json(&first, golden_json(other));
   ASSERT_EQ(p.kind, BlessPlan::Added);
   EXPECT_EQ(p.golden["environments"].size(), 2u);
   // nothing else changed: the first environment's fingerprints are kept
   EXPECT_EQ(p.golden["ranks"][0]["outputs"][0]["fingerprint"]["sum"], 1.0);
-  EXPECT_EQ(environment_free_text(p.golden), environment_free_text(first));
-  const std::string fp = environment_fingerprint(other["env"]);
+  EXPECT_TRUE(same_state(record::from_json(p.golden), record::from_json(first)));
+  const std::string fp = environment_fingerprint(other["env"].get<record::Environment>());
   EXPECT_EQ(p.golden["ranks"][1]["outputs"][0]["exact"][fp], "fedcba9876543210");
   const json both = p.golden;
   // a new state: replaced, the other environment dropped, what moved said
   json more = rec;
   for (auto& k : more["ranks"]) k["kernel_count"] = 13;
-  p = plan_bless(&both, golden_of(more));
+  p = plan_bless_json(&both, golden_json(more));
   EXPECT_EQ(p.kind, BlessPlan::Replaced);
   EXPECT_EQ(p.dropped, 1);
   EXPECT_EQ(p.golden["environments"].size(), 1u);
@@ -590,7 +592,7 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
   // the same environment with other digests: the others are stale
   json moved = rec;
   moved["ranks"][0]["outputs"][0]["exact"] = "1111111111111111";
-  p = plan_bless(&both, golden_of(moved));
+  p = plan_bless_json(&both, golden_json(moved));
   EXPECT_EQ(p.kind, BlessPlan::Replaced);
   EXPECT_EQ(p.dropped, 1);
   EXPECT_NE(p.why.find("this environment's exact digests changed"), std::string::npos) << p.why;
@@ -598,7 +600,7 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
   json far = other;
   far["env"]["compiler"] = "g++ 14";
   far["ranks"][0]["outputs"][0]["fingerprint"]["sum"] = 5.0;
-  p = plan_bless(&both, golden_of(far));
+  p = plan_bless_json(&both, golden_json(far));
   EXPECT_EQ(p.kind, BlessPlan::Replaced);
   EXPECT_NE(p.why.find("rank 0 output out: fingerprint outside tolerance"), std::string::npos) << p.why;
   // environments recorded under another key (an older fusegate's fields)
@@ -606,11 +608,11 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
   json legacy = first;
   legacy["environments"]["0123456789abcdef"] = {{"backend", "cpu"}, {"isa", "x86_64+avx2"}};
   for (auto& k : legacy["ranks"]) k["outputs"][0]["exact"]["0123456789abcdef"] = "aaaaaaaaaaaaaaaa";
-  p = plan_bless(&legacy, golden_of(rec));
+  p = plan_bless_json(&legacy, golden_json(rec));
   EXPECT_EQ(p.kind, BlessPlan::Pruned);
   EXPECT_EQ(p.unmatchable, 1);
   EXPECT_EQ(p.golden, first);
-  p = plan_bless(&legacy, golden_of(other));
+  p = plan_bless_json(&legacy, golden_json(other));
   EXPECT_EQ(p.kind, BlessPlan::Added);
   EXPECT_EQ(p.unmatchable, 1);
   EXPECT_EQ(p.golden, both);
@@ -622,7 +624,7 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
     k["kernels"][0]["device_kernels"] = {"nvjet_sm90_tst_128x256"};
     k["gemm_algos"] = {{{"shape", "bf16 m128"}, {"algo", "a1"}, {"source", "measured"}, {"us", 3.5}}};
   }
-  const json cuda_first = golden_of(cuda);
+  const json cuda_first = golden_json(cuda);
   json lib = cuda;
   lib["env"]["compiler"] = "g++ 13";
   for (auto& k : lib["ranks"]) {
@@ -630,14 +632,14 @@ TEST(PlanBless, AddsAnEnvironmentOnlyWhereEverythingElseAgrees) {
     k["gemm_algos"][0]["source"] = "golden";
     k["gemm_algos"][0]["us"] = 3.1;
   }
-  EXPECT_EQ(plan_bless(&cuda_first, golden_of(lib)).kind, BlessPlan::Added);
+  EXPECT_EQ(plan_bless_json(&cuda_first, golden_json(lib)).kind, BlessPlan::Added);
   for (auto& k : lib["ranks"]) k["gemm_algos"][0]["algo"] = "a2";
-  EXPECT_EQ(plan_bless(&cuda_first, golden_of(lib)).kind, BlessPlan::Replaced);
+  EXPECT_EQ(plan_bless_json(&cuda_first, golden_json(lib)).kind, BlessPlan::Replaced);
   for (auto& k : lib["ranks"]) {
     k["gemm_algos"][0]["algo"] = "a1";
     k["kernels"][0]["device_kernels"] = {"nvjet_a", "nvjet_b"};
   }
-  EXPECT_EQ(plan_bless(&cuda_first, golden_of(lib)).kind, BlessPlan::Replaced);
+  EXPECT_EQ(plan_bless_json(&cuda_first, golden_json(lib)).kind, BlessPlan::Replaced);
   (void)a;
 }
 

@@ -11,6 +11,7 @@
 #include "fusion/errors.h"
 #include "harness/tools/ab.h"
 #include "harness/record/compare.h"
+#include "tests/unit/record_fixtures.h"
 #include "harness/record/golden.h"
 #include "harness/record/files.h"
 #include "harness/record/proofs.h"

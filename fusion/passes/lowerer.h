@@ -1,0 +1,151 @@
+// The lowering's inner workings, shared by lower.cpp (the walk over the
+// graph, buffers, externs, collectives, mutations), lower_pointwise.cpp,
+// lower_reduction.cpp and lower_view.cpp: a lowered Value, the loaders that
+// compute it, and the Lowerer that turns graph nodes into Values and
+// scheduler nodes. Included by those files alone; lower.h is the pass.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fusion/passes/lower.h"
+
+namespace fg::lowering {
+
+using Coords = std::vector<IndexP>;
+// Loaders nest (a value inlined into a value inlined into ...); sharing them
+// keeps copies cheap.
+using LoadFn = std::shared_ptr<const std::function<ExprP(const Coords&)>>;
+template <typename F>
+LoadFn make_loader(F f) { return std::make_shared<const std::function<ExprP(const Coords&)>>(std::move(f)); }
+
+// A lowered value: either backed by a buffer through a strided layout, or a
+// loader that computes it from other values (inlined).
+using Relayout = std::function<std::optional<Layout>(const Layout&)>;
+
+struct Value {
+  TensorType type;
+  LoadFn load;
+  int buffer = -1;
+  Layout layout;
+  // A chain of views over the value of graph node `view_base`, not yet in a
+  // buffer: `relayout` maps that value's buffer layout to this view's.
+  int view_base = -1;
+  Relayout relayout;
+  std::set<std::string> origins;
+  std::set<std::string> lines;  // repro source locations of the graph nodes it covers
+  bool storage() const { return buffer >= 0; }
+};
+
+inline std::string coords_key(const Coords& c) {
+  std::string k;
+  for (const auto& i : c) k += i->key + ";";
+  return k;
+}
+
+// Memoises a loader per coordinate tuple, so that a value inlined twice at
+// the same index is one expression (printed once).
+template <typename F>
+LoadFn memo(F f) {
+  auto cache = std::make_shared<std::unordered_map<std::string, ExprP>>();
+  return make_loader([f = std::move(f), cache](const Coords& c) {
+    std::string k = coords_key(c);
+    auto it = cache->find(k);
+    if (it != cache->end()) return it->second;
+    ExprP e = f(c);
+    (*cache)[k] = e;
+    return e;
+  });
+}
+
+// Coordinates of an input broadcast to `out` (numpy rules).
+inline Coords broadcast_coords(const Coords& c, const Shape& out, const Shape& in) {
+  Coords r;
+  size_t off = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) r.push_back(in[k] == 1 ? ix_const(0) : c[k + off]);
+  return r;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const Graph& g, const LowerOptions& o) : g_(g), opts_(o), users_(g.users()) {
+    for (int o2 : g.outputs) ++extra_uses_[o2];
+    out_.name = g.name;
+  }
+
+  LoweredGraph run();
+
+ private:
+  int uses(int id) const {
+    auto it = extra_uses_.find(id);
+    return static_cast<int>(users_[static_cast<size_t>(id)].size()) + (it == extra_uses_.end() ? 0 : it->second);
+  }
+
+  bool should_realize(const Node& n, const Value& v);
+  int new_buffer(const std::string& name, DType t, const Layout& layout, int input_index = -1);
+  Value from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins = {},
+                     std::set<std::string> lines = {});
+
+  // Records a scheduler node with its reads and dependencies.
+  SchedNode& add_node(SchedNode sn);
+  Value realize(const Value& v);
+
+  const Value& in(const Node& n, size_t k) { return values_[static_cast<size_t>(n.inputs[k])]; }
+
+  // An extern's input: a view of a pointwise value realizes that value in
+  // its own order and reads it through the view when the view keeps the
+  // innermost dim contiguous (what the library kernels take); anything else
+  // is realized as it is read.
+  Value realize_for_extern(const Value& v);
+  std::string origin_of(const Node& n) const { return n.origin.empty() ? op_info(n.op).aten : n.origin; }
+  // Where the repro made `n` (nothing when unknown: a graph built in code).
+  static std::set<std::string> line_of(const Node& n) {
+    if (!n.loc.known()) return {};
+    return {n.loc.str()};
+  }
+  static void merge(std::set<std::string>& into, const std::set<std::string>& from) { into.insert(from.begin(), from.end()); }
+
+  Value lower_node(const Node& n);
+  Value lower_input(const Node& n);
+  Value lower_pointwise(const Node& n);
+  Value lower_reduction(const Node& n);
+
+  // Inductor's hint: a reduction is INNER when most of its full-size reads
+  // (those that use every iteration variable) step through some reduced dim
+  // with a stride of at most 1, OUTER when they stride over all of them.
+  static bool reads_inner(const ExprP& body, const Shape& s, const std::vector<int64_t>& dims);
+
+  // A reduction in two kernels (Inductor's create_multilayer): the first
+  // reduces each output's elements in `split` blocks of ceil(r / split)
+  // (a block's tail past r reads the reduction's identity), into an f32
+  // buffer for 16-bit types; the second reduces the blocks.
+  Value lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
+                              int64_t split, const std::set<std::string>& origins, const std::set<std::string>& lines);
+  Value lower_view(const Node& n);
+
+  // out = A W^T (+ bias) as a generated kernel: A is read through its
+  // layout over (m, k), so a batch of rows can be any strided view.
+  Value lower_gemm_template(const Node& n);
+  Value lower_extern(const Node& n);
+  Value lower_collective(const Node& n);
+  Value lower_copy_into(const Node& n);
+
+  const Graph& g_;
+  const LowerOptions& opts_;
+  std::vector<std::vector<int>> users_;
+  std::map<int, int> extra_uses_;
+  LoweredGraph out_;
+  std::vector<Value> values_;
+  std::map<int, int> last_writer_;
+  std::map<int, std::vector<int>> readers_;
+  SourceLoc loc_;
+  // the next indirect index variable's number (unique in the graph)
+  std::shared_ptr<int> indirect_vars_ = std::make_shared<int>(0);
+};
+
+}  // namespace fg::lowering
