@@ -1,0 +1,298 @@
+# shellcheck shell=bash
+# Cases of the tools around the gate: explain (DOT, --batch, residual
+# placement), bisect (the decision, clean and bad input, ledger diff,
+# git bisect run), fuzz, and ci/premerge.sh.
+# Sourced by cli_test.sh after lib.sh; each case_NAME is the case NAME.
+
+case_explain_dot() {
+    "$FG" explain ffn_allreduce --repro-dir "$T/repros" --world-size 2 --dot "$T/dot" --svg >"$T/out" 2>&1; expect_rc $? 0
+    for f in graph0.before graph0.after; do
+      [ -s "$T/dot/$f.dot" ] || fail "no $f.dot"
+      grep -q "<svg" "$T/dot/$f.svg" || fail "no $f.svg"
+    done
+    grep -q "subgraph cluster_k" "$T/dot/graph0.after.dot" || fail "after-fusion DOT has no kernel clusters"
+    expect_out "1 graph\\(s\\), 0 graph break\\(s\\)"
+}
+
+case_explain_batch() {
+    # explain --batch: each case framed with its exit code, its output the
+    # same bytes as its own process's, a rejected case stored as its error
+    # and the next case still run; bad batch input is exit 2
+    "$FG" explain ffn_allreduce --repro-dir "$T/repros" --world-size 2 --mode C >"$T/alone" 2>&1; expect_rc $? 0
+    "$FG" explain ffn_allreduce --repro-dir "$T/repros" --world-size 1 --mode B >"$T/alone2" 2>&1; expect_rc $? 0
+    printf 'ffn_allreduce --repro-dir %s --world-size 2 --mode C\n\nno_such_repro\nffn_allreduce --repro-dir %s --world-size 1 --mode B\n--batch=-\n' \
+      "$T/repros" "$T/repros" >"$T/cases"
+    "$FG" explain --batch "$T/cases" >"$T/batch" 2>"$T/out"; expect_rc $? 0
+    python3 - "$T/batch" "$T/alone" "$T/alone2" >"$T/out" 2>&1 <<'PY' || fail "the batch's frames"
+import sys
+data, alone, alone2 = (open(p, "rb").read() for p in sys.argv[1:4])
+cases, i = [], 0
+while i < len(data):
+    nl = data.index(b"\n", i)
+    head = data[i:nl].decode().split()
+    assert head[0] == "#fusegate-explain-case" and int(head[1]) == len(cases), head
+    n_out, n_err = int(head[5]), int(head[7])
+    cases.append((int(head[3]), data[nl + 1 : nl + 1 + n_out], data[nl + 1 + n_out : nl + 1 + n_out + n_err]))
+    i = nl + 1 + n_out + n_err
+assert [c[0] for c in cases] == [0, 2, 0, 2], [c[0] for c in cases]  # the blank line is no case
+assert cases[0][1] == alone, "case 0 differs from the same explain run alone"
+assert b"unknown repro 'no_such_repro'" in cases[1][2], cases[1][2]
+assert cases[2][1] == alone2, "case 2 (after a case and a rejected one) differs from the same explain run alone"
+assert b"holds --batch" in cases[3][2], cases[3][2]  # no batch inside a case
+print("frames ok")
+PY
+    expect_out "frames ok"
+    # what reaches descriptor 2 directly (here the shell that finds no
+    # Graphviz `dot` on an empty PATH) is the case's too, not the batch's
+    printf 'ffn_allreduce --repro-dir %s --world-size 1 --mode C --dot %s --svg\nno_such_repro\n' \
+      "$T/repros" "$T/dot" >"$T/cases"
+    PATH="$T/no_bin" "$FG" explain --batch "$T/cases" >"$T/batch" 2>"$T/batch_err"; expect_rc $? 0
+    python3 - "$T/batch" "$T/batch_err" >"$T/out" 2>&1 <<'PY' || fail "descriptor-level output of a case"
+import sys
+data, own_err = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+head, rest = data.split(b"\n", 1)
+h = head.split()
+assert h[0] == b"#fusegate-explain-case" and h[3] == b"2", head  # graphviz failed: exit 2
+n_out, n_err = int(h[5]), int(h[7])
+err = rest[n_out : n_out + n_err]
+assert b"not found" in err and b"graphviz `dot` failed" in err, err
+assert rest[n_out + n_err :].startswith(b"#fusegate-explain-case 1 exit 2 "), rest[n_out + n_err :][:80]
+assert b"not found" not in own_err, own_err
+print("descriptors ok")
+PY
+    expect_out "descriptors ok"
+    "$FG" explain --batch - --world-size 2 </dev/null >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "--world-size goes on each case's line"
+    "$FG" explain --batch "$T/none" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "cannot be read"
+    "$FG" explain --batch "$T" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "is a folder"
+}
+
+case_explain_residual_placement() {
+    # explain compiles what a check runs: each TP residual hoist as the
+    # golden's residual_placement places it; without a table, every hoist
+    mkdir -p "$T/g"
+    "$FG" explain tp_block_llama_h2048 --backend cuda --fusion max-autotune --golden-dir "$T/g" >"$T/out" 2>&1
+    expect_rc $? 0
+    [ "$(grep -c 'fused: residual add moved in front of the all-reduce' "$T/out")" = 2 ] || fail "not two hoists"
+    grep -q "residual placement as the golden" "$T/out" && fail "a placement note without a golden"
+    golden="$T/g/cuda/tp_block_llama_h2048/C_w1.max-autotune.json"
+    mkdir -p "$(dirname "$golden")"
+    python3 - "$T/out" "$SRC/golden/cuda/tp_block_llama_h2048/C_w1.max-autotune.json" "$golden" <<'PY'
+import json, re, sys
+sites = re.findall(r"round \d+ (%\d+\(linear\) \+ %\d+\(add\)) score=\S+ \S+ \S+ \S+ fused: residual add moved", open(sys.argv[1]).read())
+assert len(sites) == 2, sites
+r = json.load(open(sys.argv[2]))
+for k in r["ranks"]:
+    k["residual_placement"] = [{"site": sites[0], "placement": "gemm"}, {"site": sites[1], "placement": "apart"}]
+open(sys.argv[3], "w").write(json.dumps(r, indent=2, sort_keys=True) + "\n")
+PY
+    "$FG" explain tp_block_llama_h2048 --backend cuda --fusion max-autotune --golden-dir "$T/g" >"$T/out" 2>&1
+    expect_rc $? 0
+    expect_out "note: residual placement as the golden cuda/tp_block_llama_h2048/C_w1.max-autotune.json records it: %[0-9]+\(linear\) \+ %[0-9]+\(add\) gemm, %[0-9]+\(linear\) \+ %[0-9]+\(add\) apart"
+    [ "$(grep -c 'fused: residual add moved in front of the all-reduce' "$T/out")" = 1 ] || fail "not one hoist left"
+    expect_out "rejected: residual add stays after the all-reduce, in the next kernel"
+    expect_out "cuda_poi_fused_add"
+    # a table of another form: said, and every hoist shown
+    sed -i 's/"apart"/"later"/' "$golden"
+    "$FG" explain tp_block_llama_h2048 --backend cuda --fusion max-autotune --golden-dir "$T/g" >"$T/out" 2>&1
+    expect_rc $? 0
+    expect_out "note: residual placement not read from the golden \(.*expected \"gemm\" or \"apart\""
+    [ "$(grep -c 'fused: residual add moved in front of the all-reduce' "$T/out")" = 2 ] || fail "not two hoists"
+}
+
+case_bisect_names_the_decision() {
+    # a simulated miscompile of one node where fusion puts it in a fused
+    # kernel: bisect names the decision that fused it, within
+    # subsystems + ceil(log2(applications)) + 2 runs, with replay commands
+    for c in "tp_block_llama default buf4" "tp_block_llama default buf12" "tp_block_wan default buf16" \
+             "tp_block_wan default buf19" "tp_block_llama max-autotune buf10" "tp_block_wan max-autotune buf19"; do
+      set -- $c
+      FUSEGATE_FAULT=perturb:$3 "$FG" bisect $1 --mode C --world-size 2 --fusion $2 --fast-paths none \
+        --json "$T/b.json" >"$T/out" 2>&1
+      expect_rc $? 1
+      expect_out "the culprit is application [0-9]+ of [0-9]+ of decisions"
+      expect_out "replay, good: FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
+      expect_out "replay, bad:  FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
+      expect_out "kernel: .*nodes:.* $3( |\$)"
+      # the repro lines of the fused nodes, and their text
+      expect_out "repro source: repros/$1.cpp:[0-9]+"
+      expect_out "^    repros/$1.cpp:[0-9]+ \| .*[a-z_]+\("
+      python3 - "$T/b.json" "$3" <<'PY' || fail "$c: the culprit does not fuse $3, or too many runs"
+import json, math, sys
+j = json.load(open(sys.argv[1])); node = sys.argv[2]
+assert j["subsystem"] == "decisions", j
+groups = [p for side in j["entry"]["nodes"] for p in side.split("+")]
+assert node in groups, (node, j["entry"])
+assert j["entry"]["outcome"] == "fused"
+assert j["entry"]["source"] and all(s.startswith("repros/") for s in j["entry"]["source"]), j["entry"]
+assert j["runs"] <= 4 + math.ceil(math.log2(max(1, j["applications"]))) + 2, j["runs"]
+PY
+    done
+}
+
+case_bisect_clean_and_bad_input() {
+    "$FG" bisect tp_block_llama --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "nothing to bisect"
+    FUSEGATE_FAULT=perturb:buf999 "$FG" run tp_block_llama --mode C --world-size 1 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "has no scheduler node buf999"
+    FUSEGATE_BISECT=decisions:x "$FG" run tp_block_llama >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "FUSEGATE_BISECT: 'decisions:x' is not SUBSYSTEM:K"
+    # a repro with a graph break: limits count per graph, so no answer
+    # rather than a wrong one (buf5: the second graph's fused norm)
+    line=$(grep -n "linear(%5, %w2)" "$T/repros/ffn_allreduce.fg" | cut -d: -f1)
+    sed -i "${line}a\\  %dbg = print(%6) : bf16[4,32,128]" "$T/repros/ffn_allreduce.fg"
+    FUSEGATE_QUIET_PRINT=1 FUSEGATE_FAULT=perturb:buf5 "$FG" bisect ffn_allreduce --repro-dir "$T/repros" --mode C \
+      --world-size 1 --fast-paths none >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "runs as 2 graphs .*searches one graph only: cannot test"
+    "$FG" bisect tp_block_llama --mode A >"$T/out" 2>&1; expect_rc $? 2; expect_out "use --mode B or C"
+}
+
+case_bisect_ledger_diff() {
+    # a changed fusion rule: outputs right, one kernel more than the golden;
+    # not a search: the decisions that changed are the report
+    golden="$SRC/golden/$BACKEND/tp_block_llama/C_w$WORLD.json"
+    want=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ranks'][0]['kernel_count'])" "$golden") \
+      || fail "no golden $golden"
+    FUSEGATE_FAULT=refuse_fusion:reduction "$FG" bisect tp_block_llama --mode C --world-size "$WORLD" \
+      --backend "$BACKEND" >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "regressed against .*$BACKEND/tp_block_llama/C_w$WORLD.json: not a search"
+    expect_out "kernel_count $want -> $((want + 1))\b"
+    # the changed decision with its nodes, score, reason and repro line
+    expect_out "buf2\+buf4 score \(2, 0, [0-9]+, -1\) at repros/tp_block_llama.cpp:[0-9]+ \(attention\): fused -> rejected \(fault_refused\)"
+}
+
+case_git_bisect_run() {
+    # a real `git bisect run` over a scripted history of a .fg repro, with the
+    # goldens outside the tree: the commit that adds a graph break is found
+    R="$T/hist"; mkdir -p "$R/repros"
+    git -C "$R" init -q
+    g() { git -C "$R" -c user.name=t -c user.email=t@t "$@"; }
+    cp "$SRC/repros/fg/ffn_allreduce.fg" "$R/repros/hist_block.fg"
+    g add -A; g commit -qm one
+    # its golden, blessed at the known-good commit and kept outside the tree
+    (cd "$R" && "$FG" bless hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1 \
+      --backend "$BACKEND") \
+      >"$T/out" 2>&1 || fail "bless at the good commit"
+    echo "# a comment" >>"$R/repros/hist_block.fg"; g commit -qam two
+    line=$(grep -n "all_reduce" "$R/repros/hist_block.fg" | cut -d: -f1)
+    sed -i "${line}a\\  %dbg = print(%7) : bf16[4,32,128]" "$R/repros/hist_block.fg"; g commit -qam "three: a print"
+    first=$(git -C "$R" rev-parse HEAD)
+    echo "# another" >>"$R/repros/hist_block.fg"; g commit -qam four
+    # a commit without the repro cannot be tested: skipped, not "bad"
+    git -C "$R" rm -q repros/hist_block.fg; g commit -qm "five: repro gone"
+    args=(hist_block --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1 --backend "$BACKEND")
+    (cd "$R" && g bisect start HEAD~1 HEAD~4 >/dev/null &&
+      FUSEGATE="$FG" git bisect run bash "$SRC/ci/bisect-step.sh" "${args[@]}") >"$T/out" 2>&1
+    expect_out "$first is the first bad commit"
+    expect_out "three: a print"
+    (cd "$R" && git bisect reset >/dev/null 2>&1; FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" "${args[@]}") \
+      >"$T/out" 2>&1
+    # (the commit has no repros folder left: bad input there, so 125)
+    expect_rc $? 125; expect_out "--repro-dir repros: error: no such folder"; expect_out "cannot test this commit"
+}
+
+case_fuzz_finds_broken_rule() {
+    # a broken fusion rule (every fused reduction 1.5x off) is found within
+    # 60 s, minimized to a .fg of at most 6 nodes, replayed by run --graph
+    # and bisected to the fusion decision
+    start=$(date +%s)
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" fuzz --seconds 60 --seed 1 --findings "$T/found" >"$T/out" 2>&1
+    expect_rc $? 1
+    [ $(( $(date +%s) - start )) -le 90 ] || fail "the fuzzer took over 90 s (60 to find, the rest to minimize)"
+    expect_out "1 findings"
+    f=$(ls "$T"/found/*.fg 2>/dev/null | head -1)
+    [ -n "$f" ] || fail "no finding file in $T/found"
+    grep -q "^# fusegate fuzz finding: mismatch under --fusion default" "$f" || fail "finding header: $(head -3 "$f")"
+    nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
+    [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
+    grep -qE '^  %[A-Za-z0-9_]+ = (sum|mean|var|amax|softmax|rms_norm|layer_norm)\(' "$f" || fail "no reduction in $(cat "$f")"
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --out "$T/bad.json" >/dev/null 2>&1 \
+      || fail "run --graph failed"
+    "$FG" run --graph "$f" --mode C --out "$T/good.json" >/dev/null 2>&1 || fail "run --graph failed without the fault"
+    python3 - "$T/bad.json" "$T/good.json" <<'PY' || fail "run --graph does not replay the finding"
+import json, sys
+bad, good = (json.load(open(p)) for p in sys.argv[1:])
+assert bad["ranks"][0]["accuracy"]["status"] == "fail", bad["ranks"][0]["accuracy"]
+assert good["ranks"][0]["accuracy"]["status"] == "pass", good["ranks"][0]["accuracy"]
+PY
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" bisect --graph "$f" --mode C >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "the culprit is application [0-9]+ of [0-9]+ of decisions"
+    expect_out "replay, bad: .* --repro-dir"
+    # without the fault: a clean run, its summary and JSON
+    "$FG" fuzz --graphs 12 --seed 7 --fusion all --findings "$T/none" --json "$T/s.json" >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "12 graphs in .* 0 findings"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['graphs']==12 and not j['findings'] and j['fusion']=='default,max-autotune,none', j" \
+      "$T/s.json" || fail "fuzz --json"
+    [ ! -e "$T/none" ] || [ -z "$(ls "$T/none")" ] || fail "a clean run wrote findings"
+    # bad input
+    "$FG" fuzz --seconds 0 >"$T/out" 2>&1; expect_rc $? 2; expect_out "needs --seconds N or --graphs N"
+    "$FG" fuzz --graphs 1 --fusion fastest >"$T/out" 2>&1; expect_rc $? 2
+    "$FG" run --graph "$T/missing.fg" >"$T/out" 2>&1; expect_rc $? 2; expect_out "not an .fg file"
+}
+
+case_fuzz_ranks_and_jobs() {
+    # world size 2: the same broken rule is found on both ranks and shrunk in
+    # lock step; a rank that compiles otherwise is a rank disagreement; a
+    # job whose rank dies or hangs is a finding naming its graph; --jobs and
+    # a list of world sizes split the graphs
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" fuzz --seconds 60 --seed 1 --world-size 2 --findings "$T/w2" \
+      >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "mismatch under --fusion default: rank 0: "
+    f=$(ls "$T"/w2/*.fg 2>/dev/null | head -1)
+    [ -n "$f" ] || fail "no finding file in $T/w2"
+    grep -q "^# fusegate fuzz finding: mismatch under --fusion default at world size 2" "$f" || fail "header: $(head -2 "$f")"
+    grep -q "^# replay: fusegate run --graph .* --world-size 2" "$f" || fail "replay line: $(grep replay "$f")"
+    nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
+    [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --world-size 2 --out "$T/bad.json" \
+      >/dev/null 2>&1 || fail "run --graph at world size 2 failed"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['ranks']; assert len(r)==2 and all(k['accuracy']['status']=='fail' for k in r), r" \
+      "$T/bad.json" || fail "run --graph --world-size 2 does not replay the finding"
+    FUSEGATE_FAULT=diverge_fusion:1 "$FG" fuzz --seconds 60 --seed 1 --world-size 2 --findings "$T/dv" >"$T/out" 2>&1
+    expect_rc $? 1
+    expect_out "rank disagreement under --fusion default: .*rank 1 differs from rank 0 at decision"
+    FUSEGATE_FAULT=crash:1 "$FG" fuzz --graphs 4 --seed 1 --world-size 2 --findings "$T/cr" >"$T/out" 2>&1
+    expect_rc $? 1
+    expect_out "fuzz job 0 rank 1 was killed by signal 6 .* on graph 0 \(seed 1\)"
+    # the dead job's graph is written, and the job goes on at its next graph
+    FUSEGATE_FAULT=crash_at:3 "$FG" fuzz --graphs 10 --seed 1 --jobs 2 --findings "$T/ca" --json "$T/ca.json" \
+      >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "fuzz job 1 rank 0 was killed by signal 6 .* on graph 3 \(seed 4\)"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); f=j['findings']; assert j['graphs']==9 and len(f)==1 and f[0]['kind']=='crash' and f[0]['seed']==4, j" \
+      "$T/ca.json" || fail "a job that died: 9 of 10 graphs, one crash finding"
+    f=$(ls "$T"/ca/*.fg 2>/dev/null | head -1)
+    [ -n "$f" ] && grep -q "^# from graph 3 of fusegate fuzz --seed 1 (seed 4; not minimized)" "$f" || fail "crash file: $(ls "$T/ca")"
+    "$FG" run --graph "$f" --mode C --out "$T/ca-run.json" >/dev/null 2>&1 || fail "the crash finding does not replay: $(head -3 "$f")"
+    FUSEGATE_FAULT=hang:0 "$FG" fuzz --graphs 6 --seed 1 --jobs 2 --timeout 2 --findings "$T/hg" --json "$T/h.json" \
+      >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "fuzz job 0 rank 0 was silent for 6 s on graph 0 \(seed 1\)"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); k=[f['kind'] for f in j['findings']]; assert k==['hang','hang'], j" \
+      "$T/h.json" || fail "both jobs hang: two findings"
+    # clean: both world sizes, two jobs a world size; the counts add up
+    "$FG" fuzz --graphs 8 --seed 7 --world-size 1,2 --jobs 4 --fusion all --findings "$T/none" --json "$T/s.json" \
+      >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "8 graphs in .*4 at world size 1, 4 at world size 2.* 0 findings"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['graphs']==8 and j['graphs_by_world']=={'1':4,'2':4} and j['jobs']==4 and j['world_sizes']==[1,2] and not j['findings'], j" \
+      "$T/s.json" || fail "fuzz --json with jobs"
+    "$FG" fuzz --graphs 2 --world-size 1,2 --jobs 1 >"$T/out" 2>&1; expect_rc $? 2; expect_out "at least one job a world size"
+    "$FG" fuzz --graphs 2 --world-size 2x >"$T/out" 2>&1; expect_rc $? 2; expect_out "each world size must be 1..8"
+    "$FG" fuzz --graphs 2 --fast-paths bogus >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown fast path 'bogus'"
+}
+
+case_premerge_without_origin() {
+    # ci/premerge.sh after a compiler change in a clone with no origin/main:
+    # every repro that runs on the cpu, as fusegate lists them (a name
+    # pattern let GPU-sized repros through: exit 2 after a second)
+    R="$T/pm"; mkdir -p "$R/ci" "$R/fusion"
+    cp "$SRC/ci/premerge.sh" "$R/ci/"; echo "// a" >"$R/fusion/x.cpp"
+    git -C "$R" init -q; git -C "$R" -c user.name=t -c user.email=t@t add -A
+    git -C "$R" -c user.name=t -c user.email=t@t commit -qm one
+    echo "// b" >>"$R/fusion/x.cpp"
+    FUSEGATE="$FG" bash "$R/ci/premerge.sh" >"$T/out" 2>&1; expect_rc $? 0
+    expect_out "no origin/main to diff against"
+    expect_out "checking at world size 2: $("$FG" list --backend cpu | cut -f1 | tr '\n' ' ' | sed 's/ $//')\$"
+    grep -q "_h2048\|_h4096" "$T/out" && fail "premerge selected a GPU-sized repro"
+    expect_out "checks: [0-9]+ passed, 0 failed"
+}
