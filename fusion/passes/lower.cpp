@@ -188,7 +188,7 @@ int Lowerer::new_buffer(const std::string& name, DType t, const Layout& layout, 
 }
 
 Value Lowerer::from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins,
-                   std::set<std::string> lines) {
+                            std::set<std::string> lines) {
   Value v;
   v.type = TensorType{t, l.sizes};
   v.buffer = buffer;

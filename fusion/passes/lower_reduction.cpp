@@ -125,7 +125,8 @@ bool Lowerer::reads_inner(const ExprP& body, const Shape& s, const std::vector<i
 }
 
 Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
-                            int64_t split, const std::set<std::string>& origins, const std::set<std::string>& lines) {
+                                     int64_t split, const std::set<std::string>& origins,
+                                     const std::set<std::string>& lines) {
   const Shape& s = x.type.shape;
   const DType t = n.type.dtype;
   const Op op = n.op;

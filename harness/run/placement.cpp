@@ -23,8 +23,7 @@ std::map<std::string, PlacementChoice> known_placements(const std::vector<std::s
     const std::string &site = e.site, &where = e.placement;
     if (site.empty() || (where != "gemm" && where != "apart"))
       user_error(golden_name + ": the residual_placement entry " +
-                 record::part_to_json(std::vector<record::ResidualPlacement>{e}).at(0).dump() +
-                 " needs a \"site\" and a \"placement\" of \"gemm\" or \"apart\" (bless the golden again, or "
+                 nlohmann::json{{"site", site}, {"placement", where}}.dump() + " needs a \"site\" and a \"placement\" of \"gemm\" or \"apart\" (bless the golden again, or "
                  "restore it from git)");
     apart[site] = where == "apart";
   }

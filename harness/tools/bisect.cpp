@@ -162,12 +162,12 @@ std::string culprit_kernel(const RunSpec& spec, const std::string& env, const Ap
   std::set<std::string> names;
   std::string fast;
   for (const std::string& t : entry.nodes()) {
-      if (t.rfind("fast_path ", 0) == 0) fast = "fastpath_" + t.substr(10);
-      std::stringstream ss(t);
-      std::string part;
-      while (std::getline(ss, part, '+'))
-        if (part.rfind("buf", 0) == 0 || part.rfind("op", 0) == 0) names.insert(part);
-    }
+    if (t.rfind("fast_path ", 0) == 0) fast = "fastpath_" + t.substr(10);
+    std::stringstream ss(t);
+    std::string part;
+    while (std::getline(ss, part, '+'))
+      if (part.rfind("buf", 0) == 0 || part.rfind("op", 0) == 0) names.insert(part);
+  }
   std::istringstream in(text);
   std::string line, kernel;
   while (std::getline(in, line)) {

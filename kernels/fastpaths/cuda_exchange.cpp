@@ -37,8 +37,8 @@ long long CudaFastPaths::resident_blocks(CUfunction f, const std::string& fn, un
   return std::min<long long>({want, static_cast<long long>(per_sm) * sms_, kMaxBlocks});
 }
 
-void CudaFastPaths::allreduce_sum(CUfunction f, const std::string& fn, const std::vector<at::Tensor>& in, at::Tensor& out,
-                   cudaStream_t stream, bool residual) {
+void CudaFastPaths::allreduce_sum(CUfunction f, const std::string& fn, const std::vector<at::Tensor>& in,
+                                  at::Tensor& out, cudaStream_t stream, bool residual) {
   const size_t inputs = residual ? 2 : 1;
   bool fits = in.size() == inputs && out.scalar_type() == at::kBFloat16;
   for (size_t i = 0; fits && i < in.size(); ++i)
@@ -71,7 +71,7 @@ void CudaFastPaths::allreduce_sum(CUfunction f, const std::string& fn, const std
 }
 
 FgRegions CudaFastPaths::region(long long rows, long long H, long long blocks, unsigned threads, cudaStream_t stream,
-                 const std::string& tag) {
+                                const std::string& tag) {
   const std::string shape = tag + std::to_string(rows) + "x" + std::to_string(H) + " grid " + std::to_string(blocks) +
                             "x" + std::to_string(threads);
   auto it = regions_.find(shape);

@@ -5,8 +5,8 @@
 
 namespace fg::cuda_fast_paths {
 
-void CudaFastPaths::gate_up_swiglu(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out, cudaStream_t stream,
-                    bool norm) {
+void CudaFastPaths::gate_up_swiglu(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out,
+                                   cudaStream_t stream, bool norm) {
   const std::string name = norm ? "rmsnorm_gate_up_swiglu" : "gate_up_swiglu";
   const std::string what = "fast path " + name;
   FG_CHECK(in.size() == (norm ? 4u : 3u),
@@ -81,8 +81,9 @@ CUlaunchConfig CudaFastPaths::swiglu_config(unsigned grid, cudaStream_t stream, 
   return cfg;
 }
 
-CudaFastPaths::SwigluLaunch CudaFastPaths::swiglu_launch(const std::string& name, const at::Tensor& h, const at::Tensor& w2, at::Tensor& out,
-                           int64_t M, int64_t N, int64_t K, int tile_n, bool pair, const std::string& what) {
+CudaFastPaths::SwigluLaunch CudaFastPaths::swiglu_launch(const std::string& name, const at::Tensor& h,
+                                                         const at::Tensor& w2, at::Tensor& out, int64_t M, int64_t N,
+                                                         int64_t K, int tile_n, bool pair, const std::string& what) {
   // CTA pairs where M allows them and a pair fits on this GPU (another
   // process's SM limits can leave none): else single CTAs
   const std::string fn = "fastpath_" + name + (tile_n == 112 ? "_n112" : "");
@@ -233,7 +234,7 @@ CUtensorMap CudaFastPaths::head_map(const at::Tensor& x) {
 }
 
 CUtensorMap CudaFastPaths::tensor_map(void* ptr, uint64_t rows, uint64_t cols, unsigned box_rows, unsigned box_cols,
-                                       CUtensorMapSwizzle swizzle) {
+                                      CUtensorMapSwizzle swizzle) {
   CUtensorMap m;
   const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {cols * 2};
@@ -246,8 +247,8 @@ CUtensorMap CudaFastPaths::tensor_map(void* ptr, uint64_t rows, uint64_t cols, u
   return m;
 }
 
-const at::Tensor& CudaFastPaths::interleaved(const at::Tensor& wg, const at::Tensor& wu, const at::Tensor* gamma, int tile_n,
-                              cudaStream_t stream) {
+const at::Tensor& CudaFastPaths::interleaved(const at::Tensor& wg, const at::Tensor& wu, const at::Tensor* gamma,
+                                             int tile_n, cudaStream_t stream) {
   std::vector<int64_t> key = {reinterpret_cast<int64_t>(wg.data_ptr()), reinterpret_cast<int64_t>(wu.data_ptr()),
                               gamma ? reinterpret_cast<int64_t>(gamma->data_ptr()) : 0, wg.get_device(), tile_n};
   std::vector<const at::Tensor*> parts = {&wg, &wu};
