@@ -196,6 +196,35 @@ struct RunRecord {
   std::vector<RankRecord> ranks;
 };
 
+// `fusegate ab`'s record of a rank (harness/run/ab_rank.h): the generic
+// path's and the fast path's outputs against each other and against the
+// fp64 reference (harness/tools/ab_stats.h says each figure), judged by
+// harness/tools/ab.h. Not part of a RunRecord: ab writes it in place of the
+// ranks (ab --json) and prove keeps some of its figures in the proof.
+struct AbWorst {  // one of the elements farthest from fp64
+  std::optional<long long> index;
+  std::optional<std::vector<long long>> at;
+  std::optional<double> fast, generic, fp64;
+};
+
+struct AbOutput {
+  std::string name;
+  std::optional<bool> replicated, identical;
+  std::optional<std::string> dtype, exact_generic, exact_fast;
+  std::optional<long long> numel, differing, nonfinite_fast;
+  std::optional<double> max_abs_fast_vs_generic, max_abs_generic, max_abs_fast, rel_l2_generic, rel_l2_fast;
+  // ulps by bin ("0", "1", "2", "3-4", "5-8", "9-16", "17-64", ">64")
+  std::optional<std::map<std::string, long long>> ulps_fast_vs_generic, ulps_fast_vs_fp64, ulps_generic_vs_fp64;
+  std::vector<AbWorst> worst;
+};
+
+struct AbRankRecord {
+  std::optional<long long> rank, kernel_count_generic, kernel_count_fast;
+  std::optional<std::vector<FastPathStatus>> fast_paths;
+  std::optional<std::string> source_hash;  // the fast path's source this rank ran
+  std::optional<std::vector<AbOutput>> ab;
+};
+
 // A value of the wrong type, named by its JSON path
 // ("ranks[0].kernels[1].name") so that a loader can point at its line.
 struct RecordError : std::runtime_error {

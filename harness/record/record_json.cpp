@@ -191,6 +191,41 @@ template <class V> void list_fields(V& v, RankRecord& x) {
   v("device_kernels_outside_launches", x.device_kernels_outside_launches);
   v("times_ms", x.times_ms);
 }
+template <class V> void list_fields(V& v, AbWorst& x) {
+  v("index", x.index);
+  v("at", x.at);
+  v("fast", x.fast);
+  v("generic", x.generic);
+  v("fp64", x.fp64);
+}
+template <class V> void list_fields(V& v, AbOutput& x) {
+  v("name", x.name, Need::Required);
+  v("replicated", x.replicated);
+  v("dtype", x.dtype);
+  v("numel", x.numel);
+  v("exact_generic", x.exact_generic);
+  v("exact_fast", x.exact_fast);
+  v("identical", x.identical);
+  v("differing", x.differing);
+  v("nonfinite_fast", x.nonfinite_fast);
+  v("max_abs_fast_vs_generic", x.max_abs_fast_vs_generic);
+  v("max_abs_generic", x.max_abs_generic);
+  v("max_abs_fast", x.max_abs_fast);
+  v("rel_l2_generic", x.rel_l2_generic);
+  v("rel_l2_fast", x.rel_l2_fast);
+  v("ulps_fast_vs_generic", x.ulps_fast_vs_generic);
+  v("ulps_fast_vs_fp64", x.ulps_fast_vs_fp64);
+  v("ulps_generic_vs_fp64", x.ulps_generic_vs_fp64);
+  v("worst", x.worst);
+}
+template <class V> void list_fields(V& v, AbRankRecord& x) {
+  v("rank", x.rank, Need::Required);
+  v("fast_paths", x.fast_paths);
+  v("kernel_count_generic", x.kernel_count_generic);
+  v("kernel_count_fast", x.kernel_count_fast);
+  v("source_hash", x.source_hash);
+  v("ab", x.ab);
+}
 template <class V> void list_fields(V& v, RunRecord& x) {
   v("format_version", x.format_version, Need::Required);
   v("repro", x.repro, Need::Required);
@@ -410,6 +445,8 @@ template <class T> json part_to_json(const T& v) { return write(v); }
 FG_RECORD_PART(RankRecord)
 FG_RECORD_PART(LedgerEntry)
 FG_RECORD_PART(CodegenVariant)
+FG_RECORD_PART(AbRankRecord)
+FG_RECORD_PART(std::vector<AbRankRecord>)
 FG_RECORD_PART(Fingerprint)
 FG_RECORD_PART(AccuracyOutput)
 FG_RECORD_PART(Accuracy)

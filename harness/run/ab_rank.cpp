@@ -47,18 +47,19 @@ int ab_rank(const RunSpec& spec, const Repro& r, Collectives& coll, int rank,
   AtenExecutor ref(&coll, rank, spec.world, spec.fusion, /*upcast_fp64=*/true, spec.backend);
   ForwardResult x = forward(r, Mode::Eager, ref, fresh(), true);
 
-  nlohmann::json j;
-  j["rank"] = rank;
-  j["fast_paths"] = fast_path_statuses(fast.graphs_run(), sel, forced.forced);
-  j["kernel_count_generic"] = static_cast<int>(generic_launches);
-  j["kernel_count_fast"] = static_cast<int>(fast.launches().size());
-  j["source_hash"] = fast_path_source_hash(name, spec.backend);
-  j["ab"] = nlohmann::json::array();
+  record::AbRankRecord rec;
+  rec.rank = rank;
+  rec.fast_paths = record::part_from_json<std::vector<record::FastPathStatus>>(
+      fast_path_statuses(fast.graphs_run(), sel, forced.forced));
+  rec.kernel_count_generic = static_cast<long long>(generic_launches);
+  rec.kernel_count_fast = static_cast<long long>(fast.launches().size());
+  rec.source_hash = fast_path_source_hash(name, spec.backend);
+  rec.ab.emplace();
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     std::string out = i < r.outputs.size() ? r.outputs[i] : "out" + std::to_string(i);
-    j["ab"].push_back(ab_compare(out, r.replicated_outputs, g.outputs[i], f.outputs[i], x.outputs[i]));
+    rec.ab->push_back(ab_compare(out, r.replicated_outputs, g.outputs[i], f.outputs[i], x.outputs[i]));
   }
-  write_atomic(out_path, j.dump(2) + "\n");
+  write_atomic(out_path, record::part_to_json(rec).dump(2) + "\n");
   progress(out_path, "done");
   coll.barrier();
   return 0;

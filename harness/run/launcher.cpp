@@ -53,7 +53,7 @@ void add_rank(RunOutcome* out, const RunSpec& spec, const std::string& text, int
   try {
     nlohmann::json j = nlohmann::json::parse(text);
     if (spec.ab_fast_path.empty()) out->record.ranks.push_back(record::part_from_json<record::RankRecord>(j));
-    else out->ab_ranks.push_back(std::move(j));
+    else out->ab_ranks.push_back(record::part_from_json<record::AbRankRecord>(j));
   } catch (const std::exception& e) {
     internal_error("rank " + std::to_string(rank) + "'s record does not read back: " + e.what());
   }

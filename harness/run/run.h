@@ -68,7 +68,7 @@ struct RunOutcome {
   record::RunRecord record;  // exit_code 0: the ranks' records, gathered
   // `fusegate ab` (RunSpec::ab_fast_path): each rank's figures of the two
   // paths (harness/run/ab_rank.h), in place of record.ranks
-  std::vector<nlohmann::json> ab_ranks;
+  std::vector<record::AbRankRecord> ab_ranks;
 };
 
 // Starts the ranks and gathers their records; never leaves a process behind.

@@ -40,7 +40,8 @@ const FastPathSpec& known_fast_path(const std::string& name) {
 struct AbRun {
   int exit_code = 0;
   std::string message;
-  json record;
+  record::RunRecord header;                // the run's header and environment (no ranks)
+  std::vector<record::AbRankRecord> ranks;
   AbVerdict verdict;
   std::vector<std::string> shape_classes;
 };
@@ -56,19 +57,18 @@ AbRun run_ab(const FastPathSpec& fp, const RunSpec& spec, CommandNodes& nodes, i
     out.message = run.message;
     return out;
   }
-  // ab's own record: the run's header with each rank's figures of the two paths
-  out.record = record::to_json(run.record);
-  out.record["ranks"] = run.ab_ranks;
+  out.header = run.record;
+  out.ranks = run.ab_ranks;
   // the fast path must have run on every rank, or there is nothing to compare
   std::set<std::string> classes;
-  for (const auto& [rank, r] : ranks_by_id(out.record)) {
+  for (const record::AbRankRecord& r : out.ranks) {
+    const long long rank = r.rank.value_or(-1);
     std::string status = "missing from the record";
-    if (const json* fps = field(*r, "fast_paths"))
-      for (const auto& f : *fps)
-        if (text_of(f, "name") == fp.name) {
-          status = text_of(f, "status");
-          for (const auto& c : f["shape_classes"]) classes.insert(c.get<std::string>());
-        }
+    for (const record::FastPathStatus& f : r.fast_paths.value_or(std::vector<record::FastPathStatus>{}))
+      if (f.name == fp.name) {
+        status = f.status;
+        for (const std::string& c : f.shape_classes.value_or(std::vector<std::string>{})) classes.insert(c);
+      }
     if (status != "used") {
       out.exit_code = 2;
       out.message = "fast path " + fp.name + " does not apply to " + spec.repro + " in mode " +
@@ -77,14 +77,14 @@ AbRun run_ab(const FastPathSpec& fp, const RunSpec& spec, CommandNodes& nodes, i
                     "); it matches: " + fp.pattern;
       return out;
     }
-    if (text_of(*r, "source_hash") != fast_path_source_hash(fp.name, spec.backend)) {
+    if (r.source_hash.value_or("") != fast_path_source_hash(fp.name, spec.backend)) {
       out.exit_code = 125;
       out.message = "rank " + std::to_string(rank) + " ran another source of " + fp.name + " than this process has";
       return out;
     }
   }
   out.shape_classes.assign(classes.begin(), classes.end());
-  out.verdict = ab_verdict(out.record, fp.name, fp.generic_order(spec.backend));
+  out.verdict = ab_verdict(out.ranks, fp.name, fp.generic_order(spec.backend));
   return out;
 }
 
@@ -95,15 +95,14 @@ void print_ab(const FastPathSpec& fp, const RunSpec& spec, const AbRun& r) {
   std::string classes;
   for (const auto& c : r.shape_classes) classes += (classes.empty() ? "" : "; ") + c;
   std::cout << "  shape class: " << classes << "\n";
-  const json* r0 = nullptr;
-  for (const auto& [rank, rr] : ranks_by_id(r.record)) {
-    r0 = rr;
-    break;
-  }
-  if (r0)
-    std::cout << "  launches: generic " << text_of(*r0, "kernel_count_generic") << ", with the fast path "
-              << text_of(*r0, "kernel_count_fast") << " (rank 0)\n";
-  std::cout << ab_table(r.record);
+  auto count = [](const std::optional<long long>& n) { return n ? std::to_string(*n) : std::string(); };
+  const auto r0 = std::min_element(r.ranks.begin(), r.ranks.end(), [](const auto& a, const auto& b) {
+    return a.rank.value_or(-1) < b.rank.value_or(-1);
+  });
+  if (r0 != r.ranks.end())
+    std::cout << "  launches: generic " << count(r0->kernel_count_generic) << ", with the fast path "
+              << count(r0->kernel_count_fast) << " (rank 0)\n";
+  std::cout << ab_table(r.ranks);
   std::cout << "  rule: " << r.verdict.rule << "\n";
   for (const auto& f : r.verdict.failures) std::cout << "  FAIL: " << f << "\n";
   std::cout << "verdict: " << (r.verdict.pass ? "PASS" : "FAIL") << "\n";
@@ -126,7 +125,9 @@ int cmd_ab(const RunSpec& spec, const std::string& json_out) {
   }
   print_ab(fp, spec, r);
   if (!json_out.empty()) {
-    json rep = r.record;
+    // the run's header, each rank's figures in place of its record, the verdict
+    json rep = record::to_json(r.header);
+    rep["ranks"] = record::part_to_json(r.ranks);
     rep["fast_path"] = fp.name;
     rep["verdict"] = {{"pass", r.verdict.pass}, {"rule", r.verdict.rule}, {"failures", r.verdict.failures}};
     write_atomic(json_out, dump_record(rep));
@@ -208,7 +209,7 @@ int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Select
   const std::string& name = fp.name;
   json cases = json::array();
   std::set<std::string> all_classes;
-  json env;
+  std::optional<record::Environment> env;
   std::vector<std::string> failed;
   int cannot = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -222,16 +223,18 @@ int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Select
       continue;
     }
     print_ab(fp, spec, a);
-    if (env.is_null() && a.record.contains("env")) env = a.record["env"];
+    if (!env) env = a.header.env;
+    // what the proof keeps of each output's figures (proof.schema.json)
     json outs = json::array();
-    for (const auto& [rank, rr] : ranks_by_id(a.record))
-      for (const auto& o : (*rr)["ab"])
-        outs.push_back({{"name", o["name"]},
-                        {"rank", rank},
-                        {"identical", o["identical"]},
-                        {"rel_l2_generic", o["rel_l2_generic"]},
-                        {"rel_l2_fast", o["rel_l2_fast"]},
-                        {"max_abs_fast_vs_generic", o["max_abs_fast_vs_generic"]}});
+    for (const record::AbRankRecord& rr : a.ranks)
+      for (const record::AbOutput& o : rr.ab.value_or(std::vector<record::AbOutput>{})) {
+        json kept = {{"name", o.name}, {"rank", rr.rank.value_or(-1)}};
+        if (o.identical) kept["identical"] = *o.identical;
+        if (o.rel_l2_generic) kept["rel_l2_generic"] = *o.rel_l2_generic;
+        if (o.rel_l2_fast) kept["rel_l2_fast"] = *o.rel_l2_fast;
+        if (o.max_abs_fast_vs_generic) kept["max_abs_fast_vs_generic"] = *o.max_abs_fast_vs_generic;
+        outs.push_back(kept);
+      }
     if (!a.verdict.pass) {
       for (const auto& f : a.verdict.failures) failed.push_back(where + ": " + f);
       continue;
@@ -247,8 +250,7 @@ int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Select
     }
   }
   // a cuda proof goes into the folder of the GPU model it ran on
-  const std::string gpu =
-      env.is_object() && env.contains("gpu") && env["gpu"].is_string() ? env["gpu"].get<std::string>() : "";
+  const std::string gpu = env && env->count("gpu") ? env->at("gpu") : "";
   const std::string path =
       sel.backend == Backend::Cuda && gpu.empty()
           ? (std::filesystem::path(sel.golden_dir) / "proofs" / "cuda" / "<this GPU>" / (name + ".json")).string()
@@ -271,7 +273,7 @@ int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Select
   proof["world_sizes"] = json(std::vector<int>(worlds.begin(), worlds.end()));
   proof["shape_classes"] = json(std::vector<std::string>(all_classes.begin(), all_classes.end()));
   proof["cases"] = cases;
-  proof["env"] = env;
+  proof["env"] = env ? json(*env) : json();
   proof["source_hash"] = fast_path_source_hash(name, sel.backend);
   std::string cmd = "fusegate prove --fast-path " + name;
   for (int w : worlds) cmd += " --world-size " + std::to_string(w);

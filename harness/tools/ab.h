@@ -10,10 +10,10 @@
 //   - either way, a replicated output must be bit-identical on every rank
 //     and hold no NaN or Inf.
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <string>
 #include <vector>
+
+#include "harness/record/record.h"
 
 namespace fg {
 
@@ -26,10 +26,11 @@ struct AbVerdict {
   std::vector<std::string> failures;  // one line each, with figures
 };
 
-// `record`: the RunRecord of an ab run (ranks with "ab" arrays).
-AbVerdict ab_verdict(const nlohmann::json& record, const std::string& fast_path, bool generic_order);
+// `ranks`: each rank's record of an ab run, in rank order.
+AbVerdict ab_verdict(const std::vector<record::AbRankRecord>& ranks, const std::string& fast_path,
+                     bool generic_order);
 
 // The per-output, per-rank table that `ab` prints.
-std::string ab_table(const nlohmann::json& record);
+std::string ab_table(const std::vector<record::AbRankRecord>& ranks);
 
 }  // namespace fg

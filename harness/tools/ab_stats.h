@@ -3,19 +3,18 @@
 // against the fp64 reference. The verdict over them is harness/tools/ab.h's.
 #pragma once
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
 #include <string>
 
+#include "harness/record/record.h"
+
 namespace fg {
 
-// {"name", "replicated", "dtype", "numel", "exact_generic", "exact_fast",
-//  "identical", "differing", "max_abs_fast_vs_generic", "max_abs_generic",
-//  "max_abs_fast", "rel_l2_generic", "rel_l2_fast", "nonfinite_fast",
-//  "ulps_fast_vs_generic": {bin: count}, "ulps_fast_vs_fp64": {...},
-//  "ulps_generic_vs_fp64": {...}, "worst": [{"index", "at", "fast", "generic", "fp64"}]}
-// Ulps are those of the output dtype at the reference value's magnitude.
-nlohmann::json ab_compare(const std::string& name, bool replicated, const at::Tensor& generic, const at::Tensor& fast,
-                          const at::Tensor& fp64);
+// Every figure of record::AbOutput: digests of both paths, elements that
+// differ, the largest differences, relative L2 distances to fp64, ulp
+// histograms and the five elements farthest from fp64. Ulps are those of
+// the output dtype at the reference value's magnitude.
+record::AbOutput ab_compare(const std::string& name, bool replicated, const at::Tensor& generic, const at::Tensor& fast,
+                            const at::Tensor& fp64);
 
 }  // namespace fg

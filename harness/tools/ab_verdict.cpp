@@ -4,11 +4,7 @@
 #include <cstdio>
 #include <map>
 
-#include "harness/record/json_read.h"
-
 namespace fg {
-
-using nlohmann::json;
 
 namespace {
 
@@ -18,52 +14,51 @@ std::string num(double v) {
   return b;
 }
 
-double dbl(const json& o, const char* key) {
-  const json* v = field(o, key);
-  return v && v->is_number() ? v->get<double>() : std::nan("");
-}
+// A figure, NaN where the record has none.
+double dbl(const std::optional<double>& v) { return v ? *v : std::nan(""); }
+
+std::string count(const std::optional<long long>& v) { return v ? std::to_string(*v) : ""; }
 
 }  // namespace
 
-AbVerdict ab_verdict(const json& record, const std::string& fast_path, bool generic_order) {
+AbVerdict ab_verdict(const std::vector<record::AbRankRecord>& ranks, const std::string& fast_path,
+                     bool generic_order) {
   AbVerdict v;
   v.rule = generic_order
                ? "identical digests: " + fast_path + " computes every output in the generic path's order"
                : "no farther from fp64: rel_l2(fast, fp64) <= " + num(kAbFactor) + " x max(rel_l2(generic, fp64), " +
                      num(kAbFloor) + ") for every output on every rank";
-  std::map<std::string, std::pair<int, std::string>> first_digest;  // replicated output -> (rank, fast digest)
+  std::map<std::string, std::pair<long long, std::string>> first_digest;  // replicated output -> (rank, fast digest)
   int outputs = 0;
-  for (const auto& [rank, r] : ranks_by_id(record)) {
-    const json* ab = field(*r, "ab");
-    if (!ab || !ab->is_array()) {
+  for (const record::AbRankRecord& r : ranks) {
+    const long long rank = r.rank.value_or(-1);
+    if (!r.ab) {
       v.failures.push_back("rank " + std::to_string(rank) + ": no A/B figures in its record");
       continue;
     }
-    for (const json& o : *ab) {
+    for (const record::AbOutput& o : *r.ab) {
       ++outputs;
-      const std::string where = text_of(o, "name") + " on rank " + std::to_string(rank);
-      const double fast = dbl(o, "rel_l2_fast"), gen = dbl(o, "rel_l2_generic");
-      const json* nf = field(o, "nonfinite_fast");
-      if (nf && nf->is_number_integer() && nf->get<long long>() > 0)
-        v.failures.push_back(where + ": the fast path wrote " + std::to_string(nf->get<long long>()) + " NaN/Inf values");
+      const std::string where = o.name + " on rank " + std::to_string(rank);
+      const double fast = dbl(o.rel_l2_fast), gen = dbl(o.rel_l2_generic);
+      if (o.nonfinite_fast.value_or(0) > 0)
+        v.failures.push_back(where + ": the fast path wrote " + std::to_string(*o.nonfinite_fast) + " NaN/Inf values");
       if (generic_order) {
-        const json* same = field(o, "identical");
-        if (!same || !same->is_boolean() || !same->get<bool>())
-          v.failures.push_back(where + ": digests differ from the generic path's (" + text_of(o, "differing") + " of " +
-                               text_of(o, "numel") + " elements; max |fast - generic| " +
-                               num(dbl(o, "max_abs_fast_vs_generic")) + "; rel L2 vs fp64: generic " + num(gen) +
+        if (!o.identical.value_or(false))
+          v.failures.push_back(where + ": digests differ from the generic path's (" + count(o.differing) + " of " +
+                               count(o.numel) + " elements; max |fast - generic| " +
+                               num(dbl(o.max_abs_fast_vs_generic)) + "; rel L2 vs fp64: generic " + num(gen) +
                                ", fast " + num(fast) + ")");
       } else if (!(fast <= kAbFactor * std::max(gen, kAbFloor))) {
         v.failures.push_back(where + ": rel L2 vs fp64 " + num(fast) + " is over " + num(kAbFactor) +
-                             " x the generic path's " + num(gen) + " (max |fast - fp64| " + num(dbl(o, "max_abs_fast")) +
-                             ", generic " + num(dbl(o, "max_abs_generic")) + ")");
+                             " x the generic path's " + num(gen) + " (max |fast - fp64| " + num(dbl(o.max_abs_fast)) +
+                             ", generic " + num(dbl(o.max_abs_generic)) + ")");
       }
-      const json* rep = field(o, "replicated");
-      if (rep && rep->is_boolean() && rep->get<bool>()) {
-        auto it = first_digest.find(text_of(o, "name"));
+      if (o.replicated.value_or(false)) {
+        const std::string digest = o.exact_fast.value_or("");
+        auto it = first_digest.find(o.name);
         if (it == first_digest.end())
-          first_digest[text_of(o, "name")] = {rank, text_of(o, "exact_fast")};
-        else if (it->second.second != text_of(o, "exact_fast"))
+          first_digest[o.name] = {rank, digest};
+        else if (it->second.second != digest)
           v.failures.push_back(where + ": a replicated output differs from rank " + std::to_string(it->second.first) +
                                "'s under the fast path");
       }
@@ -74,23 +69,23 @@ AbVerdict ab_verdict(const json& record, const std::string& fast_path, bool gene
   return v;
 }
 
-std::string ab_table(const json& record) {
+std::string ab_table(const std::vector<record::AbRankRecord>& ranks) {
   std::string t = "  output        rank  identical  max|fast-generic|  rel_l2 generic  rel_l2 fast  "
                   "ulps fast vs fp64 (0/1/2/3-4/5-8/9-16/17-64/>64)\n";
-  for (const auto& [rank, r] : ranks_by_id(record)) {
-    const json* ab = field(*r, "ab");
-    if (!ab || !ab->is_array()) continue;
-    for (const json& o : *ab) {
+  for (const record::AbRankRecord& r : ranks) {
+    if (!r.ab) continue;
+    for (const record::AbOutput& o : *r.ab) {
       char line[256];
       std::string hist;
-      if (const json* h = field(o, "ulps_fast_vs_fp64"))
-        for (const char* b : {"0", "1", "2", "3-4", "5-8", "9-16", "17-64", ">64"})
-          hist += (hist.empty() ? "" : "/") + text_of(*h, b);
-      const json* same = field(o, "identical");
-      std::snprintf(line, sizeof line, "  %-13s %4d  %-9s  %17s  %14s  %11s  %s\n", text_of(o, "name").c_str(), static_cast<int>(rank),
-                    same && same->is_boolean() && same->get<bool>() ? "yes" : "no",
-                    num(dbl(o, "max_abs_fast_vs_generic")).c_str(), num(dbl(o, "rel_l2_generic")).c_str(),
-                    num(dbl(o, "rel_l2_fast")).c_str(), hist.c_str());
+      if (o.ulps_fast_vs_fp64)
+        for (const char* b : {"0", "1", "2", "3-4", "5-8", "9-16", "17-64", ">64"}) {
+          auto it = o.ulps_fast_vs_fp64->find(b);
+          hist += (hist.empty() ? "" : "/") + (it == o.ulps_fast_vs_fp64->end() ? "" : std::to_string(it->second));
+        }
+      std::snprintf(line, sizeof line, "  %-13s %4d  %-9s  %17s  %14s  %11s  %s\n", o.name.c_str(),
+                    static_cast<int>(r.rank.value_or(-1)), o.identical.value_or(false) ? "yes" : "no",
+                    num(dbl(o.max_abs_fast_vs_generic)).c_str(), num(dbl(o.rel_l2_generic)).c_str(),
+                    num(dbl(o.rel_l2_fast)).c_str(), hist.c_str());
       t += line;
     }
   }

@@ -10,6 +10,7 @@
 #include "harness/record/compare.h"
 #include "harness/record/golden_env.h"
 #include "harness/record/record.h"
+#include "harness/tools/ab.h"
 
 namespace fg {
 
@@ -40,6 +41,12 @@ inline std::string ledger_entry_text(const nlohmann::json& entry, bool with_sour
 }
 inline std::string ledger_source_text(const nlohmann::json& entry) {
   return ledger_source_text(record::part_from_json<record::LedgerEntry>(entry));
+}
+
+// An ab run's record as JSON ({"ranks": [...]}, each rank's "ab" figures).
+inline AbVerdict ab_verdict(const nlohmann::json& record, const std::string& fast_path, bool generic_order) {
+  return ab_verdict(record::part_from_json<std::vector<record::AbRankRecord>>(record.at("ranks")), fast_path,
+                    generic_order);
 }
 
 namespace testing_golden {
