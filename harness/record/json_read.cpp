@@ -52,22 +52,4 @@ std::string join_capped(const std::vector<std::string>& v, size_t cap) {
   return join(head, ", ") + " and " + std::to_string(v.size() - cap) + " more";
 }
 
-// Ranks keyed by their "rank" field (the list's order is not a promise).
-std::map<long long, const json*> ranks_by_id(const json& rec) {
-  std::map<long long, const json*> out;
-  const json& ranks = array_of(rec, "ranks");
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const json* id = field(ranks[i], "rank");
-    long long r = id && id->is_number_integer() ? id->get<long long>() : static_cast<long long>(i);
-    out.emplace(r, &ranks[i]);
-  }
-  return out;
-}
-
-std::map<std::string, const json*> outputs_by_name(const json& rank) {
-  std::map<std::string, const json*> out;
-  for (const json& o : array_of(rank, "outputs")) out.emplace(text_of(o, "name"), &o);
-  return out;
-}
-
 }  // namespace fg

@@ -1,7 +1,9 @@
-// Tolerant reads of RunRecords and golden files: records come from other
-// processes and golden files from people, so every accessor accepts a
+// Tolerant reads of the JSON files that are not records (proofs, the GEMM
+// caches, fuzz's per-rank results, profiles; a record or a golden is read
+// into its types: harness/record/record.h): every accessor accepts a
 // missing or mistyped key (nullptr, "", an empty array, NaN) instead of
-// throwing; the comparisons decide what an absence means.
+// throwing, and the caller decides what an absence means. And the small
+// text helpers the reports share.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -23,8 +25,5 @@ std::string fmt(double x);  // %.9g
 std::string join(const std::vector<std::string>& v, const std::string& sep);
 // Joined with ", ", the first `cap` and "and N more".
 std::string join_capped(const std::vector<std::string>& v, size_t cap = 8);
-// Ranks keyed by their "rank" field (the list's order is not a promise).
-std::map<long long, const nlohmann::json*> ranks_by_id(const nlohmann::json& rec);
-std::map<std::string, const nlohmann::json*> outputs_by_name(const nlohmann::json& rank);
 
 }  // namespace fg
