@@ -2,7 +2,11 @@
 
 #include <nvrtc.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <sstream>
 #include <vector>
 
@@ -24,8 +28,20 @@ std::string nvrtc_version() {
 
 NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch,
                           bool ptxas_info) {
+  // ptxas writes its report only when it runs, and NVRTC (13.0.88) takes a
+  // cubin it made before from the CUDA compute cache (CUDA_CACHE_PATH)
+  // without running it: the log then holds no report. A module asked for
+  // its report carries a kernel of its own that no earlier compile had, so
+  // the cache never holds it.
+  std::string text = source;
+  if (ptxas_info) {
+    static std::atomic<unsigned long long> count{0};
+    const auto now = std::chrono::system_clock::now().time_since_epoch().count();
+    text += "\nextern \"C\" __global__ void fg_ptxas_report_" + std::to_string(::getpid()) + "_" +
+            std::to_string(now) + "_" + std::to_string(count++) + "() {}\n";
+  }
   nvrtcProgram prog;
-  check(nvrtcCreateProgram(&prog, source.c_str(), name.c_str(), 0, nullptr, nullptr), "create");
+  check(nvrtcCreateProgram(&prog, text.c_str(), name.c_str(), 0, nullptr, nullptr), "create");
   std::string arch_opt = "--gpu-architecture=" + arch;
   // fast math stays off: results must match the eager reference's rounding
   std::vector<const char*> opts = {arch_opt.c_str(), "--std=c++17", "-default-device"};

@@ -13,7 +13,9 @@ struct NvrtcResult {
 };
 
 // `ptxas_info`: the log also holds ptxas's resource lines for each kernel
-// (registers, spills), which ptxas_usage reads.
+// (registers, spills), which ptxas_usage reads; the module then carries one
+// empty kernel more (`fg_ptxas_report_...`), so that ptxas runs even where
+// the CUDA compute cache holds the module's cubin.
 NvrtcResult nvrtc_compile(const std::string& source, const std::string& name, const std::string& arch = "sm_90",
                           bool ptxas_info = false);
 std::string nvrtc_version();
