@@ -1,6 +1,6 @@
 // `fusegate ab`, one rank (harness/run/ab_rank.cpp).
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <map>
 #include <set>

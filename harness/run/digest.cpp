@@ -48,17 +48,17 @@ std::string exact_digest(const at::Tensor& t) {
 
 record::Fingerprint fingerprint(const at::Tensor& t) {
   at::Tensor d = t.to(at::kDouble).contiguous().flatten();
-  at::Tensor finite = at::isfinite(d);
+  at::Tensor finite = d.isfinite();
   at::Tensor f = d.masked_select(finite);
   record::Fingerprint fp;
   fp.dtype = short_name(t.scalar_type());
   fp.shape = std::vector<long long>(t.sizes().begin(), t.sizes().end());
   fp.numel = t.numel();
   fp.sum = f.numel() ? f.sum().item<double>() : 0.0;
-  fp.sumsq = f.numel() ? (f * f).sum().item<double>() : 0.0;
+  fp.sumsq = f.numel() ? f.mul(f).sum().item<double>() : 0.0;
   fp.max_abs = f.numel() ? f.abs().max().item<double>() : 0.0;
-  fp.nan = at::isnan(d).sum().item<int64_t>();
-  fp.inf = at::isinf(d).sum().item<int64_t>();
+  fp.nan = d.isnan().sum().item<int64_t>();
+  fp.inf = d.isinf().sum().item<int64_t>();
   std::vector<double> samples;
   int64_t n = d.numel();
   for (int k = 0; k < 8 && n > 0; ++k) samples.push_back(d[(n - 1) * k / 7].item<double>());
@@ -70,12 +70,12 @@ record::AccuracyOutput judge_accuracy(const std::string& name, const at::Tensor&
                                       const at::Tensor& fp64) {
   auto [rtol, atol] = tolerances(cand.scalar_type());
   at::Tensor c = cand.to(at::kDouble), e = eager.to(at::kDouble), r = fp64.to(at::kDouble);
-  double rmse_c = std::sqrt((c - r).pow(2).mean().item<double>());
-  double rmse_e = std::sqrt((e - r).pow(2).mean().item<double>());
-  double max_abs = (c - e).abs().max().item<double>();
+  double rmse_c = std::sqrt(c.sub(r).pow(2).mean().item<double>());
+  double rmse_e = std::sqrt(e.sub(r).pow(2).mean().item<double>());
+  double max_abs = c.sub(e).abs().max().item<double>();
   bool low = cand.scalar_type() == at::kBFloat16 || cand.scalar_type() == at::kHalf;
   double mult = low ? 3.0 : 2.0;
-  bool close = at::allclose(c, e, rtol, atol);
+  bool close = c.allclose(e, rtol, atol);
   bool rmse_ok = rmse_c <= mult * rmse_e + rtol / 10;
   record::AccuracyOutput a;
   a.name = name;

@@ -2,7 +2,7 @@
 // `fingerprint` (numel, sum, sum of squares, max |x|, NaN/Inf counts and a
 // few sampled values), and the accuracy judgement against an fp64 run.
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include "harness/record/record.h"
 

@@ -4,6 +4,14 @@
 
 #include <cmath>
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/zeros.h>
 #include "fusion/errors.h"
 
 namespace fg {
@@ -28,7 +36,7 @@ at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, in
         full = at::randint(0, s.dtype == DType::Bool ? 2 : std::max<int64_t>(2, static_cast<int64_t>(s.init.b)),
                            s.full_shape, gen, opts);
       else
-        full = (at::randn(s.full_shape, gen, at::TensorOptions().dtype(at::kFloat)) * s.init.b + s.init.a)
+        full = (at::randn(s.full_shape, gen, at::TensorOptions().dtype(at::kFloat)).mul(s.init.b).add(s.init.a))
                    .to(to_aten(s.dtype));
       break;
     case Init::Uniform:
@@ -36,13 +44,13 @@ at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, in
         full = at::randint(static_cast<int64_t>(std::ceil(s.init.a)), static_cast<int64_t>(std::ceil(s.init.b)),
                            s.full_shape, gen, opts);
       else
-        full = (at::rand(s.full_shape, gen, at::TensorOptions().dtype(at::kDouble)) * (s.init.b - s.init.a) + s.init.a)
+        full = (at::rand(s.full_shape, gen, at::TensorOptions().dtype(at::kDouble)).mul(s.init.b - s.init.a).add(s.init.a))
                    .to(to_aten(s.dtype));
       break;
     case Init::Ones: full = at::ones(s.full_shape, opts); break;
     case Init::Zeros: full = at::zeros(s.full_shape, opts); break;
     case Init::Arange:
-      full = (at::arange(numel(s.full_shape), at::TensorOptions().dtype(at::kDouble)) * s.init.b + s.init.a)
+      full = (at::arange(numel(s.full_shape), at::TensorOptions().dtype(at::kDouble)).mul(s.init.b).add(s.init.a))
                  .reshape(s.full_shape)
                  .to(to_aten(s.dtype));
       break;

@@ -2,7 +2,7 @@
 // gets: what a rank (harness/run/worker.cpp) and the fuzzer (harness/tools/fuzz.cpp)
 // share, so that a finding replays under `fusegate run` on the same inputs.
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <map>
 #include <string>

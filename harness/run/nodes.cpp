@@ -42,6 +42,13 @@ std::pair<int, std::string> split_verdict(const std::string& v) {
 
 }  // namespace
 
+LocalStore serve_local_store(int timeout_s) {
+  LocalStore s;
+  s.store = open_node_store(NodeSpec{}, timeout_s);
+  s.port = s.store->getPort();
+  return s;
+}
+
 std::unique_ptr<c10d::TCPStore> open_node_store(const NodeSpec& n, int timeout_s) {
   c10d::TCPStoreOptions so;
   so.port = static_cast<uint16_t>(n.master_port);  // 0: any free port

@@ -77,6 +77,15 @@ class CommandNodes {
 // `timeout_s`; CannotTest naming what to do if it cannot.
 std::unique_ptr<c10d::TCPStore> open_node_store(const NodeSpec& nodes, int timeout_s);
 
+// A store served on a free port of 127.0.0.1 for child processes to join
+// (fuzz's jobs), up while `store` lives; its users need not see the c10d
+// headers.
+struct LocalStore {
+  std::shared_ptr<c10d::TCPStore> store;
+  int port = 0;
+};
+LocalStore serve_local_store(int timeout_s);
+
 // A follower's ending: prints node 0's verdict and returns its exit code.
 int print_leader_verdict(const std::pair<int, std::string>& v, const std::string& command, int node_rank);
 

@@ -1,6 +1,5 @@
 // What a run measures before its timed forwards, and the pace of a step:
 // harness/run/tuning.h.
-#include <ATen/ATen.h>
 
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // One rank: joins the process group, builds its shard of the inputs, runs
 // the repro (warm-up, then the measured forwards), and writes its record.
-#include <ATen/ATen.h>
+#include <ATen/ops/cat.h>
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 #include <xxhash.h>

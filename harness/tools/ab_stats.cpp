@@ -27,8 +27,8 @@ at::Tensor ulps(const at::Tensor& a, const at::Tensor& ref, at::ScalarType dtype
   int mant = 23, min_exp = -126;
   float_format(dtype, &mant, &min_exp);
   at::Tensor mag = ref.abs().clamp_min(std::ldexp(1.0, min_exp));
-  at::Tensor ulp = at::exp2(at::floor(at::log2(mag)) - mant);
-  return (a - ref).abs() / ulp;
+  at::Tensor ulp = mag.log2().floor().sub(mant).exp2();
+  return a.sub(ref).abs().div(ulp);
 }
 
 std::map<std::string, long long> ulp_histogram(const at::Tensor& u) {
@@ -36,10 +36,10 @@ std::map<std::string, long long> ulp_histogram(const at::Tensor& u) {
   const double edges[] = {0.5, 1.5, 2.5, 4.5, 8.5, 16.5, 64.5};
   const char* names[] = {"0", "1", "2", "3-4", "5-8", "9-16", "17-64", ">64"};
   std::map<std::string, long long> h;
-  at::Tensor v = at::nan_to_num(u, 1e30, 1e30, 1e30);
+  at::Tensor v = u.nan_to_num(1e30, 1e30, 1e30);
   int64_t below = 0;
   for (int i = 0; i < 7; ++i) {
-    int64_t n = (v < edges[i]).sum().item<int64_t>();
+    int64_t n = v.lt(edges[i]).sum().item<int64_t>();
     h[names[i]] = n - below;
     below = n;
   }
@@ -49,7 +49,7 @@ std::map<std::string, long long> ulp_histogram(const at::Tensor& u) {
 
 double rel_l2(const at::Tensor& a, const at::Tensor& ref) {
   double den = ref.norm().item<double>();
-  double num = (a - ref).norm().item<double>();
+  double num = a.sub(ref).norm().item<double>();
   return den > 0 ? num / den : num;
 }
 
@@ -69,11 +69,11 @@ record::AbOutput ab_compare(const std::string& name, bool replicated, const at::
   o.exact_generic = exact_digest(generic);
   o.exact_fast = exact_digest(fast);
   o.identical = o.exact_generic == o.exact_fast;
-  o.differing = (g != f).sum().item<int64_t>();
-  o.nonfinite_fast = (~at::isfinite(f)).sum().item<int64_t>();
-  o.max_abs_fast_vs_generic = g.numel() ? (f - g).abs().max().item<double>() : 0.0;
-  o.max_abs_generic = g.numel() ? (g - r).abs().max().item<double>() : 0.0;
-  o.max_abs_fast = g.numel() ? (f - r).abs().max().item<double>() : 0.0;
+  o.differing = g.ne(f).sum().item<int64_t>();
+  o.nonfinite_fast = f.isfinite().logical_not().sum().item<int64_t>();
+  o.max_abs_fast_vs_generic = g.numel() ? f.sub(g).abs().max().item<double>() : 0.0;
+  o.max_abs_generic = g.numel() ? g.sub(r).abs().max().item<double>() : 0.0;
+  o.max_abs_fast = g.numel() ? f.sub(r).abs().max().item<double>() : 0.0;
   o.rel_l2_generic = rel_l2(g, r);
   o.rel_l2_fast = rel_l2(f, r);
   o.ulps_fast_vs_generic = ulp_histogram(ulps(f, g, dt));
@@ -81,7 +81,7 @@ record::AbOutput ab_compare(const std::string& name, bool replicated, const at::
   o.ulps_generic_vs_fp64 = ulp_histogram(ulps(g, r, dt));
   if (g.numel()) {
     const int64_t k = std::min<int64_t>(5, g.numel());
-    at::Tensor err = at::nan_to_num((f - r).abs(), 1e300, 1e300, 1e300);
+    at::Tensor err = f.sub(r).abs().nan_to_num(1e300, 1e300, 1e300);
     auto top = err.topk(k);
     at::Tensor idx = std::get<1>(top);
     for (int64_t i = 0; i < k; ++i) {

@@ -2,7 +2,7 @@
 // the generic path's and the fast path's outputs against each other and
 // against the fp64 reference. The verdict over them is harness/tools/ab.h's.
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <string>
 

@@ -28,7 +28,6 @@
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "fusion/errors.h"
 #include "fusion/fault.h"
@@ -313,9 +312,8 @@ int supervise(const FuzzOptions& o) {
   if (!mkdtemp(tmpl)) cannot_test("fuzz: cannot make a folder under /tmp");
   const std::string dir = tmpl;
   write_atomic(dir + "/options.json", options_json(o).dump(2) + "\n");
-  NodeSpec here;  // one machine: a store on any free port of 127.0.0.1
-  std::unique_ptr<c10d::TCPStore> store = open_node_store(here, o.timeout_s);
-  const int port = store->getPort();
+  const LocalStore store = serve_local_store(o.timeout_s);
+  const int port = store.port;
   const std::string self = fs::read_symlink("/proc/self/exe").string();
   struct Rank {
     int job, life, rank;

@@ -27,7 +27,6 @@
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "fusion/errors.h"
 #include "fusion/fault.h"
@@ -184,12 +183,12 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
         return f;
       }
       // NaN or inf where eager has a finite value (or the other way round)
-      if (!at::equal(at::isfinite(c.outputs[i]), at::isfinite(eager.outputs[i]))) {
+      if (!c.outputs[i].isfinite().equal(eager.outputs[i].isfinite())) {
         f.kind = "mismatch";
         f.detail = out + ": non-finite values where eager has none, or the other way round";
         return f;
       }
-      at::Tensor finite = at::isfinite(eager.outputs[i]);
+      at::Tensor finite = eager.outputs[i].isfinite();
       if (!finite.any().item<bool>()) continue;  // nothing finite (or nothing at all) to compare
       auto keep = [&](const at::Tensor& t) { return t.masked_select(finite); };
       const record::AccuracyOutput a = judge_accuracy(out, keep(c.outputs[i]), keep(eager.outputs[i]), keep(fp64.outputs[i]));

@@ -27,7 +27,6 @@
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "fusion/errors.h"
 #include "fusion/fault.h"

@@ -3,7 +3,7 @@
 // is folded into a sequence, so the harness can check that all ranks issued
 // the same collectives.
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <memory>
 #include <string>

@@ -1,5 +1,8 @@
 #include "kernels/cpu/aten_ops.h"
 
+
+// the op library: every ATen op the runtime calls
+#include <ATen/ATen.h>
 #include <torch/version.h>
 
 #include <cmath>

@@ -1,7 +1,7 @@
 // One op of the IR run through LibTorch (ATen): mode A, the fp64 reference,
 // host ops, and the extern kernels of compiled graphs (GEMM, attention).
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <vector>
 

@@ -1,6 +1,6 @@
 #include "kernels/cpu/gemm_choice.h"
 
-#include <ATen/ATen.h>
+#include <ATen/ops/randn.h>
 
 #include <algorithm>
 #include <functional>
@@ -80,7 +80,7 @@ double library_gemm_us(const std::string& group, int reps) {
   for (const std::string& s : gemm_group_shapes(group)) shapes.push_back(parse_shape(s));
   at::Generator gen = at::detail::createCPUGenerator(20261125);
   auto rnd = [&](std::vector<int64_t> sizes, double scale, DType t) {
-    return (at::randn(sizes, gen, at::TensorOptions().dtype(at::kFloat)) * scale).to(to_aten(t));
+    return (at::randn(sizes, gen, at::TensorOptions().dtype(at::kFloat)).mul(scale)).to(to_aten(t));
   };
   // one call a shape, or one batched call for siblings of one shape (what
   // the scheduler's batched sibling GEMMs run); the values do not matter

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sstream>
 
+#include <ATen/ops/empty_strided.h>
 #include "fusion/errors.h"
 #include "fusion/logs.h"
 #include "kernels/collectives/collectives.h"

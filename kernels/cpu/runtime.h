@@ -5,7 +5,7 @@
 // cubins launched through the driver API on cuda). It counts every launch of
 // a forward, keeps a compile cache with guards, and counts recompiles.
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <functional>
 #include <map>

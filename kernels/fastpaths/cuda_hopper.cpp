@@ -3,6 +3,9 @@
 // dynamic shared memory) and the interleaved MLP weights.
 #include "kernels/fastpaths/cuda_fast_paths.h"
 
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/stack.h>
+
 namespace fg::cuda_fast_paths {
 
 void CudaFastPaths::gate_up_swiglu(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out,

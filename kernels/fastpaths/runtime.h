@@ -5,7 +5,7 @@
 // rank's buffers into each rank (host: POSIX shared memory, names exchanged
 // through the c10d store; all ranks on one host).
 #pragma once
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <map>
 #include <memory>
