@@ -1,12 +1,14 @@
-// Scheduler cost on generated graphs of norm blocks (not a test: prints
-// times). Each block is RMSNorm -> scale -> residual add -> GELU, the shape
-// of graph Inductor's fuse_nodes was measured on (0.24 s at ~275 nodes,
-// 2.4 s at ~1.1k, 10.4 s at ~4.4k).
+// Scheduler cost on generated graphs (not a test: prints times): chains of
+// norm blocks and chains of relus whose nodes carry source lines. Each norm
+// block is RMSNorm -> scale -> residual add -> GELU, the shape of graph
+// Inductor's fuse_nodes was measured on (0.24 s at ~275 nodes, 2.4 s at
+// ~1.1k, 10.4 s at ~4.4k).
 //
 //   schedule_bench [nodes...]     default: 1000 10000 50000
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "fusion/codegen/cpp_printer.h"
@@ -35,6 +37,21 @@ Graph norm_chain(int target_nodes) {
   return g;
 }
 
+// A chain of relus, each node at its own line of a made-up .fg file, as a
+// parsed graph carries them: a chain the lowering inlines into one node that
+// covers every line (the ledger's source lists then hold thousands).
+Graph relu_chain(int target_nodes) {
+  Graph g;
+  g.name = "relu_chain";
+  int x = g.add_input("x", TensorType{DType::F32, {64, 64}});
+  for (int line = 2; static_cast<int>(g.nodes.size()) < target_nodes; ++line) {
+    x = g.add(Op::Relu, {x});
+    g.nodes[static_cast<size_t>(x)].loc = SourceLoc{"chain.fg", line, ""};
+  }
+  g.outputs = {x};
+  return g;
+}
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -45,23 +62,25 @@ int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
   if (sizes.empty()) sizes = {1000, 10000, 50000};
-  std::printf("%10s %12s %12s %12s %12s %10s %10s\n", "graph", "decomposed", "sched nodes", "lower ms", "schedule ms",
-              "kernels", "codegen ms");
+  std::printf("%-11s %10s %12s %12s %12s %12s %10s %10s\n", "graph", "nodes", "decomposed", "sched nodes", "lower ms",
+              "schedule ms", "kernels", "codegen ms");
   for (int n : sizes) {
-    Graph g = norm_chain(n);
-    Graph d = decompose(g);
-    auto t0 = std::chrono::steady_clock::now();
-    LoweredGraph lg = lower(d);
-    double lower_ms = ms_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    Schedule s = schedule(lg, FusionPolicy::Default);
-    double sched_ms = ms_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    KernelProgram p = generate_cpp(lg, s);
-    double cg_ms = ms_since(t0);
-    std::printf("%10zu %12zu %12zu %12.1f %12.1f %10zu %10.1f\n", g.nodes.size(), d.nodes.size(), lg.nodes.size(),
-                lower_ms, sched_ms, p.kernels.size(), cg_ms);
-    std::fflush(stdout);
+    for (const char* kind : {"norm_chain", "relu_chain"}) {
+      Graph g = std::string(kind) == "norm_chain" ? norm_chain(n) : relu_chain(n);
+      Graph d = decompose(g);
+      auto t0 = std::chrono::steady_clock::now();
+      LoweredGraph lg = lower(d);
+      double lower_ms = ms_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      Schedule s = schedule(lg, FusionPolicy::Default);
+      double sched_ms = ms_since(t0);
+      t0 = std::chrono::steady_clock::now();
+      KernelProgram p = generate_cpp(lg, s);
+      double cg_ms = ms_since(t0);
+      std::printf("%-11s %10zu %12zu %12zu %12.1f %12.1f %10zu %10.1f\n", kind, g.nodes.size(), d.nodes.size(),
+                  lg.nodes.size(), lower_ms, sched_ms, p.kernels.size(), cg_ms);
+      std::fflush(stdout);
+    }
   }
   return 0;
 }

@@ -1,7 +1,9 @@
 #include "fusion/passes/fusion_ledger.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
+#include <vector>
 
 #include "fusion/ir/text.h"
 #include "fusion/passes/fusion_cost.h"
@@ -9,15 +11,27 @@
 namespace fg {
 
 void LedgerEntry::add_source(const std::vector<std::string>& lines) {
-  for (const auto& l : lines)
-    if (std::find(source.begin(), source.end(), l) == source.end()) source.push_back(l);
-  // by file, then line as a number ("x.cpp:9" before "x.cpp:17")
-  auto key = [](const std::string& text) {
+  // each location once, by file, then line as a number ("x.cpp:9" before
+  // "x.cpp:17"); the text breaks a tie. One sort of the union, each text
+  // parsed once: a node that covers a long inlined chain brings thousands.
+  std::set<std::string> all(source.begin(), source.end());
+  const size_t before = all.size();
+  all.insert(lines.begin(), lines.end());
+  if (all.size() == before && before == source.size()) return;
+  std::vector<std::pair<std::pair<std::string, int>, const std::string*>> keyed;
+  keyed.reserve(all.size());
+  for (const std::string& text : all) {
     SourceLoc l;
     if (!SourceLoc::parse(text, &l)) l.file = text;
-    return std::make_pair(l.file, l.line);
-  };
-  std::sort(source.begin(), source.end(), [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
+    keyed.push_back({{l.file, l.line}, &text});
+  }
+  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
+  });
+  std::vector<std::string> sorted;
+  sorted.reserve(keyed.size());
+  for (const auto& k : keyed) sorted.push_back(*k.second);
+  source = std::move(sorted);
 }
 
 void LedgerEntry::add_source(const SourceLoc& l) {

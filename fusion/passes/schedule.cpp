@@ -371,8 +371,13 @@ class Scheduler {
     e.fused = fused;
     e.reason = r;
     e.round = round;
+    std::vector<std::string> lines;
     for (int g : {ga, gb})
-      for (int n : groups_[static_cast<size_t>(g)].nodes) e.add_source(g_.nodes[static_cast<size_t>(n)].lines);
+      for (int n : groups_[static_cast<size_t>(g)].nodes) {
+        const auto& l = g_.nodes[static_cast<size_t>(n)].lines;
+        lines.insert(lines.end(), l.begin(), l.end());
+      }
+    e.add_source(lines);
     ledger_.push_back(e);
   }
 

@@ -133,5 +133,25 @@ graph g(%x: bf16[2,64,256], %w: bf16[256]) {
   EXPECT_EQ(generated(c), 2) << dump(c);
 }
 
+// The ledger's source list: each location once, by file and then line as a
+// number, however many nodes bring them and in whatever order (one sort of
+// the union: a node covering a long inlined chain brings thousands).
+TEST(Ledger, SourcesAreEachOnceByFileThenLineNumber) {
+  LedgerEntry e;
+  e.add_source(std::vector<std::string>{"b.fg:17", "a.fg:9", "b.fg:9"});
+  e.add_source(SourceLoc{"a.fg", 10, "f"});
+  e.add_source(std::vector<std::string>{"b.fg:9", "a.fg:9", "not a location"});
+  e.add_source(SourceLoc{});  // unknown: nothing added
+  EXPECT_EQ(e.source, (std::vector<std::string>{"a.fg:9", "a.fg:10 (f)", "b.fg:9", "b.fg:17", "not a location"}));
+  std::vector<std::string> many;
+  for (int line = 3000; line >= 1; --line) many.push_back("c.fg:" + std::to_string(line));
+  e.add_source(many);
+  e.add_source(many);
+  ASSERT_EQ(e.source.size(), 3005u);
+  EXPECT_EQ(e.source[4], "c.fg:1");
+  EXPECT_EQ(e.source.back(), "not a location");
+  EXPECT_EQ(e.source[3003], "c.fg:3000");  // 3000 after 999: by number
+}
+
 }  // namespace
 }  // namespace fg
