@@ -15,9 +15,8 @@ void LedgerEntry::add_source(const std::vector<std::string>& lines) {
   // "x.cpp:17"); the text breaks a tie. One sort of the union, each text
   // parsed once: a node that covers a long inlined chain brings thousands.
   std::set<std::string> all(source.begin(), source.end());
-  const size_t before = all.size();
   all.insert(lines.begin(), lines.end());
-  if (all.size() == before && before == source.size()) return;
+  if (all.size() == source.size()) return;  // nothing new (source is kept unique)
   std::vector<std::pair<std::pair<std::string, int>, const std::string*>> keyed;
   keyed.reserve(all.size());
   for (const std::string& text : all) {

@@ -21,6 +21,7 @@
 #include "fusion/ir/text.h"
 #include "kernels/cpu/aten_ops.h"
 #include "kernels/cpu/runtime.h"
+#include "repros/registry.h"
 
 namespace fg::testing_codegen {
 

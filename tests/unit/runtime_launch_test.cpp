@@ -5,23 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <torch/version.h>
-#include <ATen/ops/allclose.h>
-#include <ATen/ops/empty_strided.h>
-#include <ATen/ops/gelu.h>
-#include <ATen/ops/isfinite.h>
-#include <ATen/ops/linear.h>
 #include <ATen/ops/ones.h>
-#include <ATen/ops/randint.h>
-#include <ATen/ops/randn.h>
-#include <ATen/ops/zeros.h>
-#include <ATen/Context.h>
-#include "fusion/errors.h"
-#include "fusion/ir/text.h"
-#include "kernels/cpu/aten_ops.h"
-#include "kernels/cpu/gemm_choice.h"
-#include "kernels/cpu/runtime.h"
-#include "repros/registry.h"
-#include "tests/unit/row_invariant_graph.h"
+
 #include "tests/unit/codegen_fixtures.h"
 
 namespace fg {
