@@ -25,6 +25,57 @@ Attrs op_attrs(const Node& n) {
   return a;
 }
 
+// A broadcasting op whose operand has, on this rank, a dim of 1 where the
+// .fg (world size 1) has more, against a larger dim of another operand:
+// its share broadcast where the program meant elementwise (an expert dim of
+// 4 sharded over 4 ranks, added to a replicated [4]). It would type, run
+// and bless; it is a layout that does not fit the op.
+void check_no_new_broadcast(const Graph& g, const Node& n, const std::vector<Tensor>& a) {
+  if (!is_binary_pointwise(n.op) && n.op != Op::Where) return;
+  size_t rank = 0;
+  for (const Tensor& t : a) rank = std::max(rank, t.shape().size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Shape& here = a[i].shape();
+    const Shape& full = g.node(n.inputs[i]).type.shape;
+    if (here.size() != full.size()) continue;
+    for (size_t d = 0; d < here.size(); ++d) {
+      if (here[d] != 1 || full[d] == 1) continue;
+      const size_t at = rank - here.size() + d;  // the dim, aligned from the right
+      for (size_t j = 0; j < a.size(); ++j) {
+        const Shape& other = a[j].shape();
+        if (j == i || rank - other.size() > at) continue;
+        const int64_t od = other[at - (rank - other.size())];
+        if (od > 1)
+          user_error(std::string(op_name(n.op)) + ": dim " + std::to_string(d) + " of " + g.ref(n.inputs[i]) +
+                     " is 1 on each rank, " + std::to_string(full[d]) + " at world size 1, and broadcasts against " +
+                     std::to_string(od) + " of " + g.ref(n.inputs[j]) + ": its share is spread where the program "
+                     "reads it elementwise");
+      }
+    }
+  }
+}
+
+// An op of a .fg that failed as replayed at world size `world`: at its
+// file:line:col, with the world size and every sharded input's layout and
+// share.
+std::string replay_error(const Graph& g, const Node& n, const std::vector<Tensor>& v, int world, const std::string& what) {
+  std::string layouts;
+  for (int id : g.input_ids()) {
+    const Node& x = g.node(id);
+    auto sh = x.attrs.find("shard");
+    if (sh == x.attrs.end()) continue;
+    const Tensor& t = v[static_cast<size_t>(id)];
+    layouts += (layouts.empty() ? "" : ", ") + g.ref(id) + " " + x.type.str() + " {shard = " +
+               std::to_string(std::get<int64_t>(sh->second)) + "}" +
+               (t.defined() ? " is " + t.type().str() + " on each rank" : std::string());
+  }
+  const std::string at = n.loc.file + ":" + std::to_string(n.loc.line) + ":" + std::to_string(n.loc.col) + ": error: ";
+  return at + what + " (at world size " + std::to_string(world) + ", where " +
+         (layouts.empty() ? std::string("every input is replicated") : "the sharded inputs are " + layouts) +
+         "; the types a .fg declares are those of world size 1: a layout must fit every op reading it at every "
+         "world size it runs at)";
+}
+
 }  // namespace
 
 std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
@@ -62,7 +113,10 @@ std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
       case Op::AllReduce: out = s.all_reduce(a[0], here); break;
       case Op::AllGather: out = s.all_gather(a[0], here); break;
       case Op::ReduceScatter: out = s.reduce_scatter(a[0], here); break;
-      default: out = s.op(n.op, a, op_attrs(n), here); break;
+      default:
+        check_no_new_broadcast(g, n, a);
+        out = s.op(n.op, a, op_attrs(n), here);
+        break;
     }
   };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -82,11 +136,51 @@ std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
       i = end - 1;
       continue;
     }
-    exec(n);
+    try {
+      exec(n);
+    } catch (const UserError& e) {
+      // the line types at world size 1 (the parser checked it): what fails
+      // here is a layout that does not fit the ops reading it
+      throw UserError(replay_error(g, n, v, s.world_size(), e.what()));
+    }
   }
   std::vector<Tensor> out;
   for (int o : g.outputs) out.push_back(v[static_cast<size_t>(o)]);
   return out;
+}
+
+MemoryEstimate estimate_memory(const Repro& r, int world, int local) {
+  MemoryEstimate e;
+  for (const InputSpec& s : r.inputs(world)) {
+    int64_t elems = 1;
+    for (int64_t d : s.full_shape) elems *= d;
+    if (!s.shard.replicated()) elems /= world;
+    // the fp64 reference widens floats to 8 bytes
+    e.input_bytes += elems * (dtype_size(s.dtype) * 2 + (is_floating(s.dtype) ? 8 : dtype_size(s.dtype)));
+  }
+  e.value_bytes = r.value_bytes * 2;
+  e.total = (e.input_bytes + e.value_bytes) * local;
+  return e;
+}
+
+void check_world_size(const Repro& r, int world) {
+  const int lo = std::max(1, r.min_world), hi = std::min(r.max_world, kMaxWorld);
+  if (world < lo || world > hi)
+    user_error("world size " + std::to_string(world) + " is out of range for " + r.name + " (" + std::to_string(lo) +
+               ".." + std::to_string(hi) +
+               (hi == kMaxWorld ? ": at most " + std::to_string(kMaxWorld) + " ranks, each a process on this machine"
+                                : std::string()) +
+               ")");
+  if (world == 1) return;
+  for (const InputSpec& s : r.inputs(world)) {
+    if (s.shard.replicated()) continue;
+    const auto blocks = s.shard.block_sizes(s.full_shape[static_cast<size_t>(s.shard.dim)]);
+    for (int64_t block : blocks)
+      if (block % world != 0)
+        user_error("world size " + std::to_string(world) + " does not divide " + r.name + "'s input " + s.name +
+                   " along dim " + std::to_string(s.shard.dim) + " (" + std::to_string(block) +
+                   (blocks.size() > 1 ? " in a block" : "") + "): use a world size that divides it");
+  }
 }
 
 std::vector<int64_t> Sharding::block_sizes(int64_t full) const {
@@ -211,6 +305,12 @@ Repro graph_repro(const Graph& graph, const std::string& name, const std::string
   // without any layout, every rank runs the whole program on its own copy
   r.replicated_outputs = laid_out;
   r.expected_breaks = g->expected_breaks;
+  for (const Node& n : g->nodes) {
+    if (n.op == Op::Input) continue;
+    int64_t elems = 1;
+    for (int64_t d : n.type.shape) elems *= std::max<int64_t>(d, 1);  // nonzero's -1: one row a dim
+    r.value_bytes += elems * dtype_size(n.type.dtype);
+  }
   r.inputs = [specs](int) { return specs; };
   r.forward = [g](Session& s, Inputs& in) { return run_fg(s, *g, in); };
   return r;

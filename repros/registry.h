@@ -82,6 +82,10 @@ struct Repro {
   // no break (harness/record/compare.h invariant_findings). A .fg declares them as
   // `expect break "REASON"` statements.
   std::vector<std::string> expected_breaks;
+  // A .fg's values other than its inputs, in bytes at world size 1 (each
+  // as if it were kept to the end); 0 for a C++ repro, which is not known
+  // before it runs.
+  int64_t value_bytes = 0;
 };
 
 // The sizes of a transformer block (per model, before sharding).
@@ -99,6 +103,26 @@ BlockDims anchor_block_wide();
 // Names of the inputs every rank holds whole (not sharded): what TP
 // rewrites may rely on being the same on every rank.
 std::set<std::string> replicated_inputs(const std::vector<InputSpec>& specs);
+
+// Ranks are processes on one machine (or its GPUs): a typo must not start
+// thousands.
+constexpr int kMaxWorld = 256;
+// A UserError unless `r` runs at world size `world`: within its range and
+// kMaxWorld, and dividing each sharded input's blocks (what `run`, `check`
+// and `explain` say alike).
+void check_world_size(const Repro& r, int world);
+
+// What a run of `r` at `world` needs in host memory, estimated before any
+// rank starts: each of this node's `local` ranks holds its share of the
+// inputs three times (the run's, eager's, the fp64 reference's, which is
+// wider) and, for a .fg, its values twice (compiled and eager), at world
+// size 1's sizes (an upper bound).
+struct MemoryEstimate {
+  int64_t input_bytes = 0;  // a rank's share of the inputs
+  int64_t value_bytes = 0;  // a .fg's other values
+  int64_t total = 0;        // over the node's ranks
+};
+MemoryEstimate estimate_memory(const Repro& r, int world, int local);
 
 // Built-in repros, then every .fg file found in `fg_dirs`.
 std::vector<Repro> all_repros(const std::vector<std::string>& fg_dirs);

@@ -134,6 +134,7 @@ std::vector<FastPathSpec> make_catalog() {
   c.back().max_autotune_only = true;
   c.back().cuda_gain_only = true;
   c.back().cuda_arch = "sm_90a";
+  c.back().strided_inputs = true;
   return c;
 }
 

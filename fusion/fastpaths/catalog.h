@@ -87,6 +87,11 @@ struct FastPathSpec {
   // gate_up_swiglu's kernel with the norm folded in); empty: its own name.
   // Both proofs hash the same file, so an edit invalidates both.
   const char* source = "";
+  // its kernels read their inputs through their strides (causal_attention's
+  // q, k, v are views of the qkv projection); otherwise each input must be
+  // row-major, and passes/fast_paths puts a `contiguous` copy in front of
+  // one that is a strided view
+  bool strided_inputs = false;
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
   // the stem of the files it runs: `source`, or its name
   std::string file() const { return *source ? source : name; }

@@ -29,20 +29,12 @@ bool one_of(const std::string& s, std::initializer_list<const char*> names) {
 }  // namespace
 
 std::string check_annotations(const Attrs& a, const TensorType& t, bool output) {
-  for (const auto& [k, v] : a) {
-    bool known = output ? one_of(k, {"shard", "blocks"})
-                        : one_of(k, {"shard", "blocks", "init", "mean", "std", "low", "high", "start", "step",
-                                     "dim_order"});
-    if (!known)
-      return "unknown attribute '" + k + "' (an " +
-             (output ? "output takes shard, blocks" : "input takes shard, blocks, init, mean, std, low, high, start, step, dim_order") + ")";
-    const bool number = std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
-    if ((k == "shard" && !std::holds_alternative<int64_t>(v)) ||
-        ((k == "blocks" || k == "dim_order") && !std::holds_alternative<std::vector<int64_t>>(v)) ||
-        (k == "init" && !std::holds_alternative<std::string>(v)) ||
-        (one_of(k, {"mean", "std", "low", "high", "start", "step"}) && !number))
-      return "attribute '" + k + "' has the wrong type (shard: an integer dim, blocks: a list of sizes, init: a string, the rest numbers)";
-  }
+  // names and kinds: the op reference's input entry; an output takes its
+  // layout only
+  for (const auto& [k, v] : a)
+    if (output && !one_of(k, {"shard", "blocks"})) return "unknown attribute '" + k + "' (an output takes shard, blocks)";
+  AttrProblem bad;
+  if (!check_attrs(Op::Input, a, &bad)) return bad.message;
   if (a.count("shard")) {
     const int64_t r = static_cast<int64_t>(t.shape.size());
     int64_t d = std::get<int64_t>(a.at("shard"));
@@ -84,8 +76,6 @@ std::string check_annotations(const Attrs& a, const TensorType& t, bool output) 
   for (const auto& e : {implied({"mean", "std"}, "normal"), implied({"low", "high"}, "uniform"),
                         implied({"start", "step"}, "arange")})
     if (!e.empty()) return e;
-  if (!init.empty() && !one_of(init, {"normal", "uniform", "ones", "zeros", "arange", "fan_in"}))
-    return "unknown init \"" + init + "\" (known: normal, uniform, ones, zeros, arange, fan_in)";
   if ((init == "normal" || init == "fan_in") && !is_floating(t.dtype))
     return "init \"" + init + "\" needs a floating input, not " + t.str();
   if (init == "fan_in" && t.shape.empty()) return "init \"fan_in\" needs a dim to take the fan-in from";

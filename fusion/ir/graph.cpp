@@ -134,12 +134,8 @@ void verify(const Graph& g, bool as_user) {
       if (in < 0 || in >= n.id) fail(&n, "input " + std::to_string(in) + " is not defined before its use");
     if (n.op == Op::Input || n.op == Op::Full) {
       if (!n.inputs.empty()) fail(&n, "takes no inputs");
-      if (n.op == Op::Full) {
-        auto it = n.attrs.find("value");
-        if (it == n.attrs.end()) fail(&n, "needs attribute 'value'");
-        if (!std::holds_alternative<double>(it->second) && !std::holds_alternative<int64_t>(it->second))
-          fail(&n, "attribute 'value' must be a number");
-      }
+      AttrProblem bad;
+      if (!check_attrs(n.op, n.attrs, &bad)) fail(&n, bad.message);
       continue;
     }
     std::vector<TensorType> ts;

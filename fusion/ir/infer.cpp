@@ -207,9 +207,6 @@ TensorType infer_extern(Op op, const std::vector<TensorType>& in, const Attrs& a
       out.dtype = in[0].dtype;
       if (op == Op::Linear && in.size() == 3 && in[2].shape != Shape{w[0]})
         type_error(op, "bias must be [" + std::to_string(w[0]) + "]");
-      // the one epilogue a GEMM applies itself (passes/gemm_epilogue)
-      if (op == Op::Linear && attr_str_or(attrs, "epilogue", "gelu_tanh") != "gelu_tanh")
-        type_error(op, "unknown epilogue '" + attr_str_or(attrs, "epilogue", "") + "' (known: gelu_tanh)");
       if (op == Op::LinearAddRank0 && in[2] != out)
         type_error(op, "the addend must be " + out.str() + " (the GEMM's result), got " + in[2].str());
       return out;
@@ -390,6 +387,8 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
     type_error(op, "takes " + std::to_string(info.min_inputs) +
                        (info.max_inputs != info.min_inputs ? ".." + std::to_string(info.max_inputs) : "") +
                        " inputs, got " + std::to_string(in.size()));
+  AttrProblem bad;
+  if (!check_attrs(op, attrs, &bad)) type_error(op, bad.message);
   // one rule per op family: the fusion kind in the op table
   switch (fusion_kind(op)) {
     case FusionKind::Input: internal_error("input and full carry their declared type");

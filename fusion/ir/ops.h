@@ -56,6 +56,8 @@ enum class Op {
   Print, Item, Nonzero, If,
 };
 
+constexpr int kOpCount = static_cast<int>(Op::If) + 1;
+
 using Attr = std::variant<int64_t, double, std::string, std::vector<int64_t>>;
 using Attrs = std::map<std::string, Attr>;
 
@@ -68,6 +70,44 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(Op op);
+
+// The op reference: what each op reads and takes, as the parser checks it
+// and `fusegate ops` (docs/OPS.md) prints it (fusion/ir/op_specs.cpp).
+// One spelling per concept: `dim` is one dim (an integer), `dims` a list.
+enum class AttrKind { Int, Flag, Number, String, Ints, DType, Choice };
+const char* attr_kind_name(AttrKind k);  // "integer", "0 or 1", ...
+struct AttrSpec {
+  std::string name;
+  AttrKind kind = AttrKind::Int;
+  bool required = false;
+  std::string absent;                // the value when absent, or what absence means
+  std::vector<std::string> choices;  // Choice: the allowed values
+  std::string doc;
+};
+struct OpSpec {
+  Op op = Op::Input;
+  std::string operands;  // what it reads, with the dtypes it takes
+  std::string result;    // the result's shape and dtype
+  std::string doc;
+  std::vector<AttrSpec> attrs;
+  bool internal = false;  // written by passes, never by hand (a .fg may still hold it)
+  bool open = false;      // takes any attribute its writer sets (fast_path's matcher)
+};
+const OpSpec& op_spec(Op op);
+// What is wrong with `attrs` for `op`: an unknown key, a value of the wrong
+// kind, a value not among the choices, a required key missing. `key` names
+// the attribute at fault (empty for a missing one); "@" keys are the
+// parser's block tags and pass.
+struct AttrProblem {
+  std::string key;
+  std::string message;
+};
+bool check_attrs(Op op, const Attrs& attrs, AttrProblem* problem);
+// "unknown op 'topkk' (did you mean 'topk'?); ..." for a name no op has.
+std::string unknown_op_message(const std::string& name);
+// The reference of every op as Markdown (docs/OPS.md, `fusegate ops`), or
+// of the op named `only` ("" when no op has that name).
+std::string op_reference(const std::string& only = "");
 bool op_from_name(const std::string& name, Op* out);
 inline FusionKind fusion_kind(Op op) { return op_info(op).kind; }
 inline const char* op_name(Op op) { return op_info(op).name; }

@@ -290,19 +290,31 @@ class Parser {
     fail(cur_, "expected an attribute value but found " + describe(cur_));
   }
 
+  // `{k = v, ...}`; attr_keys_ keeps where each key was written
   Attrs parse_attrs() {
     Attrs attrs;
+    attr_keys_.clear();
     expect_punct('{');
     for (;;) {
       Token key = expect_kind(Tok::Ident, "an attribute name");
       expect_punct('=');
       Attr v = parse_attr_value();
       if (!attrs.emplace(key.text, std::move(v)).second) fail(key, "duplicate attribute '" + key.text + "'");
+      attr_keys_[key.text] = key;
       if (!at_punct(',')) break;
       take();
     }
     expect_punct('}');
     return attrs;
+  }
+
+  // The op reference's verdict on an op's attributes, at the key at fault
+  // (a missing one: at `at`, the op or the input).
+  void check_attr_table(Op op, const Attrs& attrs, const Token& at, const std::string& what) {
+    AttrProblem bad;
+    if (check_attrs(op, attrs, &bad)) return;
+    auto k = attr_keys_.find(bad.key);
+    fail(k != attr_keys_.end() && !bad.key.empty() ? k->second : at, what + ": " + bad.message);
   }
 
   // A ref whose text is the node's own id stays unnamed, so that printing
@@ -429,7 +441,7 @@ class Parser {
     Token op_tok = expect_kind(Tok::Ident, "an op name");
     if (op_tok.text == "if") return parse_if(g, ref, op_tok, tag);
     Op op;
-    if (!op_from_name(op_tok.text, &op)) fail(op_tok, "unknown op '" + op_tok.text + "'");
+    if (!op_from_name(op_tok.text, &op)) fail(op_tok, unknown_op_message(op_tok.text));
     if (op == Op::Input) fail(op_tok, "inputs are declared in the graph header, not as statements");
     if (op == Op::If) fail(op_tok, "if takes a block: %x = if(%p) : type { ... yield %a } else { ... yield %b }");
     expect_punct('(');
@@ -439,19 +451,21 @@ class Parser {
     expect_punct(')');
     std::string name = define(ref, id);
     Attrs attrs;
-    if (at_punct('{')) attrs = parse_attrs();
+    if (at_punct('{')) {
+      attrs = parse_attrs();
+    } else {
+      attr_keys_.clear();
+    }
+    check_attr_table(op, attrs, op_tok, op_tok.text);
     attrs.insert(tag.begin(), tag.end());  // the blocks it is in ('@' keys: no text can spell them)
     expect_punct(':');
     Token type_tok = cur_;
     TensorType declared = parse_type(op == Op::Nonzero);
     // Graph::add takes full's type on trust, so check here what verify would
     // otherwise report without a column.
-    if (op == Op::Full) {
-      if (!ins.empty()) fail(op_tok, "full takes no inputs");
-      if (!attrs.count("value")) fail(op_tok, "full needs attribute 'value'");
-    }
+    if (op == Op::Full && !ins.empty()) fail(op_tok, "full takes no inputs");
     try {
-      g.add(op, std::move(ins), std::move(attrs), &declared, name, SourceLoc{file_, line, ""});
+      g.add(op, std::move(ins), std::move(attrs), &declared, name, SourceLoc{file_, line, "", op_tok.col});
     } catch (const UserError& e) {
       fail(op_tok, e.what());
     }
@@ -478,6 +492,7 @@ class Parser {
         if (at_punct('{')) {
           Token at = cur_;
           notes = parse_attrs();
+          check_attr_table(Op::Input, notes, at, "input %" + ref.text);
           const std::string bad = check_annotations(notes, t, false);
           if (!bad.empty()) fail(at, "input %" + ref.text + ": " + bad);
         }
@@ -504,6 +519,7 @@ class Parser {
   std::string file_;
   Token cur_;
   std::map<std::string, int> values_;  // ref text -> node id, per graph
+  std::map<std::string, Token> attr_keys_;  // the last attribute list's keys
   int64_t if_count_ = 0, disabled_count_ = 0;  // blocks so far in this graph
 };
 

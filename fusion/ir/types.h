@@ -36,6 +36,7 @@ struct SourceLoc {
   std::string file;
   int line = 0;
   std::string function;
+  int col = 0;  // a .fg statement's column (its op), for messages; not printed by str()
   std::string str() const;                       // "repros/x.cpp:42 (forward)"
   bool known() const { return !file.empty(); }
   // The inverse of str() (records keep locations as text); false for text

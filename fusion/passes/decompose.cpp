@@ -66,13 +66,13 @@ class Decomposer {
     return emit(Op::Div, {s, scalar(static_cast<double>(reduced_numel(x, attrs)), type(x).dtype)}, {}, "mean");
   }
   int var(int x, const Attrs& attrs) {
-    Attrs keep = attrs;
+    Attrs red = attrs;  // a sum's attributes: var's less its correction
+    red.erase("correction");
+    Attrs keep = red;
     keep["keepdim"] = int64_t{1};
     int m = mean(x, keep);
     int d = emit(Op::Sub, {x, m}, {}, "var");
     int sq = emit(Op::Mul, {d, d}, {}, "var");
-    Attrs red = attrs;
-    red.erase("correction");
     int s = emit(Op::Sum, {sq}, red, "var");
     double n = static_cast<double>(reduced_numel(x, attrs)) - static_cast<double>(attr_int_or(attrs, "correction", 1));
     return emit(Op::Div, {s, scalar(n, type(x).dtype)}, {}, "var");

@@ -107,7 +107,7 @@ std::vector<Job> expand(const Selection& sel, std::vector<std::string>* not_run 
     for (const auto& r : repros) {
       if (r.only_backend && *r.only_backend != sel.backend) continue;
       known += (known.empty() ? "" : ", ") + r.name + " (world sizes " + std::to_string(r.min_world) + ".." +
-               (r.max_world >= (1 << 20) ? std::string("any") : std::to_string(r.max_world)) + ")";
+               std::to_string(std::min(r.max_world, kMaxWorld)) + ")";
     }
     std::string ws;
     for (int w : worlds) ws += (ws.empty() ? "" : " ") + std::to_string(w);
@@ -213,7 +213,7 @@ std::vector<Verdict> unread_goldens(const Selection& sel, const std::vector<Repr
       if (w < r->min_world || w > r->max_world)
         stale(f, "world size " + std::to_string(w) + ", which " + r->name + " does not allow (" +
                      std::to_string(r->min_world) + ".." +
-                     (r->max_world >= (1 << 20) ? std::string("any") : std::to_string(r->max_world)) +
+                     std::to_string(std::min(r->max_world, kMaxWorld)) +
                      "): no check reads it; delete it");
     }
   }
@@ -291,7 +291,8 @@ void require_fast_paths(const Selection& sel, const record::RunRecord& rec, Verd
 
 namespace {
 int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector<Job>& jobs, CommandNodes& nodes);
-int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes);
+int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes,
+               bool verbose);
 }  // namespace
 
 int cmd_check(const Selection& sel, const CheckOptions& opts) {
@@ -417,7 +418,7 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
   if (sel.repros.empty())
     for (Verdict& v : unread_goldens(sel, repros)) verdicts.push_back(std::move(v));
   for (Verdict& v : verdicts) apply_quarantine(quarantine, as_of, &v);
-  std::string table = verdict_table(verdicts) + "goldens read from " + sel.golden_dir + "\n";
+  std::string table = verdict_table(verdicts, opts.verbose) + "goldens read from " + sel.golden_dir + "\n";
   if (all_missing)
     table += "fusegate check: nothing was compared: no golden file in " + sel.golden_dir +
              " holds any of these checks; bless them (the commands above), or name the folder that holds them "
@@ -433,7 +434,10 @@ int check_jobs(const Selection& sel, const CheckOptions& opts, const std::vector
 
 }  // namespace
 
-int cmd_bless(const Selection& sel, const std::string& why, bool missing_only) {
+// a golden's diff as bless shows it without --verbose: its first lines
+constexpr size_t kBlessDiffLines = 40;
+
+int cmd_bless(const Selection& sel, const std::string& why, bool missing_only, bool verbose) {
   std::vector<Job> jobs = expand(sel);
   golden_paths_take_files(sel, jobs);
   if (missing_only) {
@@ -454,12 +458,13 @@ int cmd_bless(const Selection& sel, const std::string& why, bool missing_only) {
   }
   CommandNodes nodes(sel.nodes, sel.timeout_s);
   if (!nodes.leader()) return follow_jobs(nodes, jobs, "bless");
-  return lead_jobs(nodes, [&] { return bless_jobs(sel, why, jobs, nodes); });
+  return lead_jobs(nodes, [&] { return bless_jobs(sel, why, jobs, nodes, verbose); });
 }
 
 namespace {
 
-int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes) {
+int bless_jobs(const Selection& sel, const std::string& why, const std::vector<Job>& jobs, CommandNodes& nodes,
+               bool verbose) {
   nodes.agree("bless", job_ids(jobs));
   // a job that cannot be blessed stops the command, on every node, before
   // any golden is written: every job runs and is judged first
@@ -542,7 +547,12 @@ int bless_jobs(const Selection& sel, const std::string& why, const std::vector<J
   }
   for (const Write& w : writes) {
     write_inside(sel.golden_dir, w.path, w.text);
-    std::cout << unified_diff(w.old_text, w.text, w.old_text.empty() ? "/dev/null" : w.path, w.path);
+    if (w.old_text.empty() && !verbose)
+      std::cout << "new golden " << w.path << " (" << std::count(w.text.begin(), w.text.end(), '\n')
+                << " lines; --verbose shows it)\n";
+    else
+      std::cout << (verbose ? unified_diff(w.old_text, w.text, w.old_text.empty() ? "/dev/null" : w.path, w.path)
+                            : first_lines(unified_diff(w.old_text, w.text, w.path, w.path), kBlessDiffLines));
     if (!w.said.empty()) std::cout << w.path << ": " << w.said << "\n";
   }
   const std::string summary = "fusegate bless: " + std::to_string(writes.size()) + " of " +

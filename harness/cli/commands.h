@@ -37,10 +37,13 @@ struct CheckOptions {
   bool exact = false;
   std::string junit, markdown, records_dir;
   std::string as_of;  // YYYY-MM-DD: the date quarantine expiry is judged at (empty: today, UTC)
+  bool verbose = false;  // every line of every finding (a long diff of decisions)
 };
 
 int cmd_check(const Selection& sel, const CheckOptions& opts);
-int cmd_bless(const Selection& sel, const std::string& why, bool missing_only = false);
+// Each golden written shows its diff: a new file its size, a long diff its
+// first lines (`verbose`: all).
+int cmd_bless(const Selection& sel, const std::string& why, bool missing_only = false, bool verbose = false);
 int cmd_explain(const std::string& graph_file, FusionPolicy fusion, const std::string& dot_dir, bool svg,
                 Backend backend = Backend::Cpu, const FastPathSelection& fast = {},
                 const std::string& golden_dir = "");

@@ -21,9 +21,11 @@
 #include "fusion/fault.h"
 #include "fusion/logs.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/flags.h"
 #include "harness/cli/process.h"
 #include "harness/tools/fuzz.h"
 #include "harness/record/golden.h"
+#include "harness/record/compare.h"
 #include "harness/record/files.h"
 #include "harness/record/quarantine.h"
 #include "harness/run/run.h"
@@ -36,32 +38,10 @@
 
 namespace {
 
-// `dir` is a folder that exists or can be made, and is writable; messages
-// name `shown`, the path as the user gave it.
-void require_writable_dir(const std::string& flag, const std::string& dir, const std::string& shown = "") {
-  namespace fs = std::filesystem;
-  const std::string what = flag + " " + (shown.empty() ? dir : shown);
-  fs::path p = fs::absolute(dir);
-  if (fs::exists(p) && !fs::is_directory(p)) fg::user_error(what + ": " + p.string() + " is not a folder");
-  // the nearest existing ancestor decides whether the folder can be made
-  fs::path probe = p;
-  while (!fs::exists(probe) && probe != probe.parent_path()) probe = probe.parent_path();
-  if (!fs::is_directory(probe) || ::access(probe.c_str(), W_OK) != 0)
-    fg::user_error(what + ": cannot be written (" + probe.string() + " is not a writable folder); choose another path");
-}
-
-void require_writable_file(const std::string& flag, const std::string& file) {
-  namespace fs = std::filesystem;
-  if (fs::is_directory(file)) fg::user_error(flag + " " + file + ": is a folder; give a file name");
-  // this process's own stream, or a FIFO or device already there: written
-  // through (write_atomic), whose errors are bad input; its folder (/dev)
-  // need not be writable
-  std::error_code ec;
-  if (fg::std_stream_fd(file) >= 0 || (fs::exists(file, ec) && !fs::is_regular_file(file, ec))) return;
-  require_writable_dir(flag, fs::absolute(file).parent_path().string(), file);
-}
-
 using fg::cli::batch_depth;
+using fg::cli::require_writable_dir;
+using fg::cli::require_writable_file;
+using fg::cli::settle_fuzz_options;
 using fg::cli::explain_batch;
 
 int run_main(int argc, char** argv) {
@@ -93,11 +73,14 @@ int run_main(int argc, char** argv) {
                                   ", this build's source tree)";
   const std::string repro_help = "a folder of .fg repros, in place of the shipped " + default_repros +
                                  " (repeatable); the C++ repros are always there";
+  double max_memory_gib = 0;
   auto add_common = [&](CLI::App* c) {
     c->add_option("--golden-dir", sel.golden_dir, golden_help);
     c->add_option("--repro-dir", extra_dirs, repro_help)->allow_extra_args(false);
     c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
     c->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
+    c->add_option("--max-memory", max_memory_gib,
+                  "GiB of host memory a run may be estimated to need (cpu; default: what the machine has available)");
   };
   // across nodes, as torchrun: every node runs the same command
   auto add_nodes = [&](CLI::App* c, NodeSpec* n) {
@@ -124,6 +107,11 @@ int run_main(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "list the repros");
   add_common(list);
+
+  std::string ops_name;
+  auto* ops = app.add_subcommand("ops", "the .fg ops: what each reads and gives, its attributes with their values "
+                                        "and defaults (docs/OPS.md)");
+  ops->add_option("name", ops_name, "one op");
 
   RunSpec spec;
   std::string out_file;
@@ -166,6 +154,7 @@ int run_main(int argc, char** argv) {
   check->add_option("--junit", copts.junit, "write JUnit XML here");
   check->add_option("--markdown", copts.markdown, "write a Markdown summary here");
   check->add_option("--records", copts.records_dir, "keep every RunRecord in this folder");
+  check->add_flag("--verbose", copts.verbose, "every line of every finding (a long diff of decisions is cut to its first)");
   check->add_option("--as-of", copts.as_of,
                     "judge quarantine expiry at this date, YYYY-MM-DD (bisecting old commits); default today (UTC)");
 
@@ -176,6 +165,8 @@ int run_main(int argc, char** argv) {
   bless->add_option("--why", why, "why the goldens change (printed)");
   bool bless_missing = false;
   bless->add_flag("--missing", bless_missing, "only the selected checks that have no golden file yet");
+  bool bless_verbose = false;
+  bless->add_flag("--verbose", bless_verbose, "each golden's whole diff (a new one whole), not its first lines");
 
   std::string graph_file, dot_dir, erepro;
   int eworld = 1;
@@ -225,7 +216,7 @@ int run_main(int argc, char** argv) {
                                               "whether this tree takes them");
   proofs->add_option("--golden-dir", sel.golden_dir, golden_help);
   proofs->add_option("--backend", proofs_backend, "cpu, cuda or all")->capture_default_str();
-  proofs->add_flag("--strict", proofs_strict, "exit 1 when a proof file is stale or there is none");
+  proofs->add_flag("--strict", proofs_strict, "exit 1 when a proof file is stale, or missing where its fast path would run");
 
   std::string bisect_json;
   auto* bisect = app.add_subcommand("bisect", "find the fusion decision, rewrite or fast path site that makes a "
@@ -240,13 +231,13 @@ int run_main(int argc, char** argv) {
   add_fast(bisect);
 
   FuzzOptions fopts;
-  std::string fuzz_fusion = "default";
+  cli::FuzzFlags fflags;
   auto* fuzz = app.add_subcommand("fuzz", "differential fuzzing: random graphs compiled under each fusion policy "
                                           "against eager and fp64; findings minimized to .fg files");
   fuzz->add_option("--seconds", fopts.seconds, "stop after this long")->capture_default_str();
   fuzz->add_option("--graphs", fopts.graphs, "or after this many graphs (0: no limit)")->capture_default_str();
-  fuzz->add_option("--seed", fopts.seed, "graph i comes from seed + i")->capture_default_str();
-  fuzz->add_option("--fusion", fuzz_fusion, "default, max-autotune, none or all")->capture_default_str();
+  fuzz->add_option("--seed", fflags.seed, "graph i comes from seed + i (0..2^64-1)")->capture_default_str();
+  fuzz->add_option("--fusion", fflags.fusion, "default, max-autotune, none or all")->capture_default_str();
   fuzz->add_option("--max-ops", fopts.max_ops, "nodes a graph adds to its inputs, at most")->capture_default_str();
   fuzz->add_option("--findings", fopts.findings_dir, "folder the minimized findings are written to")
       ->capture_default_str();
@@ -254,8 +245,7 @@ int run_main(int argc, char** argv) {
   fuzz->add_option("--json", fopts.json_out, "write the summary here (JSON)");
   fuzz->add_flag("--print-graph", fopts.print_graphs, "print each graph (.fg text) on stderr before it runs");
   fuzz->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
-  std::string fuzz_worlds = "1";
-  fuzz->add_option("--world-size", fuzz_worlds,
+  fuzz->add_option("--world-size", fflags.worlds,
                    "ranks a graph runs on: 1, 2, ... or a list (1,2): job j runs at the (j mod n)-th")
       ->capture_default_str();
   fuzz->add_option("--jobs", fopts.jobs, "jobs at once, each its own processes (job j takes graphs j, j + J, ...)")
@@ -302,7 +292,7 @@ int run_main(int argc, char** argv) {
     std::string cmd = argv[1];
     bool known = false;
     for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == cmd;
-    if (!known) user_error("unknown command '" + cmd + "'; commands: list, run, check, bless, explain, ab, prove, bisect, fuzz (see --help)");
+    if (!known) user_error("unknown command '" + cmd + "'; commands: list, ops, run, check, bless, explain, ab, prove, proofs, bisect, fuzz (see --help)");
   }
   try {
     app.parse(argc, argv);
@@ -327,6 +317,16 @@ int run_main(int argc, char** argv) {
     if (sel.nodes.nnodes > 1)  // bless_command() gives --nnodes; each node adds its --node-rank
       sel.repeat_flags += " --master-addr " + quoted(sel.nodes.master_addr) + " --master-port " +
                           std::to_string(sel.nodes.master_port) + " (on every node, each with its --node-rank)";
+  }
+  if (*ops) {
+    const std::string text = op_reference(ops_name);
+    if (text.empty()) {
+      std::string names;
+      for (int i = 0; i < kOpCount; ++i) names += (i ? ", " : "") + std::string(op_name(static_cast<Op>(i)));
+      user_error("ops: no op '" + ops_name + "'; ops: " + names);
+    }
+    std::cout << text;
+    return 0;
   }
   for (const auto& d : extra_dirs) {
     // a folder that is not there checked only the shipped repros, and
@@ -370,6 +370,7 @@ int run_main(int argc, char** argv) {
   spec.mode = parse_mode(mode_text);
   for (const auto& m : mode_texts) sel.modes.push_back(parse_mode(m));
 
+  set_max_memory_gib(max_memory_gib);
   // the environment's switches, once at the process edge: an unknown
   // FUSEGATE_LOGS view or FUSEGATE_FAULT item is bad input before any rank starts
   check_log_views();
@@ -436,6 +437,13 @@ int run_main(int argc, char** argv) {
     if (out_file.empty()) std::cout << text;
     else write_atomic(out_file, text);
     int rc = 0;
+    // what a run must hold whatever a golden says (accuracy, mode C's one
+    // graph, ranks that agree): a record that fails it is exit 1, as check's
+    for (const Finding& f : invariant_findings(o.record))
+      if (f.kind == VerdictKind::Fail) {
+        std::cerr << "fusegate run: FAIL: " << f.message << "\n";
+        rc = 1;
+      }
     for (const auto& name : required)
       for (const auto& [rank, rk] : record::ranks_by_id(o.record))
         for (const record::FastPathStatus& f : rk->fast_paths.value_or(std::vector<record::FastPathStatus>{}))
@@ -447,7 +455,7 @@ int run_main(int argc, char** argv) {
     return rc;
   }
   if (*check) return cmd_check(sel, copts);
-  if (*bless) return cmd_bless(sel, why, bless_missing);
+  if (*bless) return cmd_bless(sel, why, bless_missing, bless_verbose);
   if (*explain) {
     if (explain->count("--batch")) {
       if (batch_depth > 0) user_error("a case of explain --batch holds --batch");
@@ -474,40 +482,13 @@ int run_main(int argc, char** argv) {
   if (*proofs) return cmd_proofs(sel.golden_dir, proofs_backend, proofs_strict);
   if (*fuzz) {
     fopts.backend = sel.backend;
-    if (fuzz_fusion == "all") fopts.policies = {FusionPolicy::Default, FusionPolicy::MaxAutotune, FusionPolicy::None};
-    else fopts.policies = {parse_fusion(fuzz_fusion)};
-    // --graphs alone: as many graphs as asked, however long they take
-    if (fuzz->count("--graphs") && !fuzz->count("--seconds")) fopts.seconds = 0;
-    if (fopts.seconds <= 0 && fopts.graphs <= 0) user_error("fuzz needs --seconds N or --graphs N above 0");
-    fopts.worlds.clear();
-    {
-      std::istringstream in(fuzz_worlds);
-      for (std::string w; std::getline(in, w, ',');) {
-        int v = 0;
-        try {
-          size_t used = 0;
-          v = std::stoi(w, &used);
-          if (used != w.size()) v = 0;
-        } catch (const std::exception&) {
-        }
-        if (v < 1 || v > 8) user_error("--world-size " + fuzz_worlds + ": each world size must be 1..8");
-        if (std::find(fopts.worlds.begin(), fopts.worlds.end(), v) == fopts.worlds.end()) fopts.worlds.push_back(v);
-      }
-    }
-    if (fopts.worlds.empty()) user_error("--world-size " + fuzz_worlds + ": give 1, 2, ... or a list such as 1,2");
-    if (fuzz->count("--jobs") == 0) fopts.jobs = static_cast<int>(fopts.worlds.size());
-    if (fopts.jobs < static_cast<int>(fopts.worlds.size()) || fopts.jobs > 64)
-      user_error("--jobs " + std::to_string(fopts.jobs) + ": at least one job a world size (" +
-                 std::to_string(fopts.worlds.size()) + ") and at most 64");
-    if (fopts.timeout_s < 1) user_error("--timeout must be at least 1");
-    parse_fast_paths(fast_text);  // a bad value says so here
-    fopts.fast_paths = fast_text;
     fopts.golden_dir = sel.golden_dir;
-    if (fopts.max_ops < 1 || fopts.max_ops > 64) user_error("--max-ops must be 1..64");
-    if (fopts.max_findings < 1) user_error("--max-findings must be at least 1");
-    if (!fopts.json_out.empty()) require_writable_file("--json", fopts.json_out);
-    require_writable_dir("--findings", fopts.findings_dir);
-    if (fopts.seconds <= 0) fopts.seconds = 1e12;
+    fflags.seconds_given = fuzz->count("--seconds") > 0;
+    fflags.graphs_given = fuzz->count("--graphs") > 0;
+    fflags.jobs_given = fuzz->count("--jobs") > 0;
+    if (fflags.seconds_given) fflags.seconds_text = fuzz->get_option("--seconds")->as<std::string>();
+    fflags.fast_paths = fast_text;
+    settle_fuzz_options(fopts, fflags);
     return cmd_fuzz(fopts);
   }
 

@@ -68,7 +68,19 @@ std::string indent_rest(const std::string& s, const std::string& indent) {
 
 }  // namespace
 
-std::string verdict_table(const std::vector<Verdict>& verdicts) {
+std::string first_lines(const std::string& text, size_t n, const std::string& indent) {
+  size_t at = 0, lines = 0;
+  while (lines < n && at != std::string::npos) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at, ++lines;
+  }
+  if (at == std::string::npos || at >= text.size()) return text;
+  const size_t rest = static_cast<size_t>(std::count(text.begin() + static_cast<long>(at), text.end(), '\n')) +
+                      (text.back() == '\n' ? 0 : 1);
+  return text.substr(0, at) + indent + "... " + std::to_string(rest) + " more line(s) (--verbose shows them all)";
+}
+
+std::string verdict_table(const std::vector<Verdict>& verdicts, bool verbose) {
   size_t w = 5;
   for (const Verdict& v : verdicts) w = std::max(w, v.check_id.size());
   const size_t vw = 11;  // "CANNOT_TEST"
@@ -87,7 +99,8 @@ std::string verdict_table(const std::vector<Verdict>& verdicts) {
     out += "\n" + v.check_id + " (" + verdict_name(v.kind) + ")\n";
     for (const Finding& f : v.findings) {
       std::string tag = f.kind == VerdictKind::Pass ? "note" : verdict_name(f.kind);
-      out += "  " + pad(tag, vw) + " " + indent_rest(f.message, "  ") + "\n";
+      const std::string m = verbose ? f.message : first_lines(f.message, kFindingLinesShown, "  ");
+      out += "  " + pad(tag, vw) + " " + indent_rest(m, "  ") + "\n";
     }
     if (needs_bless(v.kind) && !v.bless_command.empty())
       out += "  bless with: " + v.bless_command + "\n";

@@ -10,10 +10,15 @@
 namespace fg {
 
 // One row per verdict (check, verdict, first failing or improved finding),
-// then every such finding in full with the bless command where one is
-// needed, then "N checks: P passed, F failed, I improved, M missing, C cannot
-// test".
-std::string verdict_table(const std::vector<Verdict>& verdicts);
+// then every such finding with the bless command where one is needed, then
+// "N checks: P passed, F failed, I improved, M missing, C cannot test". A
+// finding of many lines (a diff of decisions) shows its first
+// kFindingLinesShown and how many more, all of them with `verbose`.
+constexpr size_t kFindingLinesShown = 12;
+std::string verdict_table(const std::vector<Verdict>& verdicts, bool verbose = false);
+// `text` cut to its first `n` lines and a line saying how many more there
+// are and that `--verbose` shows them (text of n lines or fewer: as it is).
+std::string first_lines(const std::string& text, size_t n, const std::string& indent = "");
 
 // One testsuite, one testcase per verdict, saying what exit_code() says:
 // FAIL is a failure; IMPROVED passes (the note and the bless command in its

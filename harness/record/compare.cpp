@@ -301,23 +301,33 @@ void compare_ledger(Ctx& c, const RankRecord& run, const RankRecord& gold) {
   for (const LedgerEntry& e : *gold.ledger) golden[nodes_key(e)].push_back(&e);
   std::map<std::string, size_t> seen;
   std::vector<std::string> lines;
+  // how many of each kind: "new candidate", "fused -> rejected", ...
+  std::map<std::string, size_t> kinds;
   for (const LedgerEntry& e : *run.ledger) {
     std::string key = nodes_key(e);
     size_t n = seen[key]++;
     auto it = golden.find(key);
     if (it == golden.end() || n >= it->second.size()) {
       lines.push_back(ledger_entry_text(e) + ": new candidate, " + decision(e));
+      ++kinds["new candidate"];
       continue;
     }
     const LedgerEntry& g = *it->second[n];
-    if (g.outcome != e.outcome || g.reason.value_or("") != e.reason.value_or(""))
+    if (g.outcome != e.outcome || g.reason.value_or("") != e.reason.value_or("")) {
       lines.push_back(ledger_entry_text(e) + ": " + decision(g) + " -> " + decision(e));
+      ++kinds[g.outcome + " -> " + e.outcome];
+    }
   }
   for (auto& [key, entries] : golden)
-    for (size_t n = seen[key]; n < entries.size(); ++n)
+    for (size_t n = seen[key]; n < entries.size(); ++n) {
       lines.push_back(ledger_entry_text(*entries[n]) + ": no longer a candidate (was " + decision(*entries[n]) + ")");
-  if (!lines.empty())
-    c.add(VerdictKind::Pass, "fusion decisions changed:\n  " + join(lines, "\n  "));
+      ++kinds["no longer a candidate"];
+    }
+  if (lines.empty()) return;
+  std::vector<std::string> counts;
+  for (const auto& [k, n] : kinds) counts.push_back(std::to_string(n) + " " + k);
+  c.add(VerdictKind::Pass, "fusion decisions changed (" + std::to_string(lines.size()) + ": " + join(counts, ", ") +
+                               "):\n  " + join(lines, "\n  "));
 }
 
 // -- fast paths --------------------------------------------------------------

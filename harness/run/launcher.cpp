@@ -31,6 +31,7 @@
 #include "harness/run/nodes.h"
 #include "harness/record/proofs.h"
 #include "harness/run/run.h"
+#include "harness/run/scratch.h"
 #include "fusion/fastpaths/catalog.h"
 #include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
@@ -98,6 +99,7 @@ void remove_dead_segments() {
 constexpr int kMaxRanks = 256;
 volatile sig_atomic_t g_stop = 0;
 volatile sig_atomic_t g_in_launch = 0;
+volatile sig_atomic_t g_deferred = 0;  // StopDeferred objects alive
 pid_t g_ranks[kMaxRanks];
 volatile sig_atomic_t g_nranks = 0;
 
@@ -109,27 +111,19 @@ void on_stop_signal(int sig) {
       kill(g_ranks[i], SIGKILL);
     }
   unlink_inflight_write();
-  if (!g_in_launch) {
+  if (!g_in_launch && !g_deferred) {
     // nothing else in flight: die of the signal, as without the handler
     signal(sig, SIG_DFL);
     raise(sig);
   }
 }
 
-// Leftovers of launchers that died without cleaning up (SIGKILL, a crash):
-// scratch folders whose launcher is gone, and fast path segments whose rank
-// is gone. A folder without its launcher's pid file may be one being made
-// now: left alone.
+// Leftovers of launchers and fuzz runs that died without cleaning up
+// (SIGKILL, a crash): scratch folders whose owner is gone
+// (harness/run/scratch.h), and fast path segments whose rank is gone.
 void sweep_stale_runs() {
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/tmp", ec)) {
-    const std::string name = e.path().filename().string();
-    if (name.rfind("fusegate-run-", 0) != 0 || !e.is_directory(ec)) continue;
-    std::ifstream in(e.path() / "launcher.pid");
-    long pid = 0;
-    if (!(in >> pid) || process_alive(static_cast<pid_t>(pid))) continue;
-    remove_tree(e.path().string());
-  }
+  sweep_scratch("fusegate-run-");
+  sweep_scratch("fusegate-fuzz-");
   remove_dead_segments();
 }
 
@@ -140,60 +134,13 @@ std::string trim(std::string s) {
 
 }  // namespace
 
-void validate_spec(const RunSpec& spec) {
-  auto repros = all_repros(spec.fg_dirs);
-  const Repro* r = find_repro(repros, spec.repro);
-  if (!r) user_error("unknown repro '" + spec.repro + "'; known repros: " + repro_names(repros) + " (see `fusegate list`)");
-  if (spec.nnodes < 1) user_error("--nnodes " + std::to_string(spec.nnodes) + ": at least 1");
-  if (spec.node_rank < 0 || spec.node_rank >= spec.nnodes)
-    user_error("--node-rank " + std::to_string(spec.node_rank) + " is not a node of --nnodes " +
-               std::to_string(spec.nnodes) + " (0.." + std::to_string(spec.nnodes - 1) + ")");
-  if (spec.world % spec.nnodes != 0)
-    user_error("--world-size " + std::to_string(spec.world) + " is not a multiple of --nnodes " +
-               std::to_string(spec.nnodes) + " (each node starts world size / nnodes ranks)");
-  if (spec.master_port < 0 || spec.master_port > 65535)
-    user_error("--master-port " + std::to_string(spec.master_port) + " is not a TCP port");
-  if (spec.nnodes > 1 && spec.master_port == 0)
-    user_error("--nnodes " + std::to_string(spec.nnodes) + " needs --master-port P: the port node 0 serves the "
-               "store on, the same on every node");
-  if (spec.backend == Backend::Cuda && !cuda_backend_built())
-    cannot_test("--backend cuda: this fusegate was built against a LibTorch without CUDA; build it against a CUDA "
-                "LibTorch (python3 -c 'import torch;print(torch.utils.cmake_prefix_path)') on a machine with a GPU");
-  if (spec.world < 1 || spec.world < r->min_world || spec.world > r->max_world)
-    user_error("world size " + std::to_string(spec.world) + " is out of range for " + r->name + " (1.." +
-               std::to_string(r->max_world) + ")");
-  if (spec.timeout_s < 1) user_error("--timeout must be at least 1 second");
-  if (spec.iters < 1) user_error("--iters must be at least 1 (the timed forwards)");
-  if (spec.warmup_ms < 0 || spec.warmup_ms > 60000)
-    user_error("--warmup-ms must be from 0 to 60000 (milliseconds of untimed forwards before the timed ones), not " +
-               std::to_string(spec.warmup_ms));
-  // ranks are processes on this machine (or GPUs of it): a typo must not
-  // start thousands
-  constexpr int kMaxWorld = 256;
-  if (spec.world > kMaxWorld)
-    user_error("world size " + std::to_string(spec.world) + ": at most " + std::to_string(kMaxWorld) +
-               " ranks, each a process on this machine");
-  for (const InputSpec& s : r->inputs(spec.world)) {
-    if (s.shard.replicated() || spec.world == 1) continue;
-    const auto blocks = s.shard.block_sizes(s.full_shape[static_cast<size_t>(s.shard.dim)]);
-    for (int64_t block : blocks)
-      if (block % spec.world != 0)
-        user_error("world size " + std::to_string(spec.world) + " does not divide " + r->name + "'s input " + s.name +
-                   " along dim " + std::to_string(s.shard.dim) + " (" + std::to_string(block) +
-                   (blocks.size() > 1 ? " in a block" : "") + "): use a world size that divides it");
-  }
-  // a malformed proof is bad input before any rank starts, as a golden is
-  // (ab and prove force their fast path and read no proof: prove rewrites one)
-  if (!spec.golden_dir.empty() && spec.ab_fast_path.empty())
-    for (const auto& f : fast_path_catalog())
-      for (const auto& path : proof_paths(spec.golden_dir, backend_name(spec.backend), f.name))
-        load_proof(path, backend_name(spec.backend), f.name);
-  if (!spec.profile.empty()) {
-    if (spec.backend != Backend::Cuda) user_error("--profile times device kernels: it needs --backend cuda");
-    std::filesystem::path dir = std::filesystem::absolute(spec.profile).parent_path();
-    if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
-      user_error("--profile " + spec.profile + ": folder " + dir.string() + " does not exist or is not writable");
-  }
+StopDeferred::StopDeferred() { ++g_deferred; }
+StopDeferred::~StopDeferred() { --g_deferred; }
+int stop_signal() { return g_stop; }
+void die_of_signal(int sig) {
+  signal(sig, SIG_DFL);
+  raise(sig);
+  _exit(128 + sig);
 }
 
 void install_stop_handlers() {
@@ -224,8 +171,8 @@ RunOutcome launch(const RunSpec& spec) {
   if (multi) store.set(node_key + "arrived/" + std::to_string(spec.node_rank), std::vector<uint8_t>{'1'});
 
   sweep_stale_runs();
-  char tmpl[] = "/tmp/fusegate-run-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
+  const Scratch scratch("fusegate-run-");  // removed on every return
+  const std::string dir = scratch.dir();
   {
     // whose folder this is, for the next launcher's sweep if this one dies
     std::ofstream pid_file(dir + "/launcher.pid");

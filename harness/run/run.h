@@ -76,6 +76,17 @@ RunOutcome launch(const RunSpec& spec);
 // SIGINT, SIGTERM and SIGHUP stop a run without leftovers: its ranks,
 // scratch folder, shared memory and a golden half written (launcher.cpp).
 void install_stop_handlers();
+// While one lives, SIGINT, SIGTERM and SIGHUP only note the signal
+// (stop_signal()) for its holder to clean up and then die_of_signal();
+// without one they end the process at once (a launch has its own).
+struct StopDeferred {
+  StopDeferred();
+  ~StopDeferred();
+  StopDeferred(const StopDeferred&) = delete;
+  StopDeferred& operator=(const StopDeferred&) = delete;
+};
+int stop_signal();  // 0: none yet
+[[noreturn]] void die_of_signal(int sig);
 
 // The body of one rank process (`fusegate _worker`). Returns its exit code.
 int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_path);
@@ -95,5 +106,8 @@ nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& gra
 // Checks repro name, mode and world size before anything starts; throws
 // UserError naming what is wrong and listing what is known.
 void validate_spec(const RunSpec& spec);
+// The host memory a run may be estimated to need before it is refused
+// (exit 2, with the estimate); 0: what the machine has available.
+void set_max_memory_gib(double gib);
 
 }  // namespace fg

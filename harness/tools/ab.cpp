@@ -293,7 +293,8 @@ int prove_jobs(const FastPathSpec& fp, const std::set<int>& worlds, const Select
 // GPU model folder), as this tree would take it, so that a stale proof is
 // seen before a GPU run blocks its fast path (2026-11-27: an H200 run found
 // causal_attention's proof stale and allreduce_sum's missing only when it
-// ran). 0 listed; --strict: 1 when a file is stale or none was found; 2 bad
+// ran). 0 listed; --strict: 1 when a file is stale, none was found, or a
+// fast path the cost model would run has none; 2 bad
 // input (an unknown backend, a malformed proof).
 int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool strict) {
   if (backend != "cpu" && backend != "cuda" && backend != "all")
@@ -325,8 +326,11 @@ int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool s
     stale += present && e.status != "current";
     none += !present;
     missing += !present && needed;
+    // a row of no proof says whether that blocks anything: "none" blocks
+    // the fast path where it runs (and fails --strict); "not needed" is no
+    // proof where the cost model never runs it
     const std::string status =
-        present || needed ? e.status : e.status + " (not needed: the cost model refuses it on " + e.backend + ")";
+        present || needed ? e.status : "not needed (no proof: the cost model refuses it on " + e.backend + ")";
     std::cout << "| " << e.fast_path << " | " << e.backend << " | " << e.gpu << " | " << (present ? worlds : "-")
               << " | " << (present ? std::to_string(e.cases) : "-") << " | "
               << (present ? std::to_string(e.shape_classes.size()) : "-") << " | " << status << " |\n";
@@ -342,6 +346,9 @@ int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool s
   if (stale || missing)
     std::cout << "a fast path whose proof is stale or missing is blocked where it runs: prove it on that backend or "
                  "GPU model (fusegate prove --fast-path NAME --world-size N... [--backend cuda])\n";
+  if (strict)
+    std::cout << "--strict: " << (stale || missing ? "fails" : "passes") << " (" << stale << " stale, " << missing
+              << " missing where the fast path would run; rows 'not needed' do not count)\n";
   return strict && (stale || missing) ? 1 : 0;
 }
 

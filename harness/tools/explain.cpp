@@ -227,8 +227,7 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
 
 int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const std::string& dot_dir, bool svg,
                       Backend backend, const FastPathSelection& fast, const std::string& golden_dir) {
-  if (world < 1 || world > r.max_world)
-    user_error("world size " + std::to_string(world) + " is out of range for " + r.name);
+  check_world_size(r, world);  // as run says it
   // the residual placement a check runs: the golden's table, where it has one
   std::set<std::string> apart;
   std::string placement_note;

@@ -2,6 +2,8 @@
 // finding files; one graph judged in fuzz_check.cpp, a finding made small in
 // fuzz_minimize.cpp.
 #include "harness/tools/fuzz.h"
+#include "harness/run/scratch.h"
+#include "harness/run/run.h"
 #include "harness/tools/fuzz_parts.h"
 
 #include <signal.h>
@@ -308,9 +310,13 @@ int supervise(const FuzzOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   const bool tty = isatty(2);
-  char tmpl[] = "/tmp/fusegate-fuzz-XXXXXX";
-  if (!mkdtemp(tmpl)) cannot_test("fuzz: cannot make a folder under /tmp");
-  const std::string dir = tmpl;
+  // SIGINT/SIGTERM: the jobs stopped and the scratch folder removed before
+  // the supervisor dies of the signal; SIGKILL: the jobs die with it
+  // (PR_SET_PDEATHSIG) and the next fusegate sweeps the folder
+  const StopDeferred deferred;
+  sweep_scratch("fusegate-fuzz-");
+  const Scratch scratch("fusegate-fuzz-");
+  const std::string dir = scratch.dir();
   write_atomic(dir + "/options.json", options_json(o).dump(2) + "\n");
   const LocalStore store = serve_local_store(o.timeout_s);
   const int port = store.port;
@@ -416,6 +422,11 @@ int supervise(const FuzzOptions& o) {
   double last_line = -1;
   const size_t universe = op_universe(o).size();
   for (;;) {
+    if (const int sig = stop_signal()) {
+      for (int j = 0; j < o.jobs; ++j) stop_job(j);
+      remove_tree(dir);
+      die_of_signal(sig);
+    }
     bool any = false;
     for (size_t k = 0; k < ranks.size(); ++k) {  // lose() may add ranks
       Rank x = ranks[k];
@@ -458,7 +469,6 @@ int supervise(const FuzzOptions& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   const Tally t = tally_now();
-  remove_tree(dir);
   if (worst_exit) {
     std::cerr << "fuzz: a job stopped with exit code " << worst_exit << " (its message is above)\n";
     return worst_exit;

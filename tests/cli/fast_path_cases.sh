@@ -185,8 +185,12 @@ PY
     expect_out '^\| allreduce_sum \| cpu \|  \| - \| - \| - \| none \|$'
     expect_out " 5 of them where it would run"
     # a reference loop the cost model refuses on cpu needs none there
-    expect_out '^\| gate_up_swiglu \| cpu \|  \| - \| - \| - \| none \(not needed: the cost model refuses it on cpu\) \|$'
+    expect_out '^\| gate_up_swiglu \| cpu \|  \| - \| - \| - \| not needed \(no proof: the cost model refuses it on cpu\) \|$'
+    expect_out "^--strict: fails \(0 stale, 5 missing where the fast path would run"
     "$FG" proofs --golden-dir "$SRC/golden" --strict >"$T/out" 2>&1; expect_rc $? 0
+    # a pass under --strict says what it counted, and no row reads "none"
+    expect_out "^--strict: passes \(0 stale, 0 missing where the fast path would run"
+    if grep -q '| none |' "$T/out"; then fail "proofs --strict passed with a row reading none"; fi
 }
 
 case_fast_paths_fewer_launches() {

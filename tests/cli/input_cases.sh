@@ -95,12 +95,20 @@ case_bad_input_before_run() {
     expect_out "world size 3 does not divide tp_block_llama's input w_qkv"
     try "$FG" check tp_block_llama --mode C --world-size 3; expect_rc $? 2
     try "$FG" run ffn_allreduce --repro-dir "$T/repros" --world-size 1000; expect_rc $? 2; expect_out "at most 256 ranks"
+    # the range named is the one that holds (a .fg allows up to the cap), and
+    # explain refuses a world size as run does
+    try "$FG" run ffn_allreduce --repro-dir "$T/repros" --world-size -1; expect_rc $? 2
+    expect_out "world size -1 is out of range for ffn_allreduce \(1..256: at most 256 ranks"
+    try "$FG" explain tp_block_llama --world-size 3; expect_rc $? 2
+    expect_out "world size 3 does not divide tp_block_llama's input w_qkv"
+    try "$FG" explain tp_block_llama --world-size 9; expect_rc $? 2
+    expect_out "world size 9 is out of range for tp_block_llama \(1..8\)"
     try "$FG" run ffn_allreduce --repro-dir "$T/repros" --iters 0; expect_rc $? 2; expect_out "--iters must be at least 1"
     try "$FG" run ffn_allreduce --repro-dir "$T/repros" --warmup-ms -5; expect_rc $? 2
     expect_out "--warmup-ms must be from 0 to 60000"
     FUSEGATE_LOGS=fusion,outputcode "$FG" explain --graph "$T/repros/ffn_allreduce.fg" >"$T/out" 2>&1; expect_rc $? 2
     expect_out "unknown view 'outputcode'"; expect_out "output_code"
-    try "$FG" chek; expect_rc $? 2; expect_out "unknown command 'chek'; commands: list, run, check"
+    try "$FG" chek; expect_rc $? 2; expect_out "unknown command 'chek'; commands: list, ops, run, check"
     [ $(( $(date +%s) - start )) -lt 30 ] || fail "bad input took more than 30 s to be refused"
 }
 
@@ -153,6 +161,65 @@ case_rank_bad_input() {
     FUSEGATE_FAULT=perturb:buf999 check; expect_out "bad input"; expect_out "buf999"
     FUSEGATE_FAULT=perturb:buf999 "$FG" bisect ffn_allreduce --repro-dir "$T/repros" --mode C >"$T/out" 2>&1
     expect_rc $? 2; expect_out "buf999"
+}
+
+case_run_fails_what_a_run_must_hold() {
+    # run writes the record and exits 1 when it fails what holds whatever a
+    # golden says (here accuracy: every fused reduction 1.5x off)
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C \
+      --world-size 1 --fast-paths none --out "$T/rec.json" >"$T/out" 2>&1; expect_rc $? 1
+    expect_out "^fusegate run: FAIL: rank 0: accuracy fail: out0 "
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["ranks"][0]["accuracy"]["status"] != "pass"' \
+      "$T/rec.json" || fail "the record of a failed run was not written, or says accuracy pass"
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --out "$T/rec.json" >"$T/out" 2>&1
+    expect_rc $? 0
+}
+
+case_layout_mistake_at_its_line() {
+    # a layout that types at world size 1 and not at 2 (the router weight of
+    # an MoE sharded where its readers need it whole): exit 2 at the line,
+    # naming the world size and the layouts
+    cat >"$T/router.fg" <<'FG'
+graph router(%x: f32[2,32,16], %w_router: f32[4,16] {shard = 0}, %b: f32[4]) {
+  %logits = linear(%x, %w_router) : f32[2,32,4]
+  %biased = add(%logits, %b) : f32[2,32,4]
+  return %biased
+}
+FG
+    "$FG" run --graph "$T/router.fg" --mode C --world-size 1 >"$T/out" 2>&1; expect_rc $? 0
+    "$FG" run --graph "$T/router.fg" --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "router.fg:3:13: error: add: shapes \[2,32,2\] and \[4\] do not broadcast"
+    expect_out "at world size 2, where the sharded inputs are %w_router f32\[4,16\] \{shard = 0\} is f32\[2,16\] on each rank"
+    # at world size 4 each rank's share is [2,32,1], which broadcasts against
+    # [4]: it would type and bless; it is the same mistake
+    "$FG" run --graph "$T/router.fg" --mode C --world-size 4 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "router.fg:3:13: error: add: dim 2 of %logits is 1 on each rank, 4 at world size 1, and broadcasts against 4 of %b"
+    "$FG" check --repro-dir "$T/router.fg" router --mode C --world-size 4 >"$T/out" 2>&1; expect_rc $? 2
+}
+
+case_memory_estimated_before_run() {
+    # a run the machine cannot hold is refused before any rank starts, with
+    # the estimate, not killed by the OOM killer as "signal 9"
+    cat >"$T/huge.fg" <<'FG'
+graph huge(%x: f32[65536,65536]) {
+  %y = relu(%x) : f32[65536,65536]
+  return %y
+}
+FG
+    "$FG" explain --graph "$T/huge.fg" >/dev/null 2>&1; expect_rc $? 0
+    start=$(date +%s)
+    "$FG" run --graph "$T/huge.fg" --mode C --world-size 1 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "huge at world size 1 needs an estimated 96.0 GiB of host memory \(1 rank\(s\) x \(64.0 GiB of inputs"
+    expect_out "this machine has available \(MemAvailable\)"
+    "$FG" check --repro-dir "$T/huge.fg" huge --mode C --world-size 4 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "huge at world size 4 needs an estimated 384.0 GiB"
+    [ $(( $(date +%s) - start )) -lt 20 ] || fail "the refusals took more than 20 s"
+    # the limit is a flag; a small repro under it runs
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --max-memory 0.0001 >"$T/out" 2>&1
+    expect_rc $? 2; expect_out "more than the 0.0 GiB --max-memory allows"
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --max-memory 4 >"$T/out" 2>&1
+    expect_rc $? 0
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --max-memory -1 >"$T/out" 2>&1; expect_rc $? 2
 }
 
 case_cuda_cannot_test() {

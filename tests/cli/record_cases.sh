@@ -134,8 +134,9 @@ case_relative_locations() {
     mkdir -p "$T/myfg"; cp "$T/repros/ffn_allreduce.fg" "$T/myfg/"
     line=$(grep -n "all_reduce" "$T/myfg/ffn_allreduce.fg" | cut -d: -f1)
     sed -i "${line}a\\  %dbg = print(%7) : bf16[4,32,128]" "$T/myfg/ffn_allreduce.fg"
+    # (an undeclared break in mode C: run writes the record and fails it)
     FUSEGATE_QUIET_PRINT=1 "$FG" run ffn_allreduce --repro-dir "$T/myfg" --mode C --world-size 1 --out "$T/rec.json" \
-      >"$T/out" 2>&1; expect_rc $? 0
+      >"$T/out" 2>&1; expect_rc $? 1; expect_out "graph break in mode C that the repro does not declare"
     python3 - "$T/rec.json" "$T" "$((line + 1))" <<'PY' || fail "locations are not relative to the repro folder"
 import json, sys
 rec, tmp, line = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
@@ -272,8 +273,9 @@ graph branch_$arm(%x: f32[8,16]) {
 }
 FG
       for mode in B C; do
+        # undeclared breaks fail mode C (exit 1), not mode B; the record is written either way
         "$FG" run branch_$arm --repro-dir "$T/br" --mode $mode --world-size 1 --out "$T/r.json" >"$T/out" 2>&1
-        expect_rc $? 0
+        expect_rc $? $([ $mode = C ] && echo 1 || echo 0)
         python3 - "$T/r.json" "$arm" <<'PY' || fail "branch_$arm mode $mode"
 import json, sys
 r = json.load(open(sys.argv[1]))["ranks"][0]

@@ -208,8 +208,9 @@ case_fuzz_finds_broken_rule() {
     nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
     [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
     grep -qE '^  %[A-Za-z0-9_]+ = (sum|mean|var|amax|softmax|rms_norm|layer_norm)\(' "$f" || fail "no reduction in $(cat "$f")"
-    FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --out "$T/bad.json" >/dev/null 2>&1 \
-      || fail "run --graph failed"
+    # the broken rule fails accuracy: run writes the record and exits 1
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --out "$T/bad.json" >/dev/null 2>&1
+    expect_rc $? 1
     "$FG" run --graph "$f" --mode C --out "$T/good.json" >/dev/null 2>&1 || fail "run --graph failed without the fault"
     python3 - "$T/bad.json" "$T/good.json" <<'PY' || fail "run --graph does not replay the finding"
 import json, sys
@@ -228,8 +229,75 @@ PY
     [ ! -e "$T/none" ] || [ -z "$(ls "$T/none")" ] || fail "a clean run wrote findings"
     # bad input
     "$FG" fuzz --seconds 0 >"$T/out" 2>&1; expect_rc $? 2; expect_out "needs --seconds N or --graphs N"
+    # a duration that is no number of seconds, a seed with a sign or past
+    # 2^64-1: bad input, never 125 nor a seed wrapped around
+    "$FG" fuzz --seconds nan >"$T/out" 2>&1; expect_rc $? 2; expect_out "--seconds nan: a number of seconds, 0 or more"
+    "$FG" fuzz --seconds -3 >"$T/out" 2>&1; expect_rc $? 2; expect_out "--seconds -3: a number of seconds"
+    for s in -1 18446744073709551616 1e3 0x10; do
+      "$FG" fuzz --graphs 1 --seed "$s" >"$T/out" 2>&1; expect_rc $? 2
+      expect_out "--seed $s: a whole number from 0 to 18446744073709551615"
+    done
     "$FG" fuzz --graphs 1 --fusion fastest >"$T/out" 2>&1; expect_rc $? 2
     "$FG" run --graph "$T/missing.fg" >"$T/out" 2>&1; expect_rc $? 2; expect_out "not an .fg file"
+}
+
+case_scratch_under_tmpdir() {
+    # scratch folders are made under $TMPDIR, removed on SIGINT and SIGTERM,
+    # and after a SIGKILL swept by the next fusegate, never while their
+    # owner lives (a fuzz run's, while a run starts and sweeps beside it)
+    mkdir -p "$T/tmp"
+    folder() {  # the scratch folder named $1* under $T/tmp, once it exists
+      for i in $(seq 1 300); do
+        d=$(ls -d "$T"/tmp/$1* 2>/dev/null | head -1); [ -n "$d" ] && { echo "$d"; return 0; }; sleep 0.1
+      done
+      return 1
+    }
+    for sig in INT TERM; do
+      TMPDIR="$T/tmp" "$FG" fuzz --seconds 120 --seed 1 --world-size 2 --findings "$T/f_$sig" >"$T/out" 2>&1 &
+      fp=$!
+      d=$(folder fusegate-fuzz-) || fail "fuzz made no scratch folder under \$TMPDIR"
+      sleep 1; kill -$sig $fp; wait $fp; rc=$?
+      [ $rc -ge 128 ] || fail "fuzz stopped by SIG$sig exited $rc"
+      [ ! -e "$d" ] || fail "SIG$sig left the fuzz scratch folder $d"
+      if pgrep -f "_fuzzjob --dir $d" >/dev/null; then fail "SIG$sig left fuzz jobs"; fi
+    done
+    TMPDIR="$T/tmp" "$FG" fuzz --seconds 120 --seed 1 --world-size 2 --findings "$T/f_kill" >"$T/out" 2>&1 &
+    fp=$!
+    killed=$(folder fusegate-fuzz-) || fail "fuzz made no scratch folder"
+    sleep 1; kill -KILL $fp; wait $fp; sleep 0.5
+    [ -e "$killed" ] || fail "a SIGKILL left nothing to sweep: the test checks nothing"
+    TMPDIR="$T/tmp" "$FG" fuzz --seconds 120 --seed 2 --world-size 2 --findings "$T/f_live" >"$T/out" 2>&1 &
+    live_pid=$!
+    for i in $(seq 1 300); do
+      live=$(ls -d "$T"/tmp/fusegate-fuzz-* 2>/dev/null | grep -v "^$killed\$" | head -1); [ -n "$live" ] && break; sleep 0.1
+    done
+    [ -n "$live" ] || fail "the second fuzz made no scratch folder"
+    TMPDIR="$T/tmp" "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 >"$T/out" 2>&1
+    expect_rc $? 0
+    [ ! -e "$killed" ] || fail "the run did not sweep $killed, whose fuzz was killed"
+    [ -e "$live" ] || fail "the run's sweep removed $live, the folder of a live fuzz run"
+    kill -TERM $live_pid; wait $live_pid
+    # (a host compiler killed with its fuzz job may leave its own cc*.s there)
+    [ -z "$(ls "$T/tmp" | grep fusegate-)" ] || fail "left under \$TMPDIR: $(ls "$T/tmp")"
+}
+
+case_strided_view_into_a_fast_path() {
+    # the fuzzer's two-node graph: a transposed bf16[128,1,2] into an
+    # all-reduce whose result is unused; allreduce_sum's kernel takes
+    # row-major inputs, so it reads a copy; every policy at world size 2
+    cat >"$T/contig.fg" <<'FG'
+graph contig(%x: bf16[128,1,2]) {
+  %t = transpose(%x) {dim0 = 0, dim1 = 2} : bf16[2,1,128]
+  %r = all_reduce(%t) {reduce_op = "sum"} : bf16[2,1,128]
+  return %x
+}
+FG
+    for p in default max-autotune none; do
+      "$FG" run --graph "$T/contig.fg" --mode C --world-size 2 --fusion $p --backend ${BACKEND:-cpu} \
+        --out "$T/r.json" >"$T/out" 2>&1; expect_rc $? 0
+    done
+    "$FG" explain --graph "$T/contig.fg" --fusion max-autotune --fast-paths allreduce_sum >"$T/out" 2>&1
+    expect_rc $? 0
 }
 
 case_fuzz_ranks_and_jobs() {
@@ -247,7 +315,7 @@ case_fuzz_ranks_and_jobs() {
     nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
     [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
     FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --world-size 2 --out "$T/bad.json" \
-      >/dev/null 2>&1 || fail "run --graph at world size 2 failed"
+      >/dev/null 2>&1; expect_rc $? 1
     python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['ranks']; assert len(r)==2 and all(k['accuracy']['status']=='fail' for k in r), r" \
       "$T/bad.json" || fail "run --graph --world-size 2 does not replay the finding"
     FUSEGATE_FAULT=diverge_fusion:1 "$FG" fuzz --seconds 60 --seed 1 --world-size 2 --findings "$T/dv" >"$T/out" 2>&1

@@ -11,17 +11,48 @@ namespace {
 using namespace testing_fast_paths;
 
 // The block's last all-reduce: no norm reads its sum. A summed f32
-// all-reduce beside it (a norm's sum of squares) is not the pattern.
+// all-reduce beside it (a norm's sum of squares) is not the pattern (an
+// all-reduce only sums: the op reference allows reduce_op "sum" alone).
 const char* kLastAllReduce = R"(
 graph g(%h: bf16[8,64], %w: bf16[64,64], %x: bf16[8,64], %v: f32[8,1]) {
   %4 = linear(%h, %w) : bf16[8,64]
   %5 = all_reduce(%4) {reduce_op = "sum"} : bf16[8,64]
   %6 = add(%x, %5) : bf16[8,64]
   %7 = all_reduce(%v) {reduce_op = "sum"} : f32[8,1]
-  %8 = all_reduce(%4) {reduce_op = "max"} : bf16[8,64]
-  return %6, %7, %8
+  return %6, %7
 }
 )";
+
+// A fast path whose kernel takes row-major inputs reads a strided view
+// through a copy the pass puts in front of it (a transposed bf16[128,1,2]
+// reached allreduce_sum's kernel as is: an internal error at world size 2
+// under max-autotune, found by the fuzzer); a row-major view (a reshape,
+// a transpose of a dim of one) is read as it is.
+TEST(FastPaths, AStridedViewReachesARowMajorKernelThroughACopy) {
+  FastPathProofs forced;
+  forced.forced = {"allreduce_sum"};
+  auto graph = [](const std::string& view) {
+    return "graph g(%x: bf16[128,1,2]) {\n  %t = " + view + "\n  %r = all_reduce(%t) {reduce_op = \"sum\"} : " +
+           "bf16[2,1,128]\n  return %r\n}\n";
+  };
+  const FastPathTarget t{Backend::Cuda, 2, FusionPolicy::MaxAutotune};
+  Applied strided = apply_to(graph("transpose(%x) {dim0 = 0, dim1 = 2} : bf16[2,1,128]"),
+                             parse_fast_paths("allreduce_sum"), forced, t);
+  ASSERT_EQ(count(strided.out, Op::FastPath), 1) << print_graph(strided.out);
+  for (const Node& n : strided.out.nodes)
+    if (n.op == Op::FastPath) EXPECT_EQ(strided.out.node(n.inputs[0]).op, Op::Contiguous) << print_graph(strided.out);
+  for (const char* view : {"reshape(%x) {shape = [2, 1, 128]} : bf16[2,1,128]",
+                           "permute(%x) {dims = [2, 1, 0]} : bf16[2,1,128]"}) {
+    Applied a = apply_to(graph(view), parse_fast_paths("allreduce_sum"), forced, t);
+    const bool permuted = std::string(view).rfind("permute", 0) == 0;
+    EXPECT_EQ(count(a.out, Op::Contiguous), permuted ? 1 : 0) << view << "\n" << print_graph(a.out);
+  }
+  // dims of one element take any stride: [1, 8] from [8, 1] is row-major
+  Applied one = apply_to("graph g(%x: bf16[8,1]) {\n  %t = transpose(%x) {dim0 = 0, dim1 = 1} : bf16[1,8]\n"
+                         "  %r = all_reduce(%t) {reduce_op = \"sum\"} : bf16[1,8]\n  return %r\n}\n",
+                         parse_fast_paths("allreduce_sum"), forced, t);
+  EXPECT_EQ(count(one.out, Op::Contiguous), 0) << print_graph(one.out);
+}
 
 // The exchange alone: it runs at world size 2 with its proof (or forced),
 // on one rank it has nothing to exchange on any backend, and where a norm
@@ -33,10 +64,10 @@ TEST(FastPaths, TheExchangeAloneRunsOnSeveralRanksOnly) {
                                  FastPathTarget{Backend::Cuda, 0}}) {
     Applied r = apply_to(kLastAllReduce, sel, p, t);
     EXPECT_EQ(r.status["allreduce_sum"].status, kFastPathUsed) << t.world_size;
-    // the bf16 sum only: not the f32 one, not the max
+    // the bf16 sum only, not the f32 one
     EXPECT_EQ(r.status["allreduce_sum"].shape_classes, std::vector<std::string>{"bf16,hidden=64,vec=8"});
     ASSERT_EQ(count(r.out, Op::FastPath), 1) << print_graph(r.out);
-    EXPECT_EQ(count(r.out, Op::AllReduce), 2) << print_graph(r.out);
+    EXPECT_EQ(count(r.out, Op::AllReduce), 1) << print_graph(r.out);
     for (const Node& n : r.out.nodes)
       if (n.op == Op::FastPath) {
         EXPECT_EQ(attr_str_or(n.attrs, "name", ""), "allreduce_sum");
@@ -310,7 +341,7 @@ TEST(FastPaths, CausalAttentionRunsInMaxAutotuneOnCudaWithAProof) {
 }
 
 // Not its pattern: attention that is not causal, of another head dim, in
-// f32, with a scale other than 1 / sqrt(128), or with keys of another length.
+// f32, or with keys of another length (sdpa's scale is always 1 / sqrt(D)).
 TEST(FastPaths, CausalAttentionMatchesOnlyItsPattern) {
   auto sites = [](const std::string& text) { return forced_sites("causal_attention", text); };
   auto graph = [](const std::string& q, const std::string& kv, const std::string& attrs, const std::string& out) {
@@ -319,9 +350,8 @@ TEST(FastPaths, CausalAttentionMatchesOnlyItsPattern) {
   };
   const std::string q = "bf16[1,2,64,128]";
   EXPECT_EQ(sites(graph(q, q, "", q)), 1);
-  EXPECT_EQ(sites(graph(q, q, " {causal = 1, scale = 0.08838834764831845}", q)), 1);
+  EXPECT_EQ(sites(graph(q, q, " {causal = 1}", q)), 1);
   EXPECT_EQ(sites(graph(q, q, " {causal = 0}", q)), 0);
-  EXPECT_EQ(sites(graph(q, q, " {scale = 0.5}", q)), 0);
   EXPECT_EQ(sites(graph("bf16[1,2,64,64]", "bf16[1,2,64,64]", "", "bf16[1,2,64,64]")), 0);
   EXPECT_EQ(sites(graph("f32[1,2,64,128]", "f32[1,2,64,128]", "", "f32[1,2,64,128]")), 0);
   EXPECT_EQ(sites(graph(q, "bf16[1,2,32,128]", "", q)), 0);

@@ -207,6 +207,8 @@ TEST(CompareWithGolden, LedgerChangeShowsReadableDecisionLines) {
   EXPECT_NE(f.find("buf3+buf4: fused -> rejected (memory deps did not match)"), std::string::npos)
       << f;
   EXPECT_EQ(f.find("buf0+buf1"), std::string::npos) << f;
+  // the first line counts them by kind
+  EXPECT_NE(f.find("fusion decisions changed (1: 1 fused -> rejected):"), std::string::npos) << f;
 }
 
 // GEMM algorithm choices (max-autotune on cuda) are informative: a change is

@@ -111,6 +111,24 @@ TEST(VerdictTable, LongFindingTruncatedInRowButFullBelow) {
   EXPECT_NE(t.find(longmsg), std::string::npos);
 }
 
+// A finding of many lines (546 lines of decision diff for one graph break)
+// shows its first lines and says how many more; --verbose shows them all.
+TEST(VerdictTable, ManyLinedFindingShowsItsFirstLines) {
+  std::string diff = "rank 0: fusion decisions changed (30: 30 fused -> rejected):";
+  for (int i = 0; i < 30; ++i) diff += "\n  buf" + std::to_string(i) + "+buf" + std::to_string(i + 1) + ": fused -> rejected";
+  const std::vector<Verdict> vs = {verdict("c", VerdictKind::Pass, {{VerdictKind::Pass, diff}})};
+  const std::string cut = verdict_table(vs);
+  EXPECT_NE(cut.find("buf10+buf11"), std::string::npos) << cut;
+  EXPECT_EQ(cut.find("buf11+buf12"), std::string::npos) << cut;
+  EXPECT_NE(cut.find("... 19 more line(s) (--verbose shows them all)"), std::string::npos) << cut;
+  const std::string all = verdict_table(vs, true);
+  EXPECT_NE(all.find("buf29+buf30"), std::string::npos) << all;
+  EXPECT_EQ(all.find("more line(s)"), std::string::npos) << all;
+  // short text is left as it is
+  EXPECT_EQ(first_lines("a\nb\n", 2), "a\nb\n");
+  EXPECT_EQ(first_lines("a\nb\nc", 2), "a\nb\n... 1 more line(s) (--verbose shows them all)");
+}
+
 // JUnit says what the exit code says: without --strict only FAIL fails
 // (exit 1 here because of it), IMPROVED passes with its bless command,
 // MISSING is skipped, CANNOT_TEST is an error.

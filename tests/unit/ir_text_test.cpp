@@ -31,8 +31,8 @@ const char* kBlock =
     "  %11 = permute(%6) {dims = [0, 2, 1, 3]} : bf16[2,8,4,16]\n"
     "  %12 = slice(%11) {dim = 1, end = 6, start = 2, step = 2} : bf16[2,2,4,16]\n"
     "  %13 = linear(%6, %w, %bias) : bf16[2,4,8,16]\n"
-    "  %attn = sdpa(%13, %13, %13) {scale = 0.25} : bf16[2,4,8,16]\n"
-    "  %15 = all_reduce(%attn) {group = \"tp\", op = \"sum\", tag = \"a\\\"b\\\\c\"} : bf16[2,4,8,16]\n"
+    "  %attn = sdpa(%13, %13, %13) {causal = 0} : bf16[2,4,8,16]\n"
+    "  %15 = all_reduce(%attn) {reduce_op = \"sum\"} : bf16[2,4,8,16]\n"
     "  %16 = lt(%7, %3) : bool[2,4,8,16]\n"
     "  %17 = where(%16, %7, %3) : f32[2,4,8,16]\n"
     "  %18 = full() {value = -1.5e+20} : f64[]\n"
@@ -62,7 +62,6 @@ TEST(IrText, ParsedGraphHasExpectedStructure) {
   EXPECT_EQ(std::get<int64_t>(g.nodes[8].attrs.at("keepdim")), 1);
   EXPECT_EQ(std::get<std::vector<int64_t>>(g.nodes[8].attrs.at("dims")), (std::vector<int64_t>{-1}));
   EXPECT_TRUE(std::get<std::vector<int64_t>>(g.nodes[9].attrs.at("dims")).empty());
-  EXPECT_EQ(std::get<std::string>(g.nodes[15].attrs.at("tag")), "a\"b\\c");
   EXPECT_EQ(std::get<double>(g.nodes[19].attrs.at("value")), -std::numeric_limits<double>::infinity());
 
   // Broadcasting and the rank-0 operand rules gave the declared types.
@@ -119,7 +118,7 @@ TEST(IrText, CommentsAndWhitespaceAreIgnored) {
       "\n"
       "graph   g ( %x :f32[ 2 , 3 ] ,%y: f32[3] )   # header\n"
       "{\n"
-      "\t%s=add( %x,%y ){alpha=1}:f32[2,3]   # trailing\n"
+      "\t%s=sum( %x ){dims=[ 1 ],keepdim=1}:f32[2,1]   # trailing\n"
       "  # a whole-line comment\n"
       "  return %s ,%x\n"
       "}   \n"
@@ -127,10 +126,24 @@ TEST(IrText, CommentsAndWhitespaceAreIgnored) {
   Graph g = parse_graph(messy, "messy.fg");
   EXPECT_EQ(print_graph(g),
             "graph g(%x: f32[2,3], %y: f32[3]) {\n"
-            "  %s = add(%x, %y) {alpha = 1} : f32[2,3]\n"
+            "  %s = sum(%x) {dims = [1], keepdim = 1} : f32[2,1]\n"
             "  return %s, %x\n"
             "}\n");
   EXPECT_EQ(g.nodes[2].loc.line, 5);
+}
+
+TEST(IrText, StringEscapesRoundTrip) {
+  // fast_path takes whatever attributes its matcher writes: a string with
+  // each escape the lexer knows
+  const char* text =
+      "graph g(%x: f32[4]) {\n"
+      "  %y = fast_path(%x) {dtype = \"f32\", name = \"a\\\"b\\\\c\", note = \"t\\tn\\n\", shape = [4]} : f32[4]\n"
+      "  return %y\n"
+      "}\n";
+  Graph g = parse_graph(text, "esc.fg");
+  EXPECT_EQ(std::get<std::string>(g.nodes[1].attrs.at("name")), "a\"b\\c");
+  EXPECT_EQ(std::get<std::string>(g.nodes[1].attrs.at("note")), "t\tn\n");
+  EXPECT_EQ(print_graph(g), text);
 }
 
 TEST(IrText, EmptyReturnAndNoInputs) {
@@ -306,10 +319,10 @@ TEST(IrText, LayoutMistakesNameTheInputAndTheRule) {
   EXPECT_NE(err("%x: bf16[8,4] {sharded = 0}").find("unknown attribute 'sharded'"), std::string::npos);
   EXPECT_NE(err("%x: bf16[8,4] {init = \"ones\", std = 2.0}").find("'std' belongs to init \"normal\", not \"ones\""),
             std::string::npos);
-  EXPECT_NE(err("%x: bf16[8,4] {init = \"kaiming\"}").find("unknown init \"kaiming\""), std::string::npos);
+  EXPECT_NE(err("%x: bf16[8,4] {init = \"kaiming\"}").find("attribute 'init' must be one of \"normal\", \"uniform\", \"ones\", \"zeros\", \"arange\", \"fan_in\", got \"kaiming\""), std::string::npos);
   EXPECT_NE(err("%x: i64[8] {init = \"normal\"}").find("needs a floating input"), std::string::npos);
   EXPECT_NE(err("%x: bf16[8] {low = 1.0, high = 0.5}").find("uniform needs low < high"), std::string::npos);
-  EXPECT_NE(err("%x: bf16[8] {shard = \"0\"}").find("'shard' has the wrong type"), std::string::npos);
+  EXPECT_NE(err("%x: bf16[8] {shard = \"0\"}").find("input %x: attribute 'shard' must be an integer, got \"0\""), std::string::npos);
   EXPECT_NE(err("%x: bf16[8,4] {dim_order = [1, 1]}").find("dim_order [1,1] must order every dim of bf16[8,4] once"),
             std::string::npos);
   // an output takes a layout only, and the error names it with its line
