@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "fusion/errors.h"
@@ -39,7 +40,7 @@ void check_no_new_broadcast(const Graph& g, const Node& n, const std::vector<Ten
     const Shape& full = g.node(n.inputs[i]).type.shape;
     if (here.size() != full.size()) continue;
     for (size_t d = 0; d < here.size(); ++d) {
-      if (here[d] != 1 || full[d] == 1) continue;
+      if (here[d] != 1 || full[d] == 1 || full[d] < 0) continue;  // -1: a size known only at run time
       const size_t at = rank - here.size() + d;  // the dim, aligned from the right
       for (size_t j = 0; j < a.size(); ++j) {
         const Shape& other = a[j].shape();
@@ -93,7 +94,21 @@ std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
     }
     return taken[k];
   };
-  auto exec = [&](const Node& n) {
+  std::function<void(const Node&)> exec;
+  // an op's own mistake at a world size above 1: the line types at world
+  // size 1 (the parser checked it), so a layout does not fit the ops
+  // reading it; at its line, with the layouts (a host op's, an input's or a
+  // compile's error is its own)
+  auto exec_at_line = [&](const Node& n) {
+    const bool typed_op = n.op != Op::Input && fusion_kind(n.op) != FusionKind::Host;
+    if (s.world_size() == 1 || !typed_op) return exec(n);
+    try {
+      exec(n);
+    } catch (const UserError& e) {
+      throw UserError(replay_error(g, n, v, s.world_size(), e.what()));
+    }
+  };
+  exec = [&](const Node& n) {
     Here here(n.loc);
     std::vector<Tensor> a;
     for (int i : n.inputs) a.push_back(v[static_cast<size_t>(i)]);
@@ -131,18 +146,12 @@ std::vector<Tensor> run_fg(Session& s, const Graph& g, Inputs& in) {
       SourceLoc at = n.loc;
       at.line = static_cast<int>(tag_of(n, "@disabled_line"));
       s.disabled(std::get<std::string>(n.attrs.at("@disabled_name")), [&] {
-        for (size_t j = i; j < end; ++j) exec(g.nodes[j]);
+        for (size_t j = i; j < end; ++j) exec_at_line(g.nodes[j]);
       }, Here(at));
       i = end - 1;
       continue;
     }
-    try {
-      exec(n);
-    } catch (const UserError& e) {
-      // the line types at world size 1 (the parser checked it): what fails
-      // here is a layout that does not fit the ops reading it
-      throw UserError(replay_error(g, n, v, s.world_size(), e.what()));
-    }
+    exec_at_line(n);
   }
   std::vector<Tensor> out;
   for (int o : g.outputs) out.push_back(v[static_cast<size_t>(o)]);

@@ -89,8 +89,8 @@ struct FastPathSpec {
   const char* source = "";
   // its kernels read their inputs through their strides (causal_attention's
   // q, k, v are views of the qkv projection); otherwise each input must be
-  // row-major, and passes/fast_paths puts a `contiguous` copy in front of
-  // one that is a strided view
+  // row-major, and lowering copies one that is a strided view for it
+  // (passes/lower.cpp, lower_extern)
   bool strided_inputs = false;
   bool generic_order(Backend b) const { return b == Backend::Cpu && generic_order_host; }
   // the stem of the files it runs: `source`, or its name

@@ -1,7 +1,5 @@
 #include "fusion/passes/fast_paths.h"
 
-#include <optional>
-
 #include <algorithm>
 #include <queue>
 
@@ -61,74 +59,6 @@ bool orderable(const Graph& g, const FastPathSite& s, const std::vector<std::vec
   return true;
 }
 
-// The strides of value `id` of `g` in elements, as its views lay it over
-// the buffer it reads (a realized value, an input in its dim_order); nullopt
-// where that is not known here (a reshape of a strided view, a flip).
-std::optional<Shape> strides_of(const Graph& g, int id) {
-  const Node& n = g.node(id);
-  const FusionKind k = fusion_kind(n.op);
-  if (n.op == Op::Input && n.attrs.count("dim_order")) {
-    const std::vector<int64_t> order = attr_ints(n.attrs, "dim_order", Op::Input);
-    Shape st(n.type.shape.size());
-    int64_t step = 1;
-    for (size_t i = order.size(); i-- > 0;) {
-      st[static_cast<size_t>(order[i])] = step;
-      step *= n.type.shape[static_cast<size_t>(order[i])];
-    }
-    return st;
-  }
-  if (k != FusionKind::View) return contiguous_strides(n.type.shape);
-  std::optional<Shape> in = strides_of(g, n.inputs[0]);
-  if (!in) return std::nullopt;
-  const Shape& from = g.node(n.inputs[0]).type.shape;
-  switch (n.op) {
-    case Op::Reshape:
-      if (*in == contiguous_strides(from)) return contiguous_strides(n.type.shape);
-      return std::nullopt;
-    case Op::Transpose: {
-      Shape st = *in;
-      std::swap(st[static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim0", n.op), st.size(), n.op))],
-                st[static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim1", n.op), st.size(), n.op))]);
-      return st;
-    }
-    case Op::Permute: {
-      Shape st;
-      for (int64_t d : attr_ints(n.attrs, "dims", n.op)) st.push_back((*in)[static_cast<size_t>(norm_dim(d, in->size(), n.op))]);
-      return st;
-    }
-    case Op::Slice: {
-      const SliceBounds b = slice_bounds(n.attrs, from, n.op);
-      Shape st = *in;
-      st[static_cast<size_t>(b.dim)] *= b.step;
-      return st;
-    }
-    case Op::Expand: {
-      Shape st(n.type.shape.size(), 0);
-      const size_t off = n.type.shape.size() - from.size();
-      for (size_t i = 0; i < from.size(); ++i) st[off + i] = from[i] == n.type.shape[off + i] ? (*in)[i] : 0;
-      return st;
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
-// Row-major as a kernel that takes a plain pointer reads it: every dim of
-// more than one element at the stride of the dims after it (dims of one
-// element may have any stride).
-bool row_major(const Graph& g, int id) {
-  const std::optional<Shape> st = strides_of(g, id);
-  if (!st) return false;
-  const Shape& shape = g.node(id).type.shape;
-  int64_t want = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 1) continue;
-    if ((*st)[i] != want) return false;
-    want *= shape[i];
-  }
-  return true;
-}
-
 // Rebuilds `g` with each taken site contracted to its emitted nodes, in an
 // order that keeps every value after what it reads (the earliest node
 // first), then drops the pure nodes nothing reads any more.
@@ -177,15 +107,8 @@ Graph contract_sites(const Graph& g, const std::vector<const FastPathSite*>& tak
       map[u] = copy_node(out, nd, in);
     } else {
       const FastPathSite& s = *taken[u - n];
-      const FastPathSpec* spec = find_fast_path(s.name);
       std::vector<int> in;
-      for (int i : s.inputs) {
-        int v = map[static_cast<size_t>(i)];
-        // a strided view read by a kernel that takes row-major inputs: a
-        // copy in front of it (a kernel of its own, counted as any other)
-        if (spec && !spec->strided_inputs && !row_major(out, v)) v = out.add(Op::Contiguous, {v}, {}, nullptr, {}, g.node(i).loc);
-        in.push_back(v);
-      }
+      for (int i : s.inputs) in.push_back(map[static_cast<size_t>(i)]);
       std::vector<int> ids = s.emit(out, in);
       FG_CHECK(ids.size() == s.replaced.size(), "fast path " + s.name + " emitted the wrong number of values");
       for (size_t k = 0; k < ids.size(); ++k) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fusion/errors.h"
+#include "fusion/fastpaths/catalog.h"
 #include "fusion/passes/lowerer.h"
 
 namespace fg {
@@ -318,11 +319,19 @@ Value Lowerer::lower_extern(const Node& n) {
   SchedNode sn;
   sn.kind = SNKind::Extern;
   sn.op = n;
+  // a fast path whose kernel takes plain row-major pointers (all but those
+  // that read their inputs through strides: FastPathSpec::strided_inputs)
+  const FastPathSpec* fast = n.op == Op::FastPath ? find_fast_path(attr_str_or(n.attrs, "name", "")) : nullptr;
+  const bool row_major_only = fast && !fast->strided_inputs;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     // realized once: every later reader of this value shares the buffer
     Value& v = values_[static_cast<size_t>(n.inputs[k])];
     if (!v.storage()) v = realize_for_extern(v);
-    sn.args.push_back({v.buffer, v.layout});
+    // a strided view (a transpose, attention's [B,S,H,D] memory, an input in
+    // another dim order) is copied row-major for this reader alone, a kernel
+    // of its own, counted as any other
+    const Value arg = row_major_only && !v.layout.row_major() ? realize(v) : v;
+    sn.args.push_back({arg.buffer, arg.layout});
   }
   Layout l = Layout::contiguous(n.type.shape);
   if (n.op == Op::Sdpa) {

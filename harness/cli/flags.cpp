@@ -51,6 +51,7 @@ void settle_fuzz_options(FuzzOptions& o, const FuzzFlags& f) {
     if (f.seed.empty() || r.ec != std::errc() || r.ptr != b + f.seed.size())
       user_error("--seed " + f.seed + ": a whole number from 0 to 18446744073709551615");
   }
+  if (o.graphs < 0) user_error("--graphs " + std::to_string(o.graphs) + ": a number of graphs, 0 or more");
   if (o.seconds <= 0 && o.graphs <= 0) user_error("fuzz needs --seconds N or --graphs N above 0");
   o.worlds.clear();
   {

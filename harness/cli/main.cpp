@@ -80,7 +80,7 @@ int run_main(int argc, char** argv) {
     c->add_option("--timeout", sel.timeout_s, "seconds a run may take before its ranks are stopped")->capture_default_str();
     c->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
     c->add_option("--max-memory", max_memory_gib,
-                  "GiB of host memory a run may be estimated to need (cpu; default: what the machine has available)");
+                  "GiB of host memory a run may be estimated to need (cpu; default: the machine's MemTotal)");
   };
   // across nodes, as torchrun: every node runs the same command
   auto add_nodes = [&](CLI::App* c, NodeSpec* n) {

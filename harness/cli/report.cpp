@@ -77,7 +77,9 @@ std::string first_lines(const std::string& text, size_t n, const std::string& in
   if (at == std::string::npos || at >= text.size()) return text;
   const size_t rest = static_cast<size_t>(std::count(text.begin() + static_cast<long>(at), text.end(), '\n')) +
                       (text.back() == '\n' ? 0 : 1);
-  return text.substr(0, at) + indent + "... " + std::to_string(rest) + " more line(s) (--verbose shows them all)";
+  // a cut text ends as it began: with a newline when it had one
+  return text.substr(0, at) + indent + "... " + std::to_string(rest) + " more line(s) (--verbose shows them all)" +
+         (text.back() == '\n' ? "\n" : "");
 }
 
 std::string verdict_table(const std::vector<Verdict>& verdicts, bool verbose) {

@@ -17,7 +17,8 @@ namespace fg {
 constexpr size_t kFindingLinesShown = 12;
 std::string verdict_table(const std::vector<Verdict>& verdicts, bool verbose = false);
 // `text` cut to its first `n` lines and a line saying how many more there
-// are and that `--verbose` shows them (text of n lines or fewer: as it is).
+// are and that `--verbose` shows them, ending in a newline where `text`
+// does (text of n lines or fewer: as it is).
 std::string first_lines(const std::string& text, size_t n, const std::string& indent = "");
 
 // One testsuite, one testcase per verdict, saying what exit_code() says:

@@ -107,7 +107,7 @@ nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& gra
 // UserError naming what is wrong and listing what is known.
 void validate_spec(const RunSpec& spec);
 // The host memory a run may be estimated to need before it is refused
-// (exit 2, with the estimate); 0: what the machine has available.
+// (exit 2, with the estimate); 0: the machine's (MemTotal).
 void set_max_memory_gib(double gib);
 
 }  // namespace fg

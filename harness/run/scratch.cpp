@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -36,8 +37,11 @@ bool owner_gone(const std::string& dir) {
   // an older fusegate's folder: its launcher's pid
   std::ifstream in(dir + "/launcher.pid");
   long pid = 0;
-  if (!(in >> pid) || pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  if (in >> pid && pid > 0) return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+  // neither: being made now, or its owner died between making it and
+  // locking it (a moment); after ten minutes, the latter
+  struct stat st {};
+  return ::stat(dir.c_str(), &st) == 0 && std::time(nullptr) - st.st_mtime > 600;
 }
 
 }  // namespace

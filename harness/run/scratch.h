@@ -31,7 +31,7 @@ class Scratch {
 // Removes every scratch_root()/<prefix>* folder whose owner is gone: its
 // owner.lock can be taken (a folder of an older fusegate: its
 // launcher.pid names no live process). A folder with neither is being made
-// and is left alone.
+// and is left alone for ten minutes (its owner died before it locked it).
 void sweep_scratch(const std::string& prefix);
 
 }  // namespace fg

@@ -18,7 +18,7 @@ namespace fg {
 
 namespace {
 
-double g_max_memory_gib = 0;  // --max-memory; 0: what the machine has available
+double g_max_memory_gib = 0;  // --max-memory; 0: the machine's MemTotal
 
 std::string gib(int64_t bytes) {
   char b[32];
@@ -26,14 +26,16 @@ std::string gib(int64_t bytes) {
   return b;
 }
 
-// Host memory available (MemAvailable), or 0 when it cannot be read.
-int64_t memory_available() {
+// The machine's host memory (MemTotal), or 0 when it cannot be read: a
+// limit that is the same from one run to the next, whatever else runs
+// (MemAvailable moves with the load, and a verdict must not).
+int64_t memory_total() {
   std::ifstream in("/proc/meminfo");
   std::string key;
   int64_t kb = 0;
   std::string unit;
   while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
+    if (key == "MemTotal:") return kb * 1024;
   return 0;
 }
 
@@ -44,7 +46,7 @@ int64_t memory_available() {
 void check_memory(const Repro& r, const RunSpec& spec) {
   if (spec.backend != Backend::Cpu) return;
   const int64_t limit = g_max_memory_gib > 0 ? static_cast<int64_t>(g_max_memory_gib * 1024 * 1024 * 1024)
-                                             : memory_available();
+                                             : memory_total();
   if (limit <= 0) return;
   const MemoryEstimate m = estimate_memory(r, spec.world, spec.local_world());
   if (m.total <= limit) return;
@@ -52,7 +54,7 @@ void check_memory(const Repro& r, const RunSpec& spec) {
              " GiB of host memory (" + std::to_string(spec.local_world()) + " rank(s) x (" + gib(m.input_bytes) +
              " GiB of inputs, with eager's and the fp64 reference's copies, + " + gib(m.value_bytes) +
              " GiB of values)), more than the " + gib(limit) + " GiB " +
-             (g_max_memory_gib > 0 ? std::string("--max-memory allows") : "this machine has available (MemAvailable)") +
+             (g_max_memory_gib > 0 ? std::string("--max-memory allows") : "this machine has (MemTotal)") +
              ": make the repro smaller, or give --max-memory GIB where the estimate is known to be high");
 }
 

@@ -443,6 +443,9 @@ int supervise(const FuzzOptions& o) {
         continue;
       }
       ranks[k].running = false;
+      // a job that died of the stop (Ctrl-C reaches its process group too)
+      // is no finding: the supervisor stops below
+      if (stop_signal()) continue;
       if (WIFSIGNALED(st)) {
         lose(x, std::string("was killed by signal ") + std::to_string(WTERMSIG(st)) + " (" + strsignal(WTERMSIG(st)) +
                     ")");
@@ -467,6 +470,10 @@ int supervise(const FuzzOptions& o) {
     }
     if (!any) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  if (const int sig = stop_signal()) {  // stopped during the last pass
+    remove_tree(dir);
+    die_of_signal(sig);
   }
   const Tally t = tally_now();
   if (worst_exit) {
