@@ -7,6 +7,7 @@
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
 #include "fusion/logs.h"
+#include "fusion/passes/dead_code.h"
 #include "fusion/passes/decompose.h"
 #include "fusion/passes/gemm_epilogue.h"
 #include "fusion/passes/tp_rewrite.h"
@@ -23,9 +24,14 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   c.decomposed = decompose(g);
   verify(c.decomposed);
 
+  // dead code out first, as Inductor's graph is cleaned before lowering:
+  // no fast path matches, and no kernel runs, for a value nothing reads
+  std::vector<LedgerEntry> rewrites;
+  c.decomposed = eliminate_dead_code(c.decomposed, &rewrites);
+  verify(c.decomposed);
+
   // hand-written fast paths first: the max-autotune rewrites below then see
   // them as the extern nodes they are
-  std::vector<LedgerEntry> rewrites;
   c.decomposed = apply_fast_paths(c.decomposed, opts.fast_paths, opts.proofs, &rewrites, &c.fast_paths,
                                   {opts.backend, opts.world_size, opts.fusion});
   verify(c.decomposed);
@@ -70,7 +76,8 @@ std::string print_lowered(const LoweredGraph& g) {
   o << "lowered " << g.name << ": " << g.nodes.size() << " scheduler nodes, " << g.buffers.size() << " buffers\n";
   for (const auto& n : g.nodes) {
     o << "  " << n.name << " = " << sn_kind_name(n.kind);
-    if (n.kind == SNKind::Reduction) o << "(" << op_name(n.reduce_op) << ", numel=" << n.numel() << ", rnumel=" << n.rnumel() << ")";
+    if (n.is_scatter()) o << "(" << op_name(n.reduce_op) << ", indirect store, numel=" << n.numel() << ", rnumel=" << n.rnumel() << ")";
+    else if (n.kind == SNKind::Reduction) o << "(" << op_name(n.reduce_op) << ", numel=" << n.numel() << ", rnumel=" << n.rnumel() << ")";
     else if (n.kind == SNKind::Pointwise) o << "(numel=" << n.numel() << (n.mutation ? ", mutation" : "") << ")";
     else if (n.kind == SNKind::Template) o << "(gemm M=" << n.gemm_m << " N=" << n.gemm_n << " K=" << n.gemm_k << ")";
     else o << "(" << op_name(n.op.op) << ")";

@@ -29,7 +29,7 @@ bool is_rank(const std::string& s) {
 }
 
 std::vector<Item> parse() {
-  static const char* const with_arg[] = {"crash", "hang", "crash_in_fast_path", "diverge_fusion", "crash_at"};
+  static const char* const with_arg[] = {"crash", "hang", "hang_before_collective", "crash_in_fast_path", "diverge_fusion", "crash_at"};
   static const char* const plain[] = {"attention_fallback", "occupancy_spill"};
   std::vector<Item> out;
   const char* env = std::getenv("FUSEGATE_FAULT");
@@ -51,7 +51,7 @@ std::vector<Item> parse() {
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction, gemm_choice:template|library, residual_placement:gemm|apart, swiglu_tile:128|112 (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, hang_before_collective:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction, gemm_choice:template|library, residual_placement:gemm|apart, swiglu_tile:128|112 (comma-separated)");
     out.push_back(it);
   }
   return out;

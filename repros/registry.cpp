@@ -305,7 +305,12 @@ Repro graph_repro(const Graph& graph, const std::string& name, const std::string
     laid_out = laid_out || !specs.back().shard.replicated();
   }
   for (size_t i = 0; i < g->outputs.size(); ++i) {
-    r.outputs.push_back("out" + std::to_string(i));
+    // named as the .fg returns it: `return %out` is "out", `return %9`
+    // "%9"; a value returned twice gets its place after the second
+    std::string name = g->node(g->outputs[i]).name;
+    if (name.empty() || name.find_first_not_of("0123456789") == std::string::npos) name = g->ref(g->outputs[i]);
+    if (std::find(r.outputs.begin(), r.outputs.end(), name) != r.outputs.end()) name += "#" + std::to_string(i);
+    r.outputs.push_back(name);
     r.output_shards.push_back(i < g->output_attrs.size()
                                   ? sharding_of(g->output_attrs[i], g->node(g->outputs[i]).type)
                                   : Sharding{});

@@ -97,7 +97,7 @@ Tensor Session::full(double value, DType t, const Shape& shape, const Here& here
     n.type = ty;
     n.loc = located(here);
     impl->value = ex_->eager(n, {});
-    impl->type = ty;
+    impl->type = ex_->type_of(impl->value);  // the fp64 reference fills in f64
     return Tensor(impl);
   }
   int id = cur_.add(Op::Full, {}, {{"value", value}}, &ty, {}, located(here));

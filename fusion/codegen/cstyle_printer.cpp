@@ -185,7 +185,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   bool has_red = false, has_scan = false;
   for (int n : gr.nodes) {
     has_red = has_red || g_.nodes[static_cast<size_t>(n)].is_reduction();
-    has_scan = has_scan || g_.nodes[static_cast<size_t>(n)].is_scan();
+    has_scan = has_scan || g_.nodes[static_cast<size_t>(n)].serial();
   }
   serial_rows_ = has_scan;
   // chunks of 8 are a codegen variant FUSEGATE_BISECT=codegen_variants:K

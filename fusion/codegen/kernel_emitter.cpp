@@ -267,7 +267,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     std::map<int, std::string> acc;
     for (int n : ph[pi]) {
       const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-      if (!sn.is_reduction()) continue;
+      if (!sn.is_reduction() || sn.is_scatter()) continue;
       DType t = sn.body->dtype;
       std::string at = p_.accumulator_type(t, sn.reduce_op);
       std::string init = sn.reduce_op == Op::Sum || sn.reduce_op == Op::Cumsum ? "0"
@@ -315,7 +315,24 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     for (int n : ph[pi]) {
       std::string v = emit(body.at(n));
       const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
-      if (sn.is_scan()) {
+      if (sn.is_scatter()) {
+        // where the index says, clamped into the dim as an indirect load's
+        // index is; added to what is there (scatter_add, index_add) or
+        // written over it, by one thread of the row, in order
+        const std::string at = emit(scatter_at.at(n));
+        const int64_t size = sn.store.sizes[static_cast<size_t>(sn.reduce_dims[0])];
+        line("const int64_t " + sn.scatter_var() + " = fg_clamp(static_cast<int64_t>(" + at + "), 0, " +
+             std::to_string(size - 1) + ");");
+        std::string x = v;
+        if (sn.reduce_op != Op::Scatter) {
+          const DType t = g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype;
+          const std::string T = p_.compute_type(t);
+          x = "(static_cast<" + T + ">(" + p_.load_text(t, ptr(sn.out_buffer), store_at[n]->key) + ") + static_cast<" +
+              T + ">(" + v + "))";
+        }
+        store(n, x, true);
+        if (on_value) on_value(n, x);
+      } else if (sn.is_scan()) {
         // the running sum is this element's value
         line(acc[n] + " += " + v + ";");
         value[n] = acc[n];
@@ -345,7 +362,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     in_row_loop = false;
     for (int n : ph[pi]) {
       const SchedNode& done = g_.nodes[static_cast<size_t>(n)];
-      if (!done.is_reduction() || done.is_scan()) { value.erase(n); continue; }
+      if (!done.is_reduction() || done.serial()) { value.erase(n); continue; }
       std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);
       if (!combine.empty()) line(combine);
       if (perturbs(n)) line(acc[n] + " *= 1.5f;");
@@ -361,6 +378,7 @@ void KernelEmitter::place(const std::vector<int>& nodes, int64_t X, int64_t R, s
     const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
     writes(sn.out_buffer, n);
     (*body)[n] = ex_subst(sn.body, kernel_var_map(sn, X, R));
+    if (sn.is_scatter()) scatter_at[n] = ex_subst(sn.scatter_at, kernel_var_map(sn, X, R));
     std::vector<Access> acc;
     FG_CHECK(kernel_accesses(g_, sn, X, R, &acc), "node does not fit its kernel");
     for (const auto& a : acc)

@@ -33,6 +33,7 @@ class KernelEmitter {
     writers[buffer].push_back(n);
   }
   std::map<int, IndexP> store_at;       // node -> store index (kernel vars)
+  std::map<int, ExprP> scatter_at;      // indirect store -> its position along its dim (kernel vars)
   std::map<int, bool> stored;
 
   void line(const std::string& s) { lines.push_back(std::string(static_cast<size_t>(indent) * 2, ' ') + s); }

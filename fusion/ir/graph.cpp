@@ -45,9 +45,7 @@ int Graph::add(Op op, std::vector<int> in, Attrs attrs, const TensorType* type, 
       const size_t k = std::stoul(p);
       if (k < nodes.size() && nodes[k].name.empty()) return true;
     }
-    for (const Node& m : nodes)
-      if (m.name == p) return true;
-    return false;
+    return has_name(p);
   };
   const bool numeric = !n.name.empty() && std::all_of(n.name.begin(), n.name.end(), [](char c) {
     return std::isdigit(static_cast<unsigned char>(c)) != 0;
@@ -62,6 +60,24 @@ int Graph::add(Op op, std::vector<int> in, Attrs attrs, const TensorType* type, 
   }
   nodes.push_back(std::move(n));
   return nodes.back().id;
+}
+
+bool Graph::has_name(const std::string& name) const {
+  // nodes may have been dropped or replaced since (a copy cut short): start
+  // over when what the index holds no longer matches
+  auto stale = [&] {
+    if (named_upto_ > nodes.size()) return true;
+    auto it = name_ids_.find(name);
+    return it != name_ids_.end() &&
+           (static_cast<size_t>(it->second) >= nodes.size() || nodes[static_cast<size_t>(it->second)].name != name);
+  };
+  if (stale()) {
+    name_ids_.clear();
+    named_upto_ = 0;
+  }
+  for (; named_upto_ < nodes.size(); ++named_upto_)
+    if (!nodes[named_upto_].name.empty()) name_ids_.emplace(nodes[named_upto_].name, static_cast<int>(named_upto_));
+  return name_ids_.count(name) > 0;
 }
 
 int Graph::add_input(const std::string& nm, const TensorType& type, SourceLoc loc) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fusion/ir/ops.h"
@@ -45,6 +46,14 @@ struct Graph {
   std::vector<std::vector<int>> users() const;
   // The name a node prints as: "%x" or "%12".
   std::string ref(int id) const;
+  // Does a node carry this name? (An index of the names `add` gave, kept up
+  // with `nodes` as it grows: looking through every node for each one added
+  // made building a graph quadratic in its size.)
+  bool has_name(const std::string& name) const;
+
+  // has_name's index: names of nodes [0, named_upto_).
+  mutable std::unordered_map<std::string, int> name_ids_;
+  mutable size_t named_upto_ = 0;
 };
 
 // Builds a graph from `g` node by node, in order, as passes do: `emit` gets

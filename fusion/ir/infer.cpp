@@ -120,6 +120,14 @@ TensorType infer_pointwise(Op op, const std::vector<TensorType>& in, const Attrs
       out.shape = in[1].shape;
       return out;
     }
+    case Op::OneHot: {
+      if (in[0].dtype != DType::I64) type_error(op, "needs an i64 index, got " + in[0].str());
+      const int64_t c = attr_int(attrs, "num_classes", op);
+      if (c < 1) type_error(op, "num_classes must be at least 1, got " + std::to_string(c));
+      out = TensorType{DType::I64, in[0].shape};
+      out.shape.push_back(c);
+      return out;
+    }
     case Op::Cat: {
       int64_t d = norm_dim(attr_int(attrs, "dim", op), in[0].shape.size(), op);
       out = in[0];
@@ -243,6 +251,22 @@ TensorType infer_extern(Op op, const std::vector<TensorType>& in, const Attrs& a
       out.shape = attr_ints(attrs, "shape", op);
       for (int64_t d : out.shape)
         if (d < 0) type_error(op, "negative size in 'shape'");
+      return out;
+    }
+    case Op::Topk: case Op::Sort: case Op::Argsort: {
+      if (in[0].dtype == DType::Bool) type_error(op, "needs a number, got " + in[0].str());
+      if (in[0].shape.empty()) type_error(op, "needs rank >= 1, got " + in[0].str());
+      const int64_t d = norm_dim(attr_int_or(attrs, "dim", -1), in[0].shape.size(), op);
+      out = in[0];
+      if (op == Op::Sort) return out;
+      out.dtype = DType::I64;
+      if (op == Op::Topk) {
+        const int64_t k = attr_int(attrs, "k", op), size = in[0].shape[static_cast<size_t>(d)];
+        if (k < 1 || k > size)
+          type_error(op, "k = " + std::to_string(k) + " is not in 1.." + std::to_string(size) + " (dim " +
+                             std::to_string(d) + " of " + in[0].str() + ")");
+        out.shape[static_cast<size_t>(d)] = k;
+      }
       return out;
     }
     case Op::Embedding: {
@@ -379,6 +403,31 @@ TensorType infer_collective_mutation_host(Op op, const std::vector<TensorType>& 
   internal_error(std::string("no type rule for op ") + op_name(op));
 }
 
+// Indirect stores: self's type, with the index and src checked as torch does.
+TensorType infer_scatter(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
+  const TensorType &self = in[0], &index = in[1], &src = in[2];
+  const int64_t d = norm_dim(attr_int(attrs, "dim", op), self.shape.size(), op);
+  if (index.dtype != DType::I64) type_error(op, "needs an i64 index, got " + index.str());
+  if (src.dtype != self.dtype)
+    type_error(op, "src " + src.str() + " must have self's dtype (" + dtype_name(self.dtype) + ")");
+  if (op == Op::IndexAdd) {
+    if (index.shape.size() != 1) type_error(op, "needs a 1-D index, got " + index.str());
+    Shape want = self.shape;
+    want[static_cast<size_t>(d)] = index.shape[0];
+    if (src.shape != want)
+      type_error(op, "src " + src.str() + " must be " + shape_str(want) + " (self " + self.str() +
+                         " with dim " + std::to_string(d) + " the index's length)");
+    return self;
+  }
+  if (index.shape.size() != self.shape.size())
+    type_error(op, "index " + index.str() + " must have the rank of self " + self.str());
+  if (src.shape != index.shape) type_error(op, "src " + src.str() + " must have the index's shape " + shape_str(index.shape));
+  for (size_t i = 0; i < self.shape.size(); ++i)
+    if (static_cast<int64_t>(i) != d && index.shape[i] > self.shape[i])
+      type_error(op, "index " + index.str() + " is larger than self " + self.str() + " outside dim " + std::to_string(d));
+  return self;
+}
+
 }  // namespace
 
 TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& attrs) {
@@ -396,6 +445,7 @@ TensorType infer_type(Op op, const std::vector<TensorType>& in, const Attrs& att
     case FusionKind::Reduction: return infer_reduction(op, in, attrs);
     case FusionKind::Extern: return infer_extern(op, in, attrs);
     case FusionKind::View: return infer_view(op, in, attrs);
+    case FusionKind::Scatter: return infer_scatter(op, in, attrs);
     case FusionKind::Collective: case FusionKind::Mutation: case FusionKind::Host:
       return infer_collective_mutation_host(op, in, attrs);
     case FusionKind::Template: break;  // made by lower, never in a graph

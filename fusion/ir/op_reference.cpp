@@ -71,9 +71,9 @@ std::string op_reference(const std::string& only) {
        "`slice` by `blocks`/`index`.\n\n";
   const FusionKind order[] = {FusionKind::Input,  FusionKind::Pointwise,  FusionKind::Reduction,
                               FusionKind::Extern, FusionKind::View,       FusionKind::Collective,
-                              FusionKind::Mutation, FusionKind::Host};
+                              FusionKind::Mutation, FusionKind::Scatter, FusionKind::Host};
   const char* titles[] = {"Inputs", "Pointwise", "Reductions and scans", "Library kernels", "Views",
-                          "Collectives", "Mutation", "Host ops (each breaks the graph)"};
+                          "Collectives", "Mutation", "Indirect stores", "Host ops (each breaks the graph)"};
   std::vector<const OpSpec*> internal;
   for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); ++k) {
     o << "## " << titles[k] << "\n\n";

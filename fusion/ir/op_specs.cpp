@@ -85,6 +85,10 @@ std::vector<OpSpec> build() {
   add(Op::Gather, "x, index: i64, x's rank, no larger than x outside dim", "the index's shape in x's dtype",
       "x[..., index[i], ...] along dim for every position of the index (an indirect load).",
       {req("dim", K::Int, "the dim indexed")});
+  add(Op::OneHot, "index: i64, each in [0, num_classes)", "i64: the index's shape + [num_classes]",
+      "1 where the last dim's position is the index, else 0 (index arithmetic; an index outside the classes "
+      "gives a row of zeros, where torch raises).",
+      {req("num_classes", K::Int, "the classes: the last dim's size, at least 1")});
   // reductions
   const AttrSpec dims = opt("dims", K::Ints, "every dim", "the dims reduced (a list; negative count from the end)");
   const AttrSpec keepdim = opt("keepdim", K::Flag, "0", "keep the reduced dims as size 1");
@@ -122,6 +126,17 @@ std::vector<OpSpec> build() {
       "Scaled dot-product attention, scale 1/sqrt(D); grouped-query when k and v have fewer heads.",
       {opt("causal", K::Flag, "1", "mask keys after the query's position")});
   add(Op::Embedding, "weight: [V, D], indices: i64", "indices' shape + [D] in weight's dtype", "Row lookup.");
+  add(Op::Topk, "x: a number (not bool)", "i64: x with dim of size k",
+      "The positions of the k largest values along dim (smallest with largest = 0), best first; the values are "
+      "gather(x, topk(x)). A library kernel.",
+      {req("k", K::Int, "how many, 1 to the dim's size"), opt("dim", K::Int, "-1", "the dim searched (one dim)"),
+       opt("largest", K::Flag, "1", "the largest (1) or the smallest (0)")});
+  const AttrSpec sort_dim = opt("dim", K::Int, "-1", "the dim sorted (one dim)");
+  const AttrSpec descending = opt("descending", K::Flag, "0", "largest first");
+  add(Op::Sort, "x: a number (not bool)", kSame, "x sorted along dim; stable (equal values keep their order); NaN "
+      "sorts last ascending. A library kernel.", {sort_dim, descending});
+  add(Op::Argsort, "x: a number (not bool)", "i64: x's shape",
+      "The positions that sort x along dim (sort's order, stable). A library kernel.", {sort_dim, descending});
   {
     OpSpec* fp = add(Op::FastPath, "the matched nodes' inputs (1 to 8)", "[shape] of dtype, from its attributes",
                      "One stage of a hand-written fused kernel, put in place of the nodes a fast path matched "
@@ -163,6 +178,22 @@ std::vector<OpSpec> build() {
        opt("dim", K::Int, "0", "dim 0 only"), inplace});
   // mutation
   add(Op::CopyInto, "dst: a graph input, src: broadcasts to dst", "dst's type", "Writes src into the input dst.");
+  // indirect stores
+  const AttrSpec scatter_dim = req("dim", K::Int, "the dim the index points along");
+  add(Op::Scatter, "self, index: i64 of self's rank, src: the index's shape, no larger than self outside dim",
+      "self's type",
+      "A copy of self with src[i] written at position index[i] along dim (torch.scatter): an indirect store. "
+      "Two elements to one place: the last along dim wins.",
+      {scatter_dim});
+  add(Op::ScatterAdd, "self, index: i64 of self's rank, src: the index's shape, no larger than self outside dim",
+      "self's type",
+      "A copy of self with src[i] added at position index[i] along dim (torch.scatter_add), in order along dim: "
+      "an indirect store, the same bits on every run.",
+      {scatter_dim});
+  add(Op::IndexAdd, "self, index: i64, 1-D, src: self's shape with dim the index's length", "self's type",
+      "A copy of self with src's slices along dim added at the index's positions (torch.index_add), in order: an "
+      "indirect store.",
+      {scatter_dim});
   // host: each breaks the graph it is captured in
   add(Op::Print, "x: any dtype", kSame,
       "Prints x on the host and passes it on (`%y = print(%x) : f32[4]`): a graph break, as Python's print in a "

@@ -50,6 +50,7 @@ const OpInfo kOps[] = {
   {Op::Pad, "pad", "constant_pad_nd", K::Pointwise, 1, 1},
   {Op::IndexSelect, "index_select", "index_select", K::Pointwise, 2, 2},
   {Op::Gather, "gather", "gather", K::Pointwise, 2, 2},
+  {Op::OneHot, "one_hot", "one_hot", K::Pointwise, 1, 1},
   {Op::Sum, "sum", "sum", K::Reduction, 1, 1},
   {Op::Mean, "mean", "mean", K::Reduction, 1, 1},
   {Op::Amax, "amax", "amax", K::Reduction, 1, 1},
@@ -67,6 +68,9 @@ const OpInfo kOps[] = {
   {Op::Sdpa, "sdpa", "scaled_dot_product_attention", K::Extern, 3, 3},
   {Op::Embedding, "embedding", "embedding", K::Extern, 2, 2},
   {Op::FastPath, "fast_path", "fast_path", K::Extern, 1, 8},
+  {Op::Topk, "topk", "topk", K::Extern, 1, 1},
+  {Op::Sort, "sort", "sort", K::Extern, 1, 1},
+  {Op::Argsort, "argsort", "sort", K::Extern, 1, 1},
   {Op::Reshape, "reshape", "view", K::View, 1, 1},
   {Op::Permute, "permute", "permute", K::View, 1, 1},
   {Op::Transpose, "transpose", "permute", K::View, 1, 1},
@@ -77,6 +81,9 @@ const OpInfo kOps[] = {
   {Op::AllGather, "all_gather", "all_gather_into_tensor", K::Collective, 1, 1},
   {Op::ReduceScatter, "reduce_scatter", "reduce_scatter_tensor", K::Collective, 1, 1},
   {Op::CopyInto, "copy_", "copy_", K::Mutation, 2, 2},
+  {Op::Scatter, "scatter", "scatter", K::Scatter, 3, 3},
+  {Op::ScatterAdd, "scatter_add", "scatter_add", K::Scatter, 3, 3},
+  {Op::IndexAdd, "index_add", "index_add", K::Scatter, 3, 3},
   {Op::Print, "print", "print", K::Host, 1, 1},
   {Op::Item, "item", "item", K::Host, 1, 1},
   {Op::Nonzero, "nonzero", "nonzero", K::Host, 1, 1},
@@ -100,6 +107,7 @@ const char* fusion_kind_name(FusionKind k) {
     case K::Collective: return "collective";
     case K::View: return "view";
     case K::Mutation: return "mutation";
+    case K::Scatter: return "scatter";
     case K::Host: return "host";
   }
   return "?";

@@ -11,7 +11,7 @@
 
 namespace fg {
 
-enum class FusionKind { Input, Pointwise, Reduction, Template, Extern, Collective, View, Mutation, Host };
+enum class FusionKind { Input, Pointwise, Reduction, Template, Extern, Collective, View, Mutation, Scatter, Host };
 const char* fusion_kind_name(FusionKind k);
 
 enum class Op {
@@ -26,6 +26,9 @@ enum class Op {
   // at a 1-D index; gather(x, idx) {dim} reads x[..., idx[i], ...] along dim
   // for every i of an index shaped like the result
   IndexSelect, Gather,
+  // one_hot(idx) {num_classes}: i64, 1 where the last dim's position is
+  // the index (index arithmetic, as arange)
+  OneHot,
   // reductions
   Sum, Mean, Amax, Amin, Var,
   // argmax {dim, keepdim}: the index (i64) of the first largest value along
@@ -43,12 +46,22 @@ enum class Op {
   // hand-written fused kernel (kernels/fastpaths/) that passes/fast_paths
   // put in place of the nodes it matched; its result type is in its attributes.
   Linear, LinearAddRank0, Matmul, Sdpa, Embedding, FastPath,
+  // topk(x) {k, dim, largest}: the i64 positions of the k largest (or
+  // smallest) values along dim, best first (the values: gather(x, topk));
+  // sort(x) {dim, descending}: the values in order, stable; argsort: their
+  // positions. Library kernels, as Inductor falls back to ATen for them.
+  Topk, Sort, Argsort,
   // views (flip is index arithmetic, never a strided view)
   Reshape, Permute, Transpose, Slice, Expand, Flip,
   // collectives (functional)
   AllReduce, AllGather, ReduceScatter,
   // mutation: copy_(dst, src) writes src into the graph input dst
   CopyInto,
+  // indirect stores: a copy of self with src written (scatter) or added
+  // (scatter_add) at the positions along dim an index gives, one index
+  // element a src element; index_add(self, index, src) {dim} adds src's
+  // slices along dim at a 1-D index's positions
+  Scatter, ScatterAdd, IndexAdd,
   // host-side: never inside a compiled graph; capturing one breaks the graph.
   // if(pred, then, else) is a .fg branch on a tensor's value: the nodes of
   // its two arms come before it (attribute "@if" = branch number, "@arm" =

@@ -11,6 +11,7 @@ namespace fg {
 
 const char* const kFastPathUsed = "used";
 const char* const kFastPathUnproven = "blocked: unproven under TP";
+const char* const kFastPathOtherShapeClass = "blocked: unproven for this shape class";
 const char* const kFastPathNotMatched = "not matched";
 const char* const kFastPathNotSelected = "not selected";
 
@@ -152,8 +153,9 @@ Graph contract_sites(const Graph& g, const std::vector<const FastPathSite*>& tak
 
 int fast_path_status_order(const std::string& s) {
   if (s == kFastPathUsed) return 0;
-  if (s.rfind("blocked: ", 0) == 0 && s != kFastPathUnproven) return 1;  // invalidated, or cannot run here
-  if (s == kFastPathUnproven) return 2;
+  const bool unproven = s == kFastPathUnproven || s.rfind(kFastPathOtherShapeClass, 0) == 0;
+  if (s.rfind("blocked: ", 0) == 0 && !unproven) return 1;  // invalidated, or cannot run here
+  if (unproven) return 2;
   if (s.rfind("not used", 0) == 0) return 3;
   if (s == kFastPathNotMatched) return 4;
   return 5;
@@ -204,7 +206,16 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
         why = "blocked: proof invalidated (" + proofs.invalid.at(spec.name) + ")";
       } else {
         auto cov = proofs.shape_classes.find(spec.name);
-        if (cov == proofs.shape_classes.end() || !cov->second.count(s.shape_class)) why = kFastPathUnproven;
+        if (cov == proofs.shape_classes.end() || cov->second.empty()) {
+          why = kFastPathUnproven;
+        } else if (!cov->second.count(s.shape_class)) {
+          // a proof holds here, for other shapes: say which, so that the
+          // reader proves this class rather than looks for a missing file
+          why = std::string(kFastPathOtherShapeClass) + " (its proof covers ";
+          for (auto it = cov->second.begin(); it != cov->second.end(); ++it)
+            why += (it == cov->second.begin() ? "" : "; ") + *it;
+          why += ")";
+        }
       }
       cands.push_back({std::move(s), &spec, why});
     }
@@ -250,7 +261,8 @@ Graph apply_fast_paths(const Graph& g, const FastPathSelection& sel, const FastP
     for (int id : c.site.covered) e.add_source(g.node(id).loc);
     e.fused = c.status == kFastPathUsed;
     e.reason = e.fused ? Reject::FastPathUsed
-               : c.status == kFastPathUnproven ? Reject::FastPathUnproven
+               : c.status == kFastPathUnproven || c.status.rfind(kFastPathOtherShapeClass, 0) == 0
+                   ? Reject::FastPathUnproven
                : c.status.find("FUSEGATE_BISECT") != std::string::npos ? Reject::BisectLimit
                : c.status.rfind("not used: cost model", 0) == 0 ? Reject::FastPathCostModel
                : c.status.rfind("not used: max-autotune only", 0) == 0 ? Reject::FastPathPolicy

@@ -9,8 +9,9 @@
 //   cost model: nothing to gain here         -> "not used: cost model (...)"
 //   cannot run here (one host)                -> "blocked: ..."
 //   proof invalid (source or GPU changed)     -> "blocked: proof invalidated (...)"
-//   no proof covering world size, backend
-//   and this site's shape class               -> "blocked: unproven under TP"
+//   no proof at this world size and backend   -> "blocked: unproven under TP"
+//   a proof here, of other shape classes      -> "blocked: unproven for this shape class (its proof
+//                                                 covers ...)"
 //   else                                      -> eligible
 // The policy rule: gate_up_swiglu (FastPathSpec::max_autotune_only) runs in
 // max-autotune only; the default policy stays faithful to Inductor, which
@@ -76,6 +77,7 @@ struct FastPathStatus {
 // The status texts, written once.
 extern const char* const kFastPathUsed;
 extern const char* const kFastPathUnproven;
+extern const char* const kFastPathOtherShapeClass;  // the start of its status
 extern const char* const kFastPathNotMatched;
 extern const char* const kFastPathNotSelected;
 

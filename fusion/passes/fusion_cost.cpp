@@ -156,6 +156,8 @@ Reject FusionCost::gates(int ga, int gb, Score* score) {
   const GroupState& b = groups_[static_cast<size_t>(gb)];
   *score = {0, 0, 0, -std::max(std::abs(a.min_pos - b.max_pos), std::abs(b.min_pos - a.max_pos))};
   if (!fusable(a) || !fusable(b)) return Reject::Extern;
+  if (g_.nodes[static_cast<size_t>(a.nodes[0])].is_scatter() || g_.nodes[static_cast<size_t>(b.nodes[0])].is_scatter())
+    return Reject::IndirectStore;
   if (a.tmpl || b.tmpl) return template_gates(ga, gb, score);
   int64_t numel, rnumel;
   Reject why = Reject::None;

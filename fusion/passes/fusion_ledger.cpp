@@ -42,6 +42,7 @@ const char* reject_code(Reject r) {
     case Reject::None: return "";
     case Reject::PolicyNone: return "policy_none";
     case Reject::Extern: return "extern";
+    case Reject::IndirectStore: return "indirect_store";
     case Reject::ReductionSizes: return "reduction_sizes";
     case Reject::NumelMismatch: return "numel_mismatch";
     case Reject::TooManyNodes: return "too_many_nodes";
@@ -71,6 +72,8 @@ const char* reject_code(Reject r) {
     case Reject::FastPathPolicy: return "fast_path_policy";
     case Reject::BisectLimit: return "bisect_limit";
     case Reject::FaultRefused: return "fault_refused";
+    case Reject::DeadCodeRemoved: return "dead_code_removed";
+    case Reject::CollectiveKept: return "collective_kept";
   }
   return "?";
 }
@@ -80,6 +83,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::None: return "";
     case Reject::PolicyNone: return "fusion policy 'none' keeps one kernel per node";
     case Reject::Extern: return "extern kernels and collectives do not fuse";
+    case Reject::IndirectStore:
+      return "an indirect store (scatter) is a kernel of its own: what computes its source is inlined into it, "
+             "what reads its result waits for every element";
     case Reject::ReductionSizes: return "reductions over different (numel, rnumel)";
     case Reject::NumelMismatch: return "iteration sizes do not match";
     case Reject::TooManyNodes: return "fused node would exceed " + std::to_string(c.max_fusion_size) + " nodes";
@@ -131,6 +137,10 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
       return "fast path not used: max-autotune only (the default policy stays faithful to Inductor)";
     case Reject::BisectLimit: return "not applied: past its FUSEGATE_BISECT limit";
     case Reject::FaultRefused: return "refused by FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)";
+    case Reject::DeadCodeRemoved: return "removed before scheduling: nothing reads its value (dead code)";
+    case Reject::CollectiveKept:
+      return "kept though nothing reads its value: a collective runs as under torch.compile, where PyTorch "
+             "registers the functional collectives' wait_tensor as side-effectful and Dynamo's graph keeps it";
   }
   return "?";
 }

@@ -16,7 +16,7 @@ struct FusionConfig;  // passes/fusion_cost.h
 
 // Why a candidate pair was not fused: one code per gate of can_fuse.
 enum class Reject {
-  None, PolicyNone, Extern, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
+  None, PolicyNone, Extern, IndirectStore, ReductionSizes, NumelMismatch, TooManyNodes, NoSharedData,
   MemoryDepsMismatch, IntermediateNodes, HorizontalTooFar, HorizontalTooSmall, PeakMemory, SiblingGemmPolicy,
   TemplateSiblings, TemplatePrologue, TemplateEpilogue, TemplateUnrelated,
   // why a decision went as it did where it was not a rejection
@@ -32,6 +32,8 @@ enum class Reject {
   BisectLimit,
   // FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)
   FaultRefused,
+  // dead code (passes/dead_code.h)
+  DeadCodeRemoved, CollectiveKept,
 };
 const char* reject_code(Reject r);  // "memory_deps_mismatch"
 // In words ("memory deps did not match"); a reason that names a threshold

@@ -204,6 +204,11 @@ SchedNode& Lowerer::add_node(SchedNode sn) {
   sn.id = static_cast<int>(out_.nodes.size());
   sn.loc = loc_;
   if (sn.body) sn.reads = ex_buffers(sn.body);
+  if (sn.scatter_at) {
+    // an indirect store reads its index, and keeps the copy it stores into
+    for (int b : ex_buffers(sn.scatter_at)) sn.reads.insert(b);
+    sn.reads.insert(sn.out_buffer);
+  }
   for (const auto& a : sn.args) sn.reads.insert(a.first);
   for (int b : sn.reads) {
     auto it = last_writer_.find(b);
@@ -259,6 +264,7 @@ Value Lowerer::lower_node(const Node& n) {
     case FusionKind::Extern: return lower_extern(n);
     case FusionKind::Collective: return lower_collective(n);
     case FusionKind::Mutation: return lower_copy_into(n);
+    case FusionKind::Scatter: return lower_scatter(n);
     default: break;
   }
   internal_error(std::string("cannot lower op ") + op_name(n.op) + " (decompose first)");

@@ -80,7 +80,14 @@ struct SchedNode {
   Op reduce_op = Op::Sum;
   std::vector<int64_t> reduce_dims;
   Layout store;            // where the result goes in out_buffer
-  bool mutation = false;   // stores into a graph input (copy_)
+  bool mutation = false;   // stores into a buffer another node wrote: a graph input (copy_), a scatter's copy of self
+  // An indirect store (reduce_op scatter, scatter_add or index_add): a
+  // reduction over src's coordinates whose one reduced dim is the dim the
+  // index points along. `body` is src's element, `scatter_at` (i64, over the
+  // same variables) the position along that dim of out_buffer (`store`)
+  // where it goes; each row runs in order, so scatter_add's sums and
+  // scatter's last write are the same on every run and backend.
+  ExprP scatter_at;
 
   // Extern / collective: the op and its input views.
   Node op;
@@ -102,6 +109,11 @@ struct SchedNode {
   // A scan (cumsum): a reduction whose running value is stored at every
   // element of the reduced dim, so its output has the input's shape.
   bool is_scan() const { return kind == SNKind::Reduction && reduce_op == Op::Cumsum; }
+  bool is_scatter() const { return kind == SNKind::Reduction && scatter_at != nullptr; }
+  // Each row in order, by one thread: a scan or an indirect store.
+  bool serial() const { return is_scan() || is_scatter(); }
+  // The variable an indirect store binds its position to.
+  std::string scatter_var() const { return "ind_s" + std::to_string(id); }
   bool is_template() const { return kind == SNKind::Template; }
   bool fusable() const { return kind == SNKind::Pointwise || kind == SNKind::Reduction || kind == SNKind::Template; }
   Shape out_shape() const;  // reduction output without kept dims

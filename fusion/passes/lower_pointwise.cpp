@@ -115,6 +115,16 @@ Value Lowerer::lower_pointwise(const Node& n) {
     });
     return v;
   }
+  if (op == Op::OneHot) {
+    // 1 where the last coordinate is the index's value: index arithmetic
+    LoadFn il = ins[0].load;
+    v.load = memo([il](const Coords& c) {
+      const Coords at(c.begin(), c.end() - 1);
+      ExprP idx = ex_cast((*il)(at), DType::I64);
+      return ex_cast(ex_binary(Op::Eq, idx, ex_index_value(c.back(), DType::I64), DType::Bool), DType::I64);
+    });
+    return v;
+  }
   std::vector<std::pair<LoadFn, Shape>> loads;
   for (const auto& x : ins) loads.push_back({x.load, x.type.shape});
   v.load = memo([loads, out, op, attrs, t](const Coords& c) {

@@ -134,6 +134,7 @@ class Lowerer {
   Value lower_extern(const Node& n);
   Value lower_collective(const Node& n);
   Value lower_copy_into(const Node& n);
+  Value lower_scatter(const Node& n);
 
   const Graph& g_;
   const LowerOptions& opts_;

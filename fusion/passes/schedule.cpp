@@ -165,7 +165,16 @@ bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, i
     out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype)});
   // the store: output coordinates through the store layout
   std::vector<IndexP> oc;
-  if (n.is_reduction() && !n.is_scan()) {
+  if (n.is_scatter()) {
+    // an indirect store: where the index says along its dim
+    const size_t d = static_cast<size_t>(n.reduce_dims[0]);
+    for (size_t k = 0; k < n.shape.size(); ++k) oc.push_back(m["i" + std::to_string(k)]);
+    oc[d] = ix_var(n.scatter_var(), n.store.sizes[d]);
+    std::map<std::string, std::pair<int, IndexP>> at;
+    ex_loads(ex_subst(n.scatter_at, m), &at);
+    for (const auto& [k, v] : at)
+      out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype)});
+  } else if (n.is_reduction() && !n.is_scan()) {
     oc = ix_unflatten(ix_var("x", numel), n.store.sizes);
   } else {
     std::vector<IndexP> c;

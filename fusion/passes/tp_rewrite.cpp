@@ -29,7 +29,7 @@ std::vector<bool> replicated_nodes(const Graph& g, const std::set<std::string>& 
         // own slice
         rep[static_cast<size_t>(n.id)] = n.op == Op::AllReduce || n.op == Op::AllGather;
         break;
-      case FusionKind::Pointwise: case FusionKind::Reduction: case FusionKind::View:
+      case FusionKind::Pointwise: case FusionKind::Reduction: case FusionKind::View: case FusionKind::Scatter:
         rep[static_cast<size_t>(n.id)] = all;
         break;
       case FusionKind::Extern:

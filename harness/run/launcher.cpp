@@ -28,6 +28,7 @@
 #include "harness/record/golden.h"
 #include "harness/record/files.h"
 #include "harness/record/golden_env.h"
+#include "harness/run/liveness.h"
 #include "harness/run/nodes.h"
 #include "harness/record/proofs.h"
 #include "harness/run/run.h"
@@ -396,6 +397,21 @@ RunOutcome launch(const RunSpec& spec) {
           culprit = std::to_string(rank) + " (stopped answering: no heartbeat for " +
                     std::to_string(static_cast<int>(age)) + " s; last step: '" + progress(rank) + "')";
         }
+      }
+      if (culprit.empty()) {
+        // every rank beats: the one whose own work stopped is behind the
+        // others in collectives (a compute thread that hangs between them)
+        std::vector<std::pair<int, HeartbeatState>> states;
+        for (int rank = 0; rank < spec.world; ++rank) {
+          HeartbeatState h;
+          if (pids[static_cast<size_t>(rank)] > 0 &&
+              read_heartbeat(read_text(dir + "/rank" + std::to_string(rank) + ".json.heartbeat"), &h))
+            states.push_back({rank, h});
+        }
+        std::string why;
+        const int behind = rank_behind(states, &why);
+        if (behind >= 0)
+          culprit = std::to_string(behind) + " (" + why + "; last step: '" + progress(behind) + "')";
       }
       int worst = culprit.empty() ? 1 << 30 : -(1 << 30);
       const std::vector<std::string> steps = {"joining the process group", "joined", "warm-up forward",

@@ -80,6 +80,12 @@ int64_t longest_sum(const Graph& g, int world) {
       case Op::AllReduce: case Op::ReduceScatter:
         terms = world;
         break;
+      case Op::ScatterAdd: case Op::IndexAdd: {
+        // every added element may land on one place, after self's
+        const Shape& src = g.node(n.inputs[2]).type.shape;
+        terms = 1 + (src.empty() ? 1 : src[static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim", n.op), src.size(), n.op))]);
+        break;
+      }
       default:
         break;
     }

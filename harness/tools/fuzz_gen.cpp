@@ -28,8 +28,9 @@ const Op kBinary[] = {Op::Add, Op::Sub, Op::Mul, Op::Maximum, Op::Minimum};
 const Op kCompare[] = {Op::Eq, Op::Ne, Op::Lt, Op::Le, Op::Gt, Op::Ge};
 const Op kReduce[] = {Op::Sum, Op::Mean, Op::Amax, Op::Amin, Op::Var};
 // the ops of real blocks beyond those (case 12 of one_step)
-const Op kBlockOps[] = {Op::Clamp, Op::LogSoftmax, Op::Cumsum, Op::Flip, Op::Pad, Op::Gather, Op::IndexSelect,
-                        Op::Argmax, Op::Arange, Op::Contiguous};
+const Op kBlockOps[] = {Op::Clamp, Op::LogSoftmax, Op::Cumsum,  Op::Flip,       Op::Pad,     Op::Gather,
+                        Op::IndexSelect, Op::Argmax, Op::Arange, Op::Contiguous, Op::OneHot, Op::Topk,
+                        Op::Sort,  Op::Argsort,    Op::Scatter, Op::ScatterAdd, Op::IndexAdd};
 const DType kFloat[] = {DType::BF16, DType::F16, DType::F32};
 
 class Gen {
@@ -157,7 +158,7 @@ class Gen {
   bool one_step() {
     const int kinds = o_.world > 1 ? 14 : 13;
     const int v = value();
-    const Shape& s = g_.node(v).type.shape;
+    const Shape s = g_.node(v).type.shape;  // a copy: adding a node moves the nodes
     const int64_t r = dim_of(v);
     switch (pick(kinds)) {
       case 0:
@@ -317,7 +318,7 @@ class Gen {
         if (r == 0) return false;
         const int64_t d = pick(static_cast<int>(r));
         const int64_t n = s[static_cast<size_t>(d)];
-        switch (pick(10)) {
+        switch (pick(16)) {
           case 0: {
             Attrs a;
             if (chance(0.7)) a["min"] = -0.5;
@@ -353,6 +354,52 @@ class Gen {
             // positions along the last dim, added as a row
             int pos = add(Op::Arange, {}, {{"end", static_cast<double>(s.back())}, {"dtype", std::string(dtype_name(g_.node(v).type.dtype))}});
             return pos >= 0 && add(Op::Add, {v, pos}) >= 0;
+          }
+          case 10: {
+            // a routing mask: one_hot of an index, as a factor
+            const Shape is(s.begin(), s.end() - 1);
+            int oh = add(Op::OneHot, {index_input(is, s.back())}, {{"num_classes", s.back()}});
+            int f = oh >= 0 ? add(Op::Cast, {oh}, {{"to", std::string(dtype_name(g_.node(v).type.dtype))}}) : -1;
+            return f >= 0 && add(Op::Mul, {v, f}) >= 0;
+          }
+          case 11: case 12: {
+            // v at the positions of an input's k largest (topk) or in an
+            // input's sorted order (argsort): of an input, as argmax, so that
+            // eager and compiled pick the same positions; tied positions
+            // hold equal values, so what the gather takes does not depend on
+            // how ties break
+            int src = input(s, g_.node(v).type.dtype);
+            Attrs a{{"dim", d}};
+            const bool topk = chance(0.5);
+            if (topk) a["k"] = 1 + pick(static_cast<int>(std::min<int64_t>(n, 8)));
+            if (chance(0.5)) a[topk ? "largest" : "descending"] = int64_t{topk ? 0 : 1};
+            int at = add(topk ? Op::Topk : Op::Argsort, {src}, a);
+            return at >= 0 && add(Op::Gather, {v, at}, {{"dim", d}}) >= 0;
+          }
+          case 13: {
+            Attrs a{{"dim", d - (chance(0.5) ? r : 0)}};
+            if (chance(0.5)) a["descending"] = int64_t{1};
+            return add(Op::Sort, {v}, a) >= 0;
+          }
+          case 14: {
+            // added at an index's positions along d (repeats add up, in order)
+            const int64_t m = 1 + pick(static_cast<int>(std::min<int64_t>(2 * n, 64)));
+            Shape is = s;
+            is[static_cast<size_t>(d)] = m;
+            const DType t = g_.node(v).type.dtype;
+            if (chance(0.5)) return add(Op::IndexAdd, {v, index_input({m}, n), input(is, t)}, {{"dim", d}}) >= 0;
+            return add(Op::ScatterAdd, {v, index_input(is, n), input(is, t)}, {{"dim", d}}) >= 0;
+          }
+          case 15: {
+            // written at distinct positions along d: the first m of an
+            // input's argsort (a repeated position would keep whichever
+            // write came last, which LibTorch's cuda kernel leaves open)
+            const int64_t m = 1 + pick(static_cast<int>(n));
+            int order = add(Op::Argsort, {input(s, DType::F32)}, {{"dim", d}});
+            int first = order >= 0 ? add(Op::Slice, {order}, {{"dim", d}, {"start", int64_t{0}}, {"end", m}}) : -1;
+            Shape is = s;
+            is[static_cast<size_t>(d)] = m;
+            return first >= 0 && add(Op::Scatter, {v, first, input(is, g_.node(v).type.dtype)}, {{"dim", d}}) >= 0;
           }
           default: {
             if (r < 2) return false;

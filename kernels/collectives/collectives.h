@@ -13,6 +13,18 @@ namespace c10d { class Store; }
 
 namespace fg {
 
+// How far this process got through its collectives, for its heartbeat
+// (harness/run/liveness.h): how many it entered, and whether it waits in
+// one now. When a run hangs, a rank whose own work stopped has entered
+// fewer than the ranks waiting on it (NCCL's calls return at once: those
+// ranks went on to enqueue theirs), or as many and waits in none (Gloo's
+// calls block until every rank arrives).
+struct CollectiveProgress {
+  int64_t entered = 0;
+  bool inside = false;
+};
+CollectiveProgress collective_progress();
+
 class Collectives {
  public:
   // Joins the group through a c10d TCPStore at host:port; `backend` is

@@ -1,3 +1,7 @@
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef FUSEGATE_WITH_GLOO
@@ -9,6 +13,7 @@
 #endif
 
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "fusion/ir/types.h"
 #include "kernels/collectives/collectives.h"
 
@@ -77,6 +82,30 @@ Collectives::~Collectives() {
 #endif
 }
 
+namespace {
+
+std::atomic<int64_t> g_entered{0};
+std::atomic<bool> g_inside{false};
+
+// Marks this process as waiting in a collective for as long as it lives.
+// FUSEGATE_FAULT=hang_before_collective:R stops rank R's work before its
+// first all-reduce, its heartbeat still beating: a hung compute thread, for
+// the launcher's blame to name.
+class InCollective {
+ public:
+  explicit InCollective(int rank, bool data = true) {
+    if (data && fault_argument("hang_before_collective") == std::to_string(rank))
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+    ++g_entered;
+    g_inside = true;
+  }
+  ~InCollective() { g_inside = false; }
+};
+
+}  // namespace
+
+CollectiveProgress collective_progress() { return {g_entered.load(), g_inside.load()}; }
+
 void Collectives::note(const char* what, const at::Tensor& t) {
   sequence_ += std::string(what) + ":" + std::string(c10::toString(t.scalar_type())) + "[";
   for (int64_t i = 0; i < t.dim(); ++i) sequence_ += (i ? "," : "") + std::to_string(t.size(i));
@@ -84,6 +113,7 @@ void Collectives::note(const char* what, const at::Tensor& t) {
 }
 
 void Collectives::all_reduce_(at::Tensor& t) {
+  InCollective waits(rank_);
   note("all_reduce", t);
   at::Tensor work = needs_upcast(t) ? t.to(at::kFloat) : t.contiguous();
   std::vector<at::Tensor> v{work};
@@ -92,6 +122,7 @@ void Collectives::all_reduce_(at::Tensor& t) {
 }
 
 at::Tensor Collectives::all_gather(const at::Tensor& t) {
+  InCollective waits(rank_);
   note("all_gather", t);
   at::Tensor in = needs_upcast(t) ? t.to(at::kFloat) : t.contiguous();
   std::vector<std::vector<at::Tensor>> out(1);
@@ -102,6 +133,7 @@ at::Tensor Collectives::all_gather(const at::Tensor& t) {
 }
 
 at::Tensor Collectives::reduce_scatter(const at::Tensor& t) {
+  InCollective waits(rank_);
   note("reduce_scatter", t);
   // Gloo has no reduce-scatter here: all-reduce, then keep this rank's slice
   at::Tensor work = t.to(needs_upcast(t) ? at::kFloat : t.scalar_type()).contiguous().clone();
@@ -111,9 +143,13 @@ at::Tensor Collectives::reduce_scatter(const at::Tensor& t) {
   return work.narrow(0, rank_ * n, n).to(t.scalar_type()).contiguous();
 }
 
-void Collectives::barrier() { pg_->pg->barrier()->wait(); }
+void Collectives::barrier() {
+  InCollective waits(rank_, false);
+  pg_->pg->barrier()->wait();
+}
 
 std::vector<std::string> Collectives::exchange(const std::string& key, const std::string& mine) {
+  InCollective waits(rank_, false);
   auto* store = static_cast<c10d::Store*>(store_.get());
   const std::string base = "fusegate/" + key + "/";
   store->set(base + std::to_string(rank_), std::vector<uint8_t>(mine.begin(), mine.end()));

@@ -98,6 +98,20 @@ at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor&
   return K(composite_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal));
 }
 
+// LibTorch's deterministic algorithms while it lives, as they were after.
+class DeterministicForThisOp {
+ public:
+  DeterministicForThisOp()
+      : was_(at::globalContext().deterministicAlgorithms()),
+        warn_only_(at::globalContext().deterministicAlgorithmsWarnOnly()) {
+    at::globalContext().setDeterministicAlgorithms(true, false);
+  }
+  ~DeterministicForThisOp() { at::globalContext().setDeterministicAlgorithms(was_, warn_only_); }
+
+ private:
+  bool was_, warn_only_;
+};
+
 }  // namespace
 
 at::Tensor linear_batch(const at::Tensor& a, const std::vector<at::Tensor>& ws, const at::Tensor& bias,
@@ -169,6 +183,27 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     case Op::Flip: return K(at::flip(arg(0), attr_ints(a, "dims", n.op)));
     case Op::IndexSelect: return K(at::index_select(arg(0), attr_int(a, "dim", n.op), arg(1)));
     case Op::Gather: return K(at::gather(arg(0), attr_int(a, "dim", n.op), arg(1)));
+    case Op::OneHot: return K(at::one_hot(arg(0), attr_int(a, "num_classes", n.op)));
+    case Op::Topk:
+      return K(std::get<1>(at::topk(arg(0), attr_int(a, "k", n.op), attr_int_or(a, "dim", -1),
+                                    attr_int_or(a, "largest", 1) != 0, /*sorted=*/true)));
+    case Op::Sort: case Op::Argsort: {
+      auto r = at::sort(arg(0), /*stable=*/true, attr_int_or(a, "dim", -1), attr_int_or(a, "descending", 0) != 0);
+      return K(n.op == Op::Sort ? std::get<0>(r) : std::get<1>(r));
+    }
+    case Op::Scatter: return K(at::scatter(arg(0), attr_int(a, "dim", n.op), arg(1), arg(2)));
+    case Op::ScatterAdd: case Op::IndexAdd: {
+      // LibTorch's cuda kernels add with atomics, in an order that changes
+      // from run to run (eager digests that differed between two ranks of
+      // the same inputs: a fuzz finding); its deterministic algorithms, for
+      // this op alone, make eager a reference: a sort, then sums in order,
+      // more kernels than the atomics (scatter, which adds nothing, keeps
+      // its one kernel: its deterministic form ran 18 on an H200)
+      DeterministicForThisOp det;
+      const int64_t d = attr_int(a, "dim", n.op);
+      if (n.op == Op::ScatterAdd) return K(at::scatter_add(arg(0), d, arg(1), arg(2)));
+      return K(at::index_add(arg(0), d, arg(1), arg(2)));
+    }
     case Op::Amin: return K(at::amin(arg(0), dims(), keep));
     case Op::Cumsum: return K(at::cumsum(arg(0), attr_int(a, "dim", n.op), dt(n.type.dtype)));
     case Op::Argmax: {

@@ -299,7 +299,7 @@ FG
     # (its jobs at world size 1 hold; the refusal at 2 writes none of them)
     "$FG" bless rowpar --repro-dir "$T/br" --golden-dir "$T/g3" --mode A --mode C --world-size 1 --world-size 2 \
       >"$T/out" 2>&1; expect_rc $? 1
-    expect_out "rowpar/A/w2/cpu: refused"; expect_out "output out0 is replicated but rank 1 differs from rank 0"
+    expect_out "rowpar/A/w2/cpu: refused"; expect_out "output y is replicated but rank 1 differs from rank 0"
     expect_out "nothing was written: a bless writes its goldens only once every job of it can be blessed"
     [ ! -e "$T/g3/cpu/rowpar" ] || fail "a bless with a refused job wrote goldens: $(ls -R "$T/g3/cpu/rowpar")"
     # with the all-reduce it is right, and blessed

@@ -168,7 +168,7 @@ case_run_fails_what_a_run_must_hold() {
     # golden says (here accuracy: every fused reduction 1.5x off)
     FUSEGATE_FAULT=broken_fusion:reduction "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C \
       --world-size 1 --fast-paths none --out "$T/rec.json" >"$T/out" 2>&1; expect_rc $? 1
-    expect_out "^fusegate run: FAIL: rank 0: accuracy fail: out0 "
+    expect_out "^fusegate run: FAIL: rank 0: accuracy fail: %9 "
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["ranks"][0]["accuracy"]["status"] != "pass"' \
       "$T/rec.json" || fail "the record of a failed run was not written, or says accuracy pass"
     "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --out "$T/rec.json" >"$T/out" 2>&1

@@ -64,6 +64,19 @@ case_hung_rank_named() {
     done
 }
 
+case_hung_compute_thread_named() {
+    # a rank whose work stops between collectives while its heartbeat beats
+    # (both ranks at the same step) is the one named: it is behind the
+    # others in collectives entered; rank 1 and rank 0 in turn, world 2 and 4
+    for spec in "1 2 C" "0 2 C" "2 4 B"; do
+      set -- $spec
+      FUSEGATE_FAULT=hang_before_collective:$1 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode $3 \
+        --world-size $2 --timeout 5 >"$T/out" 2>&1
+      expect_rc $? 125
+      expect_out "rank $1 \(its work stopped (after [0-9]+ collectives?, while the others entered up to|before collective)"
+    done
+}
+
 case_ranks_disagree() {
     # rank 1 compiles with another fusion rule: the ranks compare what they
     # compiled before the first collective and stop in seconds, naming the

@@ -181,14 +181,14 @@ o = {x["name"]: x["fingerprint"] for x in json.load(open(sys.argv[1]))["ranks"][
 n = 64 * 32
 mean = lambda f: f["sum"] / f["numel"]
 rms = lambda f: math.sqrt(f["sumsq"] / f["numel"])
-assert o["out0"]["sum"] == n and o["out0"]["max_abs"] == 1, o["out0"]
-assert o["out1"]["sumsq"] == 0, o["out1"]
-assert o["out2"]["sum"] == n * (n + 1) / 2 and o["out2"]["max_abs"] == n, o["out2"]  # arange from 1
-assert 2.0 <= mean(o["out3"]) <= 3.0 and o["out3"]["max_abs"] <= 3.0 and abs(mean(o["out3"]) - 2.5) < 0.05, o["out3"]
-assert abs(mean(o["out4"]) - 5.0) < 0.05 and abs(math.sqrt(rms(o["out4"])**2 - mean(o["out4"])**2) - 0.5) < 0.05
+assert o["o"]["sum"] == n and o["o"]["max_abs"] == 1, o["o"]
+assert o["z"]["sumsq"] == 0, o["z"]
+assert o["r"]["sum"] == n * (n + 1) / 2 and o["r"]["max_abs"] == n, o["r"]  # arange from 1
+assert 2.0 <= mean(o["u"]) <= 3.0 and o["u"]["max_abs"] <= 3.0 and abs(mean(o["u"]) - 2.5) < 0.05, o["u"]
+assert abs(mean(o["n"]) - 5.0) < 0.05 and abs(math.sqrt(rms(o["n"])**2 - mean(o["n"])**2) - 0.5) < 0.05
 # by use: a linear's weight is fan-in scaled (1/sqrt(256)), a norm's weight N(1, 0.1)
-assert abs(rms(o["out5"]) - 1 / 16) < 0.004, rms(o["out5"])
-assert abs(mean(o["out6"]) - 1.0) < 0.05 and rms(o["out6"]) < 1.1, o["out6"]
+assert abs(rms(o["w"]) - 1 / 16) < 0.004, rms(o["w"])
+assert abs(mean(o["g"]) - 1.0) < 0.05 and rms(o["g"]) < 1.1, o["g"]
 PY
     # the printed graph shows what each input got
     "$FG" explain inits --repro-dir "$T/init" --mode C >"$T/out" 2>&1; expect_rc $? 0
@@ -227,21 +227,21 @@ w4, w1 = (json.load(open(p)) for p in sys.argv[1:])
 one = {o["name"]: o for o in w1["ranks"][0]["outputs"]}
 for r in w4["ranks"]:
     out = {o["name"]: o for o in r["outputs"]}
-    assert out["out0"]["replicated"] and "gathered" not in out["out0"]
-    assert not out["out1"]["replicated"] and out["out1"]["fingerprint"]["shape"] == [2, 8, 4]
+    assert out["%7"]["replicated"] and "gathered" not in out["%7"]
+    assert not out["%8"]["replicated"] and out["%8"]["fingerprint"]["shape"] == [2, 8, 4]
     # the whole of each sharded output equals world 1's, bit for bit
-    for k in ("out1", "out2"):
+    for k in ("%8", "%3"):
         assert out[k]["gathered"]["exact"] == one[k]["exact"], (r["rank"], k)
 PY
     # a wrong layout (dim 1 instead of 2) is caught by the comparison with world 1
     sed -i 's/%8 {shard = 2}/%8 {shard = 1}/' "$T/tp/tp_qkv.fg"
     tp check --world-size 1 --world-size 2; expect_rc $? 1
-    expect_out "output out1: world 2, gathered from every rank, drifts from world 1: shape \[2,8,16\] vs \[2,16,8\]"
+    expect_out "output %8: world 2, gathered from every rank, drifts from world 1: shape \[2,8,16\] vs \[2,16,8\]"
     # so is a missing all-reduce: the partial sums differ across ranks
     sed -i 's/%8 {shard = 1}/%8 {shard = 2}/; s/  %7 = all_reduce(%6) {reduce_op = "sum"} : f32\[2,8,32\]/  %7 = neg(%6) : f32[2,8,32]/' \
       "$T/tp/tp_qkv.fg"
     tp check --world-size 1 --world-size 2; expect_rc $? 1
-    expect_out "output out0 is replicated but rank 1"
+    expect_out "output %7 is replicated but rank 1"
     expect_out "world 2 rank 0 drifts from world 1"
 }
 

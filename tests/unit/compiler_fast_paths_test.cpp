@@ -99,8 +99,14 @@ TEST(FastPaths, AProofForAnotherShapeClassDoesNotCover) {
                             // the local kernel proven where the graph divides by its width, without an
                             // all-reduce: not this site, which divides by 128 over 64 columns
                             {"qkv_rmsnorm_local", "bf16,norm_dim=64,divisor=64,sumsq=local,vec=8"}}));
-  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status, kFastPathUnproven);
-  EXPECT_EQ(r.status["qkv_rmsnorm_local"].status, kFastPathUnproven);
+  // each names what its proof covers: "unproven under TP" says no proof is there
+  EXPECT_EQ(r.status["qkv_rmsnorm_tp"].status,
+            std::string(kFastPathOtherShapeClass) + " (its proof covers bf16,norm_dim=128,divisor=128,sumsq=all_reduced,vec=8)");
+  EXPECT_EQ(r.status["qkv_rmsnorm_local"].status,
+            std::string(kFastPathOtherShapeClass) + " (its proof covers bf16,norm_dim=64,divisor=64,sumsq=local,vec=8)");
+  bool unproven = false;
+  for (const LedgerEntry& e : r.ledger) unproven = unproven || e.reason == Reject::FastPathUnproven;
+  EXPECT_TRUE(unproven);
 }
 
 TEST(FastPaths, AnInvalidatedProofBlocksWithItsReason) {

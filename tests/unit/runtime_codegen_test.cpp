@@ -4,6 +4,9 @@
 // (bench/gpu.sh runs these cases with "cuda" on a GPU machine).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include <ATen/ops/equal.h>
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/isfinite.h>
 
@@ -245,6 +248,77 @@ graph g(%x: f32[16,300], %emb: f32[50,64], %ids: i64[40], %gi: i64[16,20], %b: b
 }
 )", 1e-5, 1e-5);
   EXPECT_EQ(count_kind(r, "poi") + count_kind(r, "per") + count_kind(r, "red"), 4);
+}
+
+// Indirect stores and the MoE ops: scatter_add with repeated positions (an
+// index in [0, 16) over rows of 40), index_add of rows, scatter at distinct
+// positions (an argsort's), one_hot, topk and sort. Each row of an indirect
+// store runs in order, as LibTorch's CPU kernel adds, so on cpu the bits are
+// eager's; LibTorch's cuda kernels add with atomics, in any order.
+TEST(Codegen, IndirectStoresAndRoutingMatchEager) {
+  const char* text = R"(
+graph g(%self: f32[16,24], %idx: i64[16,40], %src: f32[16,40], %rows: i64[30], %rsrc: f32[30,24], %x: f32[16,24]) {
+  %sa = scatter_add(%self, %idx, %src) {dim = 1} : f32[16,24]
+  %ia = index_add(%self, %rows, %rsrc) {dim = 0} : f32[16,24]
+  %perm = argsort(%x) {dim = 1} : i64[16,24]
+  %ps = slice(%perm) {dim = 1, start = 0, end = 8} : i64[16,8]
+  %sv = slice(%src) {dim = 1, start = 0, end = 8} : f32[16,8]
+  %sc = scatter(%x, %ps, %sv) {dim = 1} : f32[16,24]
+  %r = relu(%sc) : f32[16,24]
+  %oh = one_hot(%rows) {num_classes = 16} : i64[30,16]
+  %t = topk(%x) {k = 3, dim = 0, largest = 0} : i64[3,24]
+  %srt = sort(%x) {dim = 0, descending = 1} : f32[16,24]
+  return %sa, %ia, %r, %oh, %t, %srt
+}
+)";
+  Result c = expect_same(text, 1e-5, 1e-5);
+  EXPECT_EQ(count_kind(c, "extern"), 3);  // argsort, topk, sort
+  if (test_backend() == "cpu") {
+    const auto in = random_inputs(text);
+    Result a = run(text, Mode::Eager, in);
+    Result b = run(text, Mode::Compiled, in);
+    for (size_t i = 0; i < a.outs.size(); ++i) EXPECT_TRUE(at::equal(a.outs[i], b.outs[i])) << "output " << i;
+  }
+}
+
+// Eager index_add of 46 bf16 values into one place gives the same bits on
+// every run (on cuda LibTorch's atomics added in any order: two ranks of the
+// same inputs disagreed, a fuzz finding), and compiled agrees with it.
+TEST(Codegen, EagerIndexAddIsTheSameOnEveryRun) {
+  const char* text = R"(
+graph g(%x: bf16[1,1,1,1], %i: i64[46], %s: bf16[1,1,1,46]) {
+  %y = index_add(%x, %i, %s) {dim = 3} : bf16[1,1,1,1]
+  return %y
+}
+)";
+  std::map<std::string, at::Tensor> in = random_inputs(text);
+  in["i"] = at::zeros({46}, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor first = run(text, Mode::Eager, in).outs[0];
+  for (int k = 0; k < 5; ++k) EXPECT_TRUE(at::equal(run(text, Mode::Eager, in).outs[0], first)) << "run " << k;
+  // compiled rounds each add to bf16, as LibTorch's cpu kernel does (the
+  // same bits there: Bf16ScatterAddRoundsEachAdd); LibTorch's deterministic
+  // cuda kernel sums in f32 and rounds once: apart by at most 46 roundings,
+  // each within 2^-9 of the running sum, which |x| + sum |s| bounds
+  const at::Tensor c = run(text, Mode::Compiled, in).outs[0].to(at::kDouble);
+  const double bound = 46 * std::ldexp(1.0, -9) *
+                       (in["x"].to(at::kDouble).abs().sum().item<double>() + in["s"].to(at::kDouble).abs().sum().item<double>());
+  EXPECT_LE(c.sub(first.to(at::kDouble)).abs().max().item<double>(), bound);
+  if (test_backend() == "cpu") EXPECT_TRUE(at::equal(c, first.to(at::kDouble)));
+}
+
+// bf16 scatter_add rounds after every add, as LibTorch's CPU kernel does.
+TEST(Codegen, Bf16ScatterAddRoundsEachAdd) {
+  const char* text = R"(
+graph g(%b: bf16[16,20], %idx: i64[16,64], %src: bf16[16,64]) {
+  %s = scatter_add(%b, %idx, %src) {dim = 1} : bf16[16,20]
+  return %s
+}
+)";
+  expect_same(text, 2e-2, 2e-2);
+  if (test_backend() == "cpu") {
+    const auto in = random_inputs(text);
+    EXPECT_TRUE(at::equal(run(text, Mode::Eager, in).outs[0], run(text, Mode::Compiled, in).outs[0]));
+  }
 }
 
 // A row element the same for every r, read in two loops of one row kernel
