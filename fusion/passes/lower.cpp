@@ -188,8 +188,37 @@ int Lowerer::new_buffer(const std::string& name, DType t, const Layout& layout, 
   return b.id;
 }
 
+SourceLines::SourceLines(std::set<std::string> own) {
+  if (!own.empty()) p_ = std::make_shared<const Part>(Part{std::move(own), nullptr, nullptr});
+}
+
+void SourceLines::add(const SourceLines& other) {
+  if (!other.p_ || other.p_ == p_) return;
+  if (!p_) {
+    p_ = other.p_;
+    return;
+  }
+  p_ = std::make_shared<const Part>(Part{{}, p_, other.p_});
+}
+
+std::vector<std::string> SourceLines::flat() const {
+  std::set<std::string> all;
+  std::set<const Part*> seen;
+  std::vector<const Part*> todo;
+  if (p_) todo.push_back(p_.get());
+  while (!todo.empty()) {
+    const Part* p = todo.back();
+    todo.pop_back();
+    if (!seen.insert(p).second) continue;
+    all.insert(p->own.begin(), p->own.end());
+    for (const auto& q : {p->a, p->b})
+      if (q) todo.push_back(q.get());
+  }
+  return {all.begin(), all.end()};
+}
+
 Value Lowerer::from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins,
-                            std::set<std::string> lines) {
+                            SourceLines lines) {
   Value v;
   v.type = TensorType{t, l.sizes};
   v.buffer = buffer;
@@ -238,7 +267,7 @@ Value Lowerer::realize(const Value& v) {
   sn.store = l;
   sn.writes = {b};
   sn.origins.assign(v.origins.begin(), v.origins.end());
-  sn.lines.assign(v.lines.begin(), v.lines.end());
+  sn.lines = v.lines.flat();
   add_node(std::move(sn));
   return from_storage(b, l, v.type.dtype);
 }
@@ -414,9 +443,9 @@ Value Lowerer::lower_copy_into(const Node& n) {
   std::set<std::string> o = src.origins;
   o.insert("copy_");
   sn.origins.assign(o.begin(), o.end());
-  std::set<std::string> lines = src.lines;
+  SourceLines lines = src.lines;
   merge(lines, line_of(n));
-  sn.lines.assign(lines.begin(), lines.end());
+  sn.lines = lines.flat();
   sn.name = "mut" + std::to_string(out_.nodes.size());
   add_node(std::move(sn));
   return dst;

@@ -26,7 +26,7 @@ Value Lowerer::lower_reduction(const Node& n) {
   for (auto d : dims) { r *= s[static_cast<size_t>(d)]; rshape.push_back(s[static_cast<size_t>(d)]); }
   std::set<std::string> origins = x.origins;
   origins.insert(origin_of(n));
-  std::set<std::string> lines = x.lines;
+  SourceLines lines = x.lines;
   merge(lines, line_of(n));
   // the type of what is reduced: the result's, but argmax compares values
   // and returns an index
@@ -94,7 +94,7 @@ Value Lowerer::lower_reduction(const Node& n) {
   sn.store = l;
   sn.writes = {b};
   sn.origins.assign(origins.begin(), origins.end());
-  sn.lines.assign(lines.begin(), lines.end());
+  sn.lines = lines.flat();
   add_node(std::move(sn));
   return from_storage(b, l, n.type.dtype);
 }
@@ -126,7 +126,7 @@ bool Lowerer::reads_inner(const ExprP& body, const Shape& s, const std::vector<i
 
 Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
                                      int64_t split, const std::set<std::string>& origins,
-                                     const std::set<std::string>& lines) {
+                                     const SourceLines& lines) {
   const Shape& s = x.type.shape;
   const DType t = n.type.dtype;
   const Op op = n.op;
@@ -152,7 +152,7 @@ Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::v
     sn.store = l;
     sn.writes = {b};
     sn.origins.assign(origins.begin(), origins.end());
-    sn.lines.assign(lines.begin(), lines.end());
+    sn.lines = lines.flat();
     add_node(std::move(sn));
     return from_storage(b, l, dt);
   };

@@ -40,10 +40,10 @@ Value Lowerer::lower_scatter(const Node& n) {
   merge(origins, index.origins);
   origins.insert(origin_of(n));
   sn.origins.assign(origins.begin(), origins.end());
-  std::set<std::string> lines = src.lines;
+  SourceLines lines = src.lines;
   merge(lines, index.lines);
   merge(lines, line_of(n));
-  sn.lines.assign(lines.begin(), lines.end());
+  sn.lines = lines.flat();
   sn.name = "sca" + std::to_string(out_.nodes.size());
   add_node(std::move(sn));
   Value v = from_storage(base.buffer, base.layout, n.type.dtype);

@@ -28,6 +28,25 @@ LoadFn make_loader(F f) { return std::make_shared<const std::function<ExprP(cons
 // loader that computes it from other values (inlined).
 using Relayout = std::function<std::optional<Layout>(const Layout&)>;
 
+// The repro source lines a value covers: the union of its node's and of
+// every value inlined into it, kept as a shared tree of unions, flattened
+// only where a scheduler node is made (copying the growing set into each
+// value of an inlined chain cost a 50k chain of relus a second).
+class SourceLines {
+ public:
+  SourceLines() = default;
+  SourceLines(std::set<std::string> own);  // NOLINT: a set of lines is a SourceLines
+  void add(const SourceLines& other);
+  std::vector<std::string> flat() const;  // sorted, each once
+
+ private:
+  struct Part {
+    std::set<std::string> own;
+    std::shared_ptr<const Part> a, b;
+  };
+  std::shared_ptr<const Part> p_;
+};
+
 struct Value {
   TensorType type;
   LoadFn load;
@@ -38,7 +57,7 @@ struct Value {
   int view_base = -1;
   Relayout relayout;
   std::set<std::string> origins;
-  std::set<std::string> lines;  // repro source locations of the graph nodes it covers
+  SourceLines lines;  // repro source locations of the graph nodes it covers
   bool storage() const { return buffer >= 0; }
 };
 
@@ -89,7 +108,7 @@ class Lowerer {
   bool should_realize(const Node& n, const Value& v);
   int new_buffer(const std::string& name, DType t, const Layout& layout, int input_index = -1);
   Value from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins = {},
-                     std::set<std::string> lines = {});
+                     SourceLines lines = {});
 
   // Records a scheduler node with its reads and dependencies.
   SchedNode& add_node(SchedNode sn);
@@ -109,6 +128,7 @@ class Lowerer {
     return {n.loc.str()};
   }
   static void merge(std::set<std::string>& into, const std::set<std::string>& from) { into.insert(from.begin(), from.end()); }
+  static void merge(SourceLines& into, const SourceLines& from) { into.add(from); }
 
   Value lower_node(const Node& n);
   Value lower_input(const Node& n);
@@ -125,7 +145,7 @@ class Lowerer {
   // (a block's tail past r reads the reduction's identity), into an f32
   // buffer for 16-bit types; the second reduces the blocks.
   Value lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
-                              int64_t split, const std::set<std::string>& origins, const std::set<std::string>& lines);
+                              int64_t split, const std::set<std::string>& origins, const SourceLines& lines);
   Value lower_view(const Node& n);
 
   // out = A W^T (+ bias) as a generated kernel: A is read through its

@@ -76,6 +76,7 @@
 #include "fusion/passes/schedule.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <queue>
 #include <set>
@@ -367,6 +368,15 @@ class Scheduler {
     a.min_pos = std::min(a.min_pos, b.min_pos);
     a.max_pos = std::max(a.max_pos, b.max_pos);
     b.alive = false;
+    // the merged group's lines: the two lists merged, when both are known
+    auto la = group_lines_.find(ga), lb = group_lines_.find(gb);
+    if (la != group_lines_.end() && lb != group_lines_.end() &&
+        la->second.first + lb->second.first == a.nodes.size()) {
+      Lines both;
+      merge_lines(la->second.second, lb->second.second, &both);
+      la->second = {a.nodes.size(), std::move(both)};
+    }
+    group_lines_.erase(gb);
     forward_[gb] = ga;
     for (int n : b.nodes) group_of_[static_cast<size_t>(n)] = ga;
     cost_.absorbed(ga);
@@ -380,14 +390,68 @@ class Scheduler {
     e.fused = fused;
     e.reason = r;
     e.round = round;
-    std::vector<std::string> lines;
-    for (int g : {ga, gb})
-      for (int n : groups_[static_cast<size_t>(g)].nodes) {
-        const auto& l = g_.nodes[static_cast<size_t>(n)].lines;
-        lines.insert(lines.end(), l.begin(), l.end());
-      }
-    e.add_source(lines);
+    // the union of the two groups' lines, in LedgerEntry::add_source's
+    // order, merged from each group's list kept sorted (a group that covers
+    // a long inlined chain holds thousands: sorting them again for every
+    // decision made scheduling a 50k chain take seconds)
+    const Lines& la = group_lines(ga);
+    const Lines& lb = group_lines(gb);
+    Lines both;
+    merge_lines(la, lb, &both);
+    e.source.reserve(both.size());
+    for (const Located& l : both) e.source.push_back(*l.text);
     ledger_.push_back(e);
+  }
+
+  // A source line with its file and line parsed once; `text` points into
+  // the scheduler node's lines, `file` into files_.
+  struct Located {
+    const std::string* file;
+    int line;
+    const std::string* text;
+  };
+  using Lines = std::vector<Located>;
+  static bool located_less(const Located& a, const Located& b) {
+    if (a.file != b.file && *a.file != *b.file) return *a.file < *b.file;
+    if (a.line != b.line) return a.line < b.line;
+    return *a.text < *b.text;
+  }
+  static void merge_lines(const Lines& a, const Lines& b, Lines* out) {
+    out->clear();
+    out->reserve(a.size() + b.size());
+    std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(*out), located_less);
+    out->erase(std::unique(out->begin(), out->end(),
+                           [](const Located& x, const Located& y) { return *x.text == *y.text; }),
+               out->end());
+  }
+  const Lines& node_lines(int n) {
+    auto it = node_lines_.find(n);
+    if (it != node_lines_.end()) return it->second;
+    Lines l;
+    for (const std::string& text : g_.nodes[static_cast<size_t>(n)].lines) {
+      SourceLoc at;
+      if (!SourceLoc::parse(text, &at)) at.file = text;
+      l.push_back({&*files_.insert(at.file).first, at.line, &text});
+    }
+    std::sort(l.begin(), l.end(), located_less);
+    l.erase(std::unique(l.begin(), l.end(), [](const Located& x, const Located& y) { return *x.text == *y.text; }),
+            l.end());
+    return node_lines_[n] = std::move(l);
+  }
+  // A group's lines, kept while its nodes stay as they were (absorb merges
+  // the two lists)
+  const Lines& group_lines(int gi) {
+    const GroupState& gr = groups_[static_cast<size_t>(gi)];
+    auto it = group_lines_.find(gi);
+    if (it != group_lines_.end() && it->second.first == gr.nodes.size()) return it->second.second;
+    Lines all, next;
+    for (int n : gr.nodes) {
+      merge_lines(all, node_lines(n), &next);
+      all.swap(next);
+    }
+    auto& slot = group_lines_[gi];
+    slot = {gr.nodes.size(), std::move(all)};
+    return slot.second;
   }
 
   // GEMMs reading the same input (q/k/v, gate/up) are never candidates in
@@ -467,6 +531,9 @@ class Scheduler {
   std::vector<LedgerEntry> ledger_;
   int64_t fusions_ = 0;  // fusions applied, for FUSEGATE_BISECT=decisions:K
   std::map<int, int> first_seen_;
+  std::set<std::string> files_;                               // the files lines name, each once
+  std::map<int, Lines> node_lines_;                           // scheduler node -> its lines, sorted
+  std::map<int, std::pair<size_t, Lines>> group_lines_;       // group -> (its node count then, its lines)
 };
 
 }  // namespace
