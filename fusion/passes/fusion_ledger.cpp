@@ -1,6 +1,7 @@
 #include "fusion/passes/fusion_ledger.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <utility>
 #include <vector>
@@ -10,26 +11,43 @@
 
 namespace fg {
 
+LedgerLine ledger_line(const std::string& text, std::set<std::string>* files) {
+  SourceLoc l;
+  if (!SourceLoc::parse(text, &l)) l.file = text;
+  return {&*files->insert(l.file).first, l.line, &text};
+}
+
+bool ledger_line_less(const LedgerLine& a, const LedgerLine& b) {
+  if (a.file != b.file && *a.file != *b.file) return *a.file < *b.file;
+  if (a.line != b.line) return a.line < b.line;
+  return *a.text < *b.text;
+}
+
+void merge_ledger_lines(const std::vector<LedgerLine>& a, const std::vector<LedgerLine>& b,
+                        std::vector<LedgerLine>* out) {
+  out->clear();
+  out->reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(*out), ledger_line_less);
+  out->erase(std::unique(out->begin(), out->end(),
+                         [](const LedgerLine& x, const LedgerLine& y) { return *x.text == *y.text; }),
+             out->end());
+}
+
 void LedgerEntry::add_source(const std::vector<std::string>& lines) {
-  // each location once, by file, then line as a number ("x.cpp:9" before
-  // "x.cpp:17"); the text breaks a tie. One sort of the union, each text
-  // parsed once: a node that covers a long inlined chain brings thousands.
+  // each location once, in the ledger's order: one sort of the union, each
+  // text parsed once (a node that covers a long inlined chain brings
+  // thousands)
   std::set<std::string> all(source.begin(), source.end());
   all.insert(lines.begin(), lines.end());
   if (all.size() == source.size()) return;  // nothing new (source is kept unique)
-  std::vector<std::pair<std::pair<std::string, int>, const std::string*>> keyed;
+  std::set<std::string> files;
+  std::vector<LedgerLine> keyed;
   keyed.reserve(all.size());
-  for (const std::string& text : all) {
-    SourceLoc l;
-    if (!SourceLoc::parse(text, &l)) l.file = text;
-    keyed.push_back({{l.file, l.line}, &text});
-  }
-  std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : *a.second < *b.second;
-  });
+  for (const std::string& text : all) keyed.push_back(ledger_line(text, &files));
+  std::sort(keyed.begin(), keyed.end(), ledger_line_less);
   std::vector<std::string> sorted;
   sorted.reserve(keyed.size());
-  for (const auto& k : keyed) sorted.push_back(*k.second);
+  for (const LedgerLine& k : keyed) sorted.push_back(*k.text);
   source = std::move(sorted);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,22 @@ const char* reject_code(Reject r);  // "memory_deps_mismatch"
 // quotes its value in `c` (the default FusionConfig without it).
 std::string reject_reason(Reject r, const FusionConfig& c);
 std::string reject_reason(Reject r);
+
+// The ledger's order of source lines, one rule for every writer: by file,
+// then line as a number ("x.cpp:9" before "x.cpp:17"), the text breaking a
+// tie. `file` and `line` are the text as SourceLoc::parse reads it (the
+// whole text as the file when it is no location); `files` keeps each file
+// name once, which `file` points into.
+struct LedgerLine {
+  const std::string* file;
+  int line;
+  const std::string* text;
+};
+LedgerLine ledger_line(const std::string& text, std::set<std::string>* files);
+bool ledger_line_less(const LedgerLine& a, const LedgerLine& b);
+// Sorted lists merged, each text once.
+void merge_ledger_lines(const std::vector<LedgerLine>& a, const std::vector<LedgerLine>& b,
+                        std::vector<LedgerLine>* out);
 
 struct LedgerEntry {
   std::string first, second;            // groups as "buf1+buf2"

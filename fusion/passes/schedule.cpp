@@ -76,7 +76,6 @@
 #include "fusion/passes/schedule.h"
 
 #include <algorithm>
-#include <iterator>
 #include <map>
 #include <queue>
 #include <set>
@@ -373,7 +372,7 @@ class Scheduler {
     if (la != group_lines_.end() && lb != group_lines_.end() &&
         la->second.first + lb->second.first == a.nodes.size()) {
       Lines both;
-      merge_lines(la->second.second, lb->second.second, &both);
+      merge_ledger_lines(la->second.second, lb->second.second, &both);
       la->second = {a.nodes.size(), std::move(both)};
     }
     group_lines_.erase(gb);
@@ -397,46 +396,23 @@ class Scheduler {
     const Lines& la = group_lines(ga);
     const Lines& lb = group_lines(gb);
     Lines both;
-    merge_lines(la, lb, &both);
+    merge_ledger_lines(la, lb, &both);
     e.source.reserve(both.size());
-    for (const Located& l : both) e.source.push_back(*l.text);
+    for (const LedgerLine& l : both) e.source.push_back(*l.text);
     ledger_.push_back(e);
   }
 
-  // A source line with its file and line parsed once; `text` points into
-  // the scheduler node's lines, `file` into files_.
-  struct Located {
-    const std::string* file;
-    int line;
-    const std::string* text;
-  };
-  using Lines = std::vector<Located>;
-  static bool located_less(const Located& a, const Located& b) {
-    if (a.file != b.file && *a.file != *b.file) return *a.file < *b.file;
-    if (a.line != b.line) return a.line < b.line;
-    return *a.text < *b.text;
-  }
-  static void merge_lines(const Lines& a, const Lines& b, Lines* out) {
-    out->clear();
-    out->reserve(a.size() + b.size());
-    std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(*out), located_less);
-    out->erase(std::unique(out->begin(), out->end(),
-                           [](const Located& x, const Located& y) { return *x.text == *y.text; }),
-               out->end());
-  }
+  // A group's source lines in the ledger's order; `text` points into the
+  // scheduler node's lines.
+  using Lines = std::vector<LedgerLine>;
   const Lines& node_lines(int n) {
     auto it = node_lines_.find(n);
     if (it != node_lines_.end()) return it->second;
-    Lines l;
-    for (const std::string& text : g_.nodes[static_cast<size_t>(n)].lines) {
-      SourceLoc at;
-      if (!SourceLoc::parse(text, &at)) at.file = text;
-      l.push_back({&*files_.insert(at.file).first, at.line, &text});
-    }
-    std::sort(l.begin(), l.end(), located_less);
-    l.erase(std::unique(l.begin(), l.end(), [](const Located& x, const Located& y) { return *x.text == *y.text; }),
-            l.end());
-    return node_lines_[n] = std::move(l);
+    Lines l, sorted;
+    for (const std::string& text : g_.nodes[static_cast<size_t>(n)].lines) l.push_back(ledger_line(text, &files_));
+    std::sort(l.begin(), l.end(), ledger_line_less);
+    merge_ledger_lines(l, {}, &sorted);  // each text once
+    return node_lines_[n] = std::move(sorted);
   }
   // A group's lines, kept while its nodes stay as they were (absorb merges
   // the two lists)
@@ -446,7 +422,7 @@ class Scheduler {
     if (it != group_lines_.end() && it->second.first == gr.nodes.size()) return it->second.second;
     Lines all, next;
     for (int n : gr.nodes) {
-      merge_lines(all, node_lines(n), &next);
+      merge_ledger_lines(all, node_lines(n), &next);
       all.swap(next);
     }
     auto& slot = group_lines_[gi];
