@@ -185,10 +185,27 @@ void check_world_size(const Repro& r, int world) {
     if (s.shard.replicated()) continue;
     const auto blocks = s.shard.block_sizes(s.full_shape[static_cast<size_t>(s.shard.dim)]);
     for (int64_t block : blocks)
-      if (block % world != 0)
-        user_error("world size " + std::to_string(world) + " does not divide " + r.name + "'s input " + s.name +
-                   " along dim " + std::to_string(s.shard.dim) + " (" + std::to_string(block) +
+      if (block % world != 0) {
+        // a .fg input: at its declaration, with its layout
+        const std::string at = s.loc.known() && s.loc.col > 0 ? s.loc.file + ":" + std::to_string(s.loc.line) + ":" +
+                                                                     std::to_string(s.loc.col) + ": error: "
+                                                               : std::string();
+        std::string layout;
+        if (!at.empty()) {
+          layout = " (%" + s.name + " " + TensorType{s.dtype, s.full_shape}.str() + " {shard = " +
+                   std::to_string(s.shard.dim);
+          if (!s.shard.blocks.empty()) {
+            layout += ", blocks = [";
+            for (size_t i = 0; i < s.shard.blocks.size(); ++i)
+              layout += (i ? ", " : "") + std::to_string(s.shard.blocks[i]);
+            layout += "]";
+          }
+          layout += "})";
+        }
+        user_error(at + "world size " + std::to_string(world) + " does not divide " + r.name + "'s input " + s.name +
+                   layout + " along dim " + std::to_string(s.shard.dim) + " (" + std::to_string(block) +
                    (blocks.size() > 1 ? " in a block" : "") + "): use a world size that divides it");
+      }
   }
 }
 
@@ -302,6 +319,7 @@ Repro graph_repro(const Graph& graph, const std::string& name, const std::string
     const Node& n = g->node(id);
     specs.push_back({n.name, n.type.shape, n.type.dtype, init_of(*g, n), sharding_of(n.attrs, n.type),
                      n.attrs.count("dim_order") ? attr_ints(n.attrs, "dim_order", Op::Input) : std::vector<int64_t>{}});
+    specs.back().loc = n.loc;
     laid_out = laid_out || !specs.back().shard.replicated();
   }
   for (size_t i = 0; i < g->outputs.size(); ++i) {

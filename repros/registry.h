@@ -49,6 +49,7 @@ struct InputSpec {
   InitSpec init;
   Sharding shard;
   std::vector<int64_t> dim_order;  // memory order of the dims, outermost first; empty: row-major
+  SourceLoc loc;                   // where a .fg declares it (messages); unknown for C++ repros
 };
 
 // The layout and init of an input as .fg attributes ({shard, blocks, init,

@@ -32,12 +32,13 @@ SourceLoc Session::located(const Here& h) const {
   return l;
 }
 
-Tensor Session::wrap(ConcreteP v, const std::string& name, Attrs annotations) {
+Tensor Session::wrap(ConcreteP v, const std::string& name, Attrs annotations, std::optional<DType> declared) {
   auto impl = std::make_shared<TensorImpl>();
   impl->name = name;
   impl->annotations = std::move(annotations);
   impl->session = this;
   impl->type = ex_->type_of(v);
+  impl->declared = declared ? *declared : impl->type.dtype;
   impl->value = std::move(v);
   return Tensor(impl);
 }
@@ -70,10 +71,14 @@ Tensor Session::op(Op op, const std::vector<Tensor>& in, Attrs attrs, const Here
     n.loc = loc;
     std::vector<TensorType> ts;
     std::vector<ConcreteP> vals;
-    for (const auto& t : in) { ts.push_back(t.type()); vals.push_back(concrete(t)); }
-    n.type = infer_type(op, ts, n.attrs);
+    for (const auto& t : in) {
+      ts.push_back({t.impl()->declared, t.type().shape});
+      vals.push_back(concrete(t));
+    }
+    n.type = infer_type(op, ts, n.attrs);  // as declared (executors hold f64 for it in fp64)
     impl->value = ex_->eager(n, vals);
     impl->type = ex_->type_of(impl->value);
+    impl->declared = n.type.dtype;
     return Tensor(impl);
   }
   std::vector<int> ids;
@@ -81,6 +86,7 @@ Tensor Session::op(Op op, const std::vector<Tensor>& in, Attrs attrs, const Here
   int id = cur_.add(op, ids, std::move(attrs), nullptr, {}, loc);
   impl->node = id;
   impl->type = cur_.node(id).type;
+  impl->declared = impl->type.dtype;
   cur_impls_.resize(cur_.nodes.size());
   cur_impls_[static_cast<size_t>(id)] = impl;
   return Tensor(impl);
@@ -98,11 +104,13 @@ Tensor Session::full(double value, DType t, const Shape& shape, const Here& here
     n.loc = located(here);
     impl->value = ex_->eager(n, {});
     impl->type = ex_->type_of(impl->value);  // the fp64 reference fills in f64
+    impl->declared = t;
     return Tensor(impl);
   }
   int id = cur_.add(Op::Full, {}, {{"value", value}}, &ty, {}, located(here));
   impl->node = id;
   impl->type = ty;
+  impl->declared = t;
   cur_impls_.resize(cur_.nodes.size());
   cur_impls_[static_cast<size_t>(id)] = impl;
   return Tensor(impl);
@@ -218,6 +226,7 @@ void Session::all_reduce_(Tensor& t, const Here& here) {
   auto& impl = *t.impl();
   impl.value = r.impl()->value;
   impl.node = r.impl()->node;
+  impl.declared = r.impl()->declared;
   if (impl.node >= 0) cur_impls_[static_cast<size_t>(impl.node)] = t.impl();
 }
 

@@ -18,6 +18,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,9 @@ class Session;
 struct TensorImpl {
   Session* session = nullptr;
   TensorType type;
+  // the dtype the repro declares: type.dtype, but for the fp64 reference,
+  // whose values are f64 (eager nodes carry it: rounding noise reads it)
+  DType declared = DType::F32;
   ConcreteP value;  // set when concrete
   int node = -1;    // set when a node of the current graph
   std::string name; // a repro input's name, used for its graph input
@@ -99,8 +103,10 @@ class Session {
   int rank() const { return ex_->rank(); }
 
   // A concrete value entering the program (a repro input, with its layout
-  // and init as .fg attributes).
-  Tensor wrap(ConcreteP v, const std::string& name = {}, Attrs annotations = {});
+  // and init as .fg attributes); `declared`: the type the repro declares
+  // where the value is held in another (the fp64 reference's f64).
+  Tensor wrap(ConcreteP v, const std::string& name = {}, Attrs annotations = {},
+              std::optional<DType> declared = std::nullopt);
   // Records or runs one op.
   Tensor op(Op op, const std::vector<Tensor>& in, Attrs attrs, const Here& here);
   Tensor full(double value, DType t, const Shape& shape, const Here& here);

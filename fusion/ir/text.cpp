@@ -496,7 +496,7 @@ class Parser {
           const std::string bad = check_annotations(notes, t, false);
           if (!bad.empty()) fail(at, "input %" + ref.text + ": " + bad);
         }
-        g.add(Op::Input, {}, std::move(notes), &t, name, SourceLoc{file_, kw.line, ""});
+        g.add(Op::Input, {}, std::move(notes), &t, name, SourceLoc{file_, ref.line, "", ref.col});
         if (!at_punct(',')) break;
         take();
       }

@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "fusion/errors.h"
+#include "fusion/ir/text.h"
 #include "fusion/options.h"
 #include "harness/record/files.h"
 
@@ -73,6 +75,23 @@ void settle_fuzz_options(FuzzOptions& o, const FuzzFlags& f) {
   if (o.jobs < static_cast<int>(o.worlds.size()) || o.jobs > 64)
     user_error("--jobs " + std::to_string(o.jobs) + ": at least one job a world size (" +
                std::to_string(o.worlds.size()) + ") and at most 64");
+  if (!f.graph.empty()) {
+    // one graph, judged once at each world size (its parse errors are the
+    // user's, at their line)
+    namespace fs = std::filesystem;
+    if (fs::path(f.graph).extension() != ".fg" || !fs::is_regular_file(f.graph))
+      user_error("--graph " + f.graph + ": not an .fg file");
+    std::ifstream in(f.graph, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in && !in.eof()) user_error("--graph " + f.graph + ": cannot be read");
+    o.graph_text = text.str();
+    o.graph_name = fs::path(f.graph).stem().string();
+    parse_graph(o.graph_text, f.graph);
+    o.jobs = static_cast<int>(o.worlds.size());
+    o.graphs = o.jobs;
+    if (!f.seconds_given) o.seconds = 0;
+  }
   if (o.timeout_s < 1) user_error("--timeout must be at least 1");
   parse_fast_paths(f.fast_paths);  // a bad value says so here
   o.fast_paths = f.fast_paths;

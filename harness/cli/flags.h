@@ -21,6 +21,7 @@ struct FuzzFlags {
   std::string seed = "1";          // 0..2^64-1, as written
   std::string seconds_text;        // --seconds as written (messages)
   std::string fast_paths = "proven";
+  std::string graph;               // --graph FILE: judge this one graph
   bool seconds_given = false, graphs_given = false, jobs_given = false;
 };
 // Settles `o` (whose plain options CLI11 already filled) from `f`: the

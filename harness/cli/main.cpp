@@ -253,6 +253,12 @@ int run_main(int argc, char** argv) {
   fuzz->add_option("--timeout", fopts.timeout_s, "seconds a collective may wait; a job silent 3x this long is hung")
       ->capture_default_str();
   fuzz->add_option("--golden-dir", sel.golden_dir, golden_help);
+  fuzz->add_option("--graph", fflags.graph,
+                   "judge this .fg (a finding, after a fix) as a generated graph is, once at each world size")
+      ->excludes("--graphs")
+      ->excludes("--seed")
+      ->excludes("--max-ops")
+      ->excludes("--jobs");
   add_fast(fuzz);
   FuzzJobSpec fjob;
   auto* fuzzjob = app.add_subcommand("_fuzzjob", "(internal) one rank of a fuzz job");

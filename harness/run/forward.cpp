@@ -82,7 +82,8 @@ ForwardResult forward(const Repro& r, Mode mode, AtenExecutor& ex, const std::ma
   std::map<std::string, Attrs> notes;  // shown on the captured graphs' inputs
   for (const auto& spec : r.inputs(ex.world_size())) notes[spec.name] = input_annotations(spec);
   for (const auto& [k, v] : inputs)
-    in[k] = s.wrap(wrap_aten(upcast && v.is_floating_point() ? v.to(at::kDouble) : v), k, notes[k]);
+    in[k] = s.wrap(wrap_aten(upcast && v.is_floating_point() ? v.to(at::kDouble) : v), k, notes[k],
+                   from_aten(v.scalar_type()));
   ex.begin_forward();
   std::vector<Tensor> outs = r.forward(s, in);
   ForwardResult res;

@@ -140,7 +140,6 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
              const std::function<void(const std::string&)>& note, const std::function<void()>& after,
              double deadline_s, const std::function<double()>& elapsed) {
   namespace fs = std::filesystem;
-  const FuzzGenOptions gen = gen_options(o, fr.world);
   const std::string who = jobs > 1 ? "fuzz job " + std::to_string(job) + ": " : "fuzz: ";
   for (int64_t index = first;; index += jobs) {
     bool go = elapsed() < deadline_s && (o.graphs == 0 || index < o.graphs) &&
@@ -151,12 +150,12 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
     if (!go) break;
     const uint64_t seed = o.seed + static_cast<uint64_t>(index);
     note("graph " + std::to_string(index) + " (seed " + std::to_string(seed) + ")");
-    FuzzGraph fg = generate_graph(seed, gen);
+    FuzzGraph fg = fuzz_graph(o, index, fr.world);
     if (o.print_graphs && fr.rank == 0)
       std::cerr << "# graph " << index << " (seed " << seed << ")\n" << print_graph(fg.graph) << std::flush;
     ++t.graphs;
     ++t.by_world[fr.world];
-    const std::string name = fuzz_name(fg.graph);
+    const std::string name = o.graph_text.empty() ? fuzz_name(fg.graph) : o.graph_name;
     std::string why;
     std::optional<FuzzFinding> f = fuzz_check(fg.graph, name, o, fr, &why);
     if (!f) {
@@ -191,8 +190,10 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
       std::string text = "# fusegate fuzz finding: " + f->kind + " under --fusion " + policy_name(f->policy) +
                          (fr.world > 1 ? " at world size " + std::to_string(fr.world) : "") + "\n" + "# " +
                          json_escape_free(again && !again->kind.empty() ? again->detail : f->detail) + "\n" +
-                         "# from graph " + std::to_string(index) + " of fusegate fuzz --seed " + std::to_string(o.seed) +
-                         " (seed " + std::to_string(seed) + ", " + std::to_string(op_nodes(fg.graph)) + " nodes; " +
+                         (o.graph_text.empty() ? "# from graph " + std::to_string(index) + " of fusegate fuzz --seed " +
+                                                     std::to_string(o.seed) + " (seed " + std::to_string(seed) + ", "
+                                               : "# from fusegate fuzz --graph " + o.graph_name + ".fg (") +
+                         std::to_string(op_nodes(fg.graph)) + " nodes; " +
                          std::to_string(op_nodes(small)) + " after " + std::to_string(checks) + " checks)\n" +
                          "# replay: " + cmd + "\n# bisect: fusegate bisect --graph " + path + flags + "\n" +
                          print_graph(small);
@@ -215,6 +216,19 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
     after();
   }
 }
+
+}  // namespace
+
+FuzzGraph fuzz_graph(const FuzzOptions& o, int64_t index, int world) {
+  if (o.graph_text.empty()) return generate_graph(o.seed + static_cast<uint64_t>(index), gen_options(o, world));
+  FuzzGraph f;
+  f.graph = parse_graph(o.graph_text, o.graph_name + ".fg");
+  for (const Node& n : f.graph.nodes)
+    if (n.op != Op::Input) f.ops.insert(op_name(n.op));
+  return f;
+}
+
+namespace {
 
 // The summary both ways of running print, and write with --json.
 int summarize(const FuzzOptions& o, const Tally& t, double secs, bool tty) {
@@ -259,7 +273,8 @@ nlohmann::json options_json(const FuzzOptions& o) {
           {"findings_dir", o.findings_dir}, {"max_findings", o.max_findings},
           {"worlds", o.worlds},         {"jobs", o.jobs},
           {"fast_paths", o.fast_paths}, {"golden_dir", o.golden_dir},
-          {"timeout_s", o.timeout_s}, {"print_graphs", o.print_graphs}};
+          {"timeout_s", o.timeout_s}, {"print_graphs", o.print_graphs},
+          {"graph_text", o.graph_text}, {"graph_name", o.graph_name}};
 }
 
 FuzzOptions options_from(const nlohmann::json& j) {
@@ -279,6 +294,8 @@ FuzzOptions options_from(const nlohmann::json& j) {
   o.golden_dir = j.at("golden_dir").get<std::string>();
   o.timeout_s = j.at("timeout_s").get<int>();
   o.print_graphs = j.at("print_graphs").get<bool>();
+  o.graph_text = j.at("graph_text").get<std::string>();
+  o.graph_name = j.at("graph_name").get<std::string>();
   return o;
 }
 
@@ -393,7 +410,7 @@ int supervise(const FuzzOptions& o) {
       // the graph it was on, unminimized (a graph that kills its job is
       // not shrunk: each try could take a job down)
       seed = o.seed + static_cast<uint64_t>(index);
-      const Graph g = generate_graph(seed.get<uint64_t>(), gen_options(o, world)).graph;
+      const Graph g = fuzz_graph(o, index, world).graph;
       file = o.findings_dir + "/" + fuzz_name(g) + ".fg";
       const std::string cmd = "fusegate run --graph " + file + replay_flags(o, nullptr, world);
       fs::create_directories(o.findings_dir);

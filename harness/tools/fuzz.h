@@ -19,6 +19,7 @@
 #include "fusion/ir/graph.h"
 #include "fusion/options.h"
 #include "fusion/passes/fast_paths.h"
+#include "harness/tools/fuzz_gen.h"
 
 namespace fg {
 
@@ -40,7 +41,15 @@ struct FuzzOptions {
   std::string golden_dir;        // where the proofs are read from
   int timeout_s = 120;           // a collective, or a job silent this long x3
   bool print_graphs = false;     // --print-graph: each graph's text on stderr before it runs
+  // --graph FILE: judge this graph (a finding, after a fix) instead of
+  // generated ones, once at each world size; its inputs are seeded by the
+  // file's stem, as `fusegate run --graph FILE` seeds them
+  std::string graph_text, graph_name;
 };
+
+// The graph index `index` of a run judges: generated from seed + index, or
+// the --graph file's.
+FuzzGraph fuzz_graph(const FuzzOptions& o, int64_t index, int world);
 
 // Where one rank of a job stands: its group (null at world size 1) and
 // proofs, and the count of verdicts it has exchanged (the ranks of a job

@@ -99,7 +99,7 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
   Repro r = graph_repro(g, name, "fuzz graph", name + ".fg");
   std::map<std::string, at::Tensor> inputs;
   std::set<std::string> replicated;  // a graph's inputs are the same on every rank
-  ForwardResult eager, fp64;
+  ForwardResult eager, fp64, noisy;
   try {
     AtenExecutor ex(fr.coll, fr.rank, fr.world, FusionPolicy::Default, false, o.backend);
     for (const auto& s : r.inputs(fr.world)) {
@@ -109,6 +109,9 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
     eager = forward(r, Mode::Eager, ex, inputs, false);
     AtenExecutor ref(fr.coll, fr.rank, fr.world, FusionPolicy::Default, true, o.backend);
     fp64 = forward(r, Mode::Eager, ref, inputs, true);
+    AtenExecutor rounded(fr.coll, fr.rank, fr.world, FusionPolicy::Default, true, o.backend);
+    rounded.set_rounding_noise(true);
+    noisy = forward(r, Mode::Eager, rounded, inputs, true);
   } catch (const std::exception& e) {
     if (eager_error) *eager_error = first_line(e.what());
     return std::nullopt;
@@ -217,13 +220,25 @@ std::optional<FuzzFinding> local_check(const Graph& g, const std::string& name, 
       const DType least = least_precise[static_cast<size_t>(g.outputs[i])];
       const bool low = least == DType::BF16 || least == DType::F16;
       const double rtol = least == DType::BF16 ? 1.6e-2 : least == DType::F16 ? 1e-3 : 1.3e-6;
+      // where the roundings fall moves an output by as much as the graph
+      // amplifies them: a product of two values that cancel in fp64 and in
+      // eager (x - mean(x) over one element, times the mean: exactly 0 both
+      // ways) keeps one unrounded inlined value in a kernel and so is 1e-2
+      // off (found on cuda, f16). The fp64 reference with a rounding's
+      // noise at every value measures that amplification for this graph
+      double noise = 0;
+      if (i < noisy.outputs.size() && noisy.outputs[i].sizes() == fp64.outputs[i].sizes()) {
+        noise = std::sqrt(keep(noisy.outputs[i]).to(at::kDouble).sub(ref).pow(2).mean().item<double>());
+        if (!std::isfinite(noise)) noise = 0;
+      }
       const bool scaled_ok = *a.rmse_vs_fp64 <=
-                             (low ? 3.0 : 2.0) * *a.eager_rmse_vs_fp64 + rtol * rms;
+                             (low ? 3.0 : 2.0) * *a.eager_rmse_vs_fp64 + rtol * rms + 4.0 * noise;
       if (!*a.pass && !scaled_ok) {
         char buf[200];
-        std::snprintf(buf, sizeof buf, "%s: rmse vs fp64 %.3g against eager's %.3g, max |compiled - eager| %.3g",
-                      out.c_str(), *a.rmse_vs_fp64, *a.eager_rmse_vs_fp64,
-                      *a.max_abs_vs_eager);
+        std::snprintf(buf, sizeof buf,
+                      "%s: rmse vs fp64 %.3g against eager's %.3g (fp64 with rounding noise: %.3g), max |compiled - "
+                      "eager| %.3g",
+                      out.c_str(), *a.rmse_vs_fp64, *a.eager_rmse_vs_fp64, noise, *a.max_abs_vs_eager);
         f.kind = "mismatch";
         f.detail = buf;
         return f;

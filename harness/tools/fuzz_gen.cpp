@@ -130,6 +130,11 @@ class Gen {
   }
 
   int add(Op op, std::vector<int> in, Attrs a = {}) {
+    // a choice the op table lists and the case left open: absent (its
+    // default) or any of the table's values, so a value added there is tried
+    for (const AttrSpec& spec : op_spec(op).attrs)
+      if (spec.kind == AttrKind::Choice && !a.count(spec.name) && !spec.choices.empty() && chance(0.5))
+        a[spec.name] = spec.choices[static_cast<size_t>(pick(static_cast<int>(spec.choices.size())))];
     try {
       int id = g_.add(op, std::move(in), std::move(a));
       ops_.insert(op_name(op));
@@ -165,7 +170,6 @@ class Gen {
       case 1: {
         Op op = kUnary[pick(sizeof kUnary / sizeof *kUnary)];
         Attrs a;
-        if (op == Op::Gelu && chance(0.5)) a["approximate"] = std::string("tanh");
         return add(op, {v}, a) >= 0;
       }
       case 2: {

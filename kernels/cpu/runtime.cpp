@@ -4,7 +4,9 @@
 #include <chrono>
 #include <sstream>
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/rand.h>
 #include "fusion/errors.h"
 #include "fusion/logs.h"
 #include "kernels/collectives/collectives.h"
@@ -82,6 +84,25 @@ void AtenExecutor::begin_forward() {
   graphs_run_.clear();
 }
 
+namespace {
+// One rounding's worth of relative noise on `r`, the value of `n` (see
+// set_rounding_noise): views, inputs, constants, integers and f64 are kept.
+at::Tensor with_rounding_noise(const Node& n, const at::Tensor& r, uint64_t draw) {
+  const FusionKind k = fusion_kind(n.op);
+  if (!r.defined() || !r.is_floating_point() || k == FusionKind::View || k == FusionKind::Mutation ||
+      k == FusionKind::Input || n.op == Op::Full)
+    return r;
+  const double u = n.type.dtype == DType::BF16 ? 0x1p-8
+                   : n.type.dtype == DType::F16 ? 0x1p-11
+                   : n.type.dtype == DType::F32 ? 0x1p-24
+                                                : 0.0;
+  if (u == 0.0) return r;
+  auto gen = at::detail::createCPUGenerator(0x9e3779b97f4a7c15ULL ^ draw);
+  const at::Tensor d = at::rand(r.sizes(), gen, at::TensorOptions().dtype(at::kDouble)).mul(2 * u).sub(u);
+  return r.mul(d.add(1.0).to(r.device(), r.scalar_type()));
+}
+}  // namespace
+
 ConcreteP AtenExecutor::eager(const Node& n, const std::vector<ConcreteP>& in) {
   std::vector<at::Tensor> ts;
   for (const auto& c : in) ts.push_back(unwrap(c));
@@ -89,6 +110,7 @@ ConcreteP AtenExecutor::eager(const Node& n, const std::vector<ConcreteP>& in) {
   size_t first = launches_.size();
   if (probe_) probe_->open();
   at::Tensor r = aten_op(n, ts, ctx_);
+  if (rounding_noise_) r = with_rounding_noise(n, r, noise_draws_++);
   bool coll = fusion_kind(n.op) == FusionKind::Collective;
   LaunchRecord proto;
   proto.name = std::string(coll ? "collective_" : "aten_") + op_info(n.op).aten;

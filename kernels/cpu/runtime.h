@@ -149,6 +149,13 @@ class AtenExecutor : public Executor {
   // Graph inputs (by name) that hold the same value on every rank: the
   // proof TP rewrites need (CompileOptions::replicated_inputs).
   void set_replicated_inputs(std::set<std::string> names) { replicated_ = std::move(names); }
+  // The fp64 reference with a rounding of its own at every value: each
+  // floating result (not a view, an input or a constant) times 1 + d, d
+  // uniform in +-u of the type the graph declares (bf16 2^-8, f16 2^-11,
+  // f32 2^-24), drawn from a seed per node in evaluation order, so ranks
+  // perturb alike. How far that lands from the plain reference is the
+  // graph's sensitivity to where roundings happen (fuzz's tolerance).
+  void set_rounding_noise(bool on) { rounding_noise_ = on; }
   // The fast paths asked for and what their proofs allow (passes/fast_paths.h);
   // before the first graph compiles.
   void set_fast_paths(FastPathSelection sel, FastPathProofs proofs) {
@@ -215,6 +222,8 @@ class AtenExecutor : public Executor {
   FusionPolicy fusion_;
   EagerContext ctx_;
   std::set<std::string> replicated_;
+  bool rounding_noise_ = false;
+  uint64_t noise_draws_ = 0;
   FastPathSelection fast_sel_;
   FastPathProofs fast_proofs_;
   std::optional<std::set<std::string>> template_gemms_;

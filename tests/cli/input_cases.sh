@@ -195,6 +195,11 @@ FG
     "$FG" run --graph "$T/router.fg" --mode C --world-size 4 >"$T/out" 2>&1; expect_rc $? 2
     expect_out "router.fg:3:13: error: add: dim 2 of %logits is 1 on each rank, 4 at world size 1, and broadcasts against 4 of %b"
     "$FG" check --repro-dir "$T/router.fg" router --mode C --world-size 4 >"$T/out" 2>&1; expect_rc $? 2
+    # a layout the world size does not divide: at the input's declaration
+    printf 'graph odd(%%w: f32[8],\n          %%x: f32[5,8] {shard = 0}) {\n  %%y = mul(%%x, %%w) : f32[5,8]\n  return %%y\n}\n' \
+      >"$T/odd.fg"
+    "$FG" run --graph "$T/odd.fg" --mode C --world-size 2 >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "odd.fg:2:11: error: world size 2 does not divide odd's input x \(%x f32\[5,8\] \{shard = 0\}\) along dim 0"
 }
 
 case_memory_estimated_before_run() {

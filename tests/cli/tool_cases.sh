@@ -241,6 +241,47 @@ PY
     "$FG" run --graph "$T/missing.fg" >"$T/out" 2>&1; expect_rc $? 2; expect_out "not an .fg file"
 }
 
+case_fuzz_judges_one_graph() {
+    # fuzz --graph judges a written graph as it judges a generated one, once
+    # at each world size: an f16 product of two values that cancel exactly
+    # in fp64 and eager but not in a kernel that keeps one of them unrounded
+    # (a cuda finding, seed 782047) is no finding; a broken fusion rule on a
+    # fused reduction still is
+    cat >"$T/rounding.fg" <<'FG'
+graph rounding(%x1: f16[64,1], %x2: f16[1,1]) {
+  %c = full() {value = 24.0} : f16[]
+  %6 = mul(%x1, %x2) : f16[64,1]
+  %7 = sub(%x2, %6) : f16[64,1]
+  %9 = mul(%7, %c) : f16[64,1]
+  %11 = mean(%9) {dims = [-1], keepdim = 1} : f16[64,1]
+  %12 = sub(%9, %11) : f16[64,1]
+  %15 = mul(%12, %11) : f16[64,1]
+  return %15
+}
+FG
+    "$FG" fuzz --graph "$T/rounding.fg" --fusion all --world-size 1,2 --findings "$T/r" --json "$T/r.json" >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "2 graphs in .* 0 findings"
+    python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['graphs']==2 and j['graphs_by_world']=={'1':1,'2':1} and not j['findings'], j" \
+      "$T/r.json" || fail "fuzz --graph --json"
+    cat >"$T/fused.fg" <<'FG'
+graph fused(%x: f32[8,32]) {
+  %1 = relu(%x) : f32[8,32]
+  %2 = sum(%1) {dims = [1], keepdim = 1} : f32[8,1]
+  %3 = sub(%x, %2) : f32[8,32]
+  return %3
+}
+FG
+    FUSEGATE_FAULT=broken_fusion:reduction "$FG" fuzz --graph "$T/fused.fg" --findings "$T/b" >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "mismatch under --fusion default"
+    f=$(ls "$T"/b/*.fg 2>/dev/null | head -1)
+    [ -n "$f" ] && grep -q "^# from fusegate fuzz --graph fused.fg" "$f" || fail "finding file: $(head -4 "$f" 2>&1)"
+    # bad input: exit 2, naming the file (and the line)
+    "$FG" fuzz --graph "$T/none.fg" >"$T/out" 2>&1; expect_rc $? 2; expect_out "--graph .*none.fg: not an .fg file"
+    printf 'graph g(%%x: f32[4]) {\n  %%1 = relu(%%y) : f32[4]\n  return %%1\n}\n' >"$T/bad.fg"
+    "$FG" fuzz --graph "$T/bad.fg" >"$T/out" 2>&1; expect_rc $? 2; expect_out "bad.fg:2"
+    "$FG" fuzz --graph "$T/fused.fg" --seed 3 >"$T/out" 2>&1; expect_rc $? 2; expect_out "excludes"
+}
+
 case_scratch_under_tmpdir() {
     # scratch folders are made under $TMPDIR, removed on SIGINT and SIGTERM,
     # and after a SIGKILL swept by the next fusegate, never while their

@@ -5,11 +5,16 @@ its first line says where fusegate must place it and what it must say:
     # error: LINE:COL: what the message must contain
     # args: --fusion max-autotune          (optional: more explain arguments)
 
+(`# error: LINE: what ...`, without a column: any column of that line.)
+
 Every file is explained in one `fusegate explain --batch` process. A file
 passes when explain exits 2 with `FILE:LINE:COL: error:` and the text in its
 message, and no internal error. Usage:
 
   check_malformed.py FUSEGATE [DIR]     check every .fg in DIR (default: here)
+  check_malformed.py FUSEGATE --mutants WRITER COUNT
+                                        check COUNT mutants of generated graphs
+                                        that WRITER (write_mutants) makes afresh
   check_malformed.py --self-test FUSEGATE
                                         a file whose expectation is wrong must fail
 """
@@ -19,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-HEADER = re.compile(r"^# error: (\d+):(\d+): (.+)$")
+HEADER = re.compile(r"^# error: (\d+)(?::(\d+))?: (.+)$")
 
 
 def expectation(path):
@@ -31,7 +36,7 @@ def expectation(path):
     args = []
     if len(lines) > 1 and lines[1].startswith("# args:"):
         args = lines[1][len("# args:"):].split()
-    return int(m.group(1)), int(m.group(2)), m.group(3), args
+    return int(m.group(1)), (int(m.group(2)) if m.group(2) else None), m.group(3), args
 
 
 def run_batch(fusegate, cases):
@@ -72,15 +77,16 @@ def check(fusegate, folder):
         expected.append((line, col, msg))
     failures = 0
     for (path, _), (line, col, msg), (rc, err) in zip(cases, expected, run_batch(fusegate, cases)):
-        where = f"{path}:{line}:{col}: error: "
+        at = re.search(re.escape(f"{path}:{line}:") + (re.escape(f"{col}") if col is not None else r"\d+")
+                       + re.escape(": error: "), err)
         problems = []
         if rc != 2:
             problems.append(f"exit {rc}, not 2")
         if "internal error" in err.lower():
             problems.append("an internal error")
-        if where not in err:
-            problems.append(f"not placed at {line}:{col}")
-        elif msg not in err[err.index(where):]:
+        if not at:
+            problems.append(f"not placed at {line}" + (f":{col}" if col is not None else ""))
+        elif msg not in err[at.start():]:
             problems.append(f"message lacks: {msg}")
         if problems:
             failures += 1
@@ -111,9 +117,24 @@ def self_test(fusegate):
     return 0
 
 
+def mutants(fusegate, writer, count):
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([writer, d, str(count)], capture_output=True, text=True)
+        if p.returncode != 0:
+            print(f"{writer} {d} {count}: exit {p.returncode}\n{p.stdout}{p.stderr}")
+            return 1
+        made = len([f for f in os.listdir(d) if f.endswith(".fg")])
+        if made != count:
+            print(f"{writer} wrote {made} mutants, not {count}")
+            return 1
+        return check(fusegate, d)
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "--self-test":
         sys.exit(self_test(sys.argv[2]))
+    if len(sys.argv) == 5 and sys.argv[2] == "--mutants":
+        sys.exit(mutants(sys.argv[1], sys.argv[3], int(sys.argv[4])))
     if len(sys.argv) not in (2, 3):
         print(__doc__)
         sys.exit(2)
