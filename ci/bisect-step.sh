@@ -7,12 +7,17 @@
 #
 # FUSEGATE=path uses that fusegate; otherwise this commit's tree is built
 # into build-bisect/ (a commit that does not build cannot be tested: 125).
-# `fusegate check` answers 0 pass and 1 regression; everything that means
-# "this commit cannot be judged" becomes 125: bad input there (exit 2: a
-# repro or flag the commit does not have), a check that cannot test (125:
-# a --backend cuda run without a GPU or a CUDA build, a rank that crashed),
-# a golden that is missing for the selection (MISSING), or any other exit.
-# `git bisect run` would read an exit 2 as "bad".
+# `fusegate check` answers 0 pass and 1 regression; what means "this
+# commit cannot be judged" becomes 125: a check that cannot test (125: a
+# --backend cuda run without a GPU or a CUDA build, a rank that crashed),
+# a golden that is missing for the selection (MISSING), or an exit other
+# than 0, 1, 2. Bad input (exit 2: a typo in a repro, a flag or a golden
+# folder) stops the bisection (exit 128) with fusegate's reason: skipping
+# it would skip every commit, and `git bisect run` would read an exit 2 as
+# "bad". Once a step of this bisection has been judged (0 or 1), the
+# command is known to be good input, and an exit 2 is this commit lacking
+# what it names (a repro added later): 125, skipped. The mark lives in the
+# repository's git folder, newer than the bisection's start.
 set -uo pipefail
 fg="${FUSEGATE:-}"
 if [ -z "$fg" ]; then
@@ -23,18 +28,32 @@ if [ -z "$fg" ]; then
   }
   fg=./build-bisect/harness/fusegate
 fi
+gitdir="$(git rev-parse --git-dir 2>/dev/null || true)"
+mark="${gitdir:+$gitdir/fusegate-bisect-judged}"
+judged_here() {  # a step of the bisection under way was judged
+  [ -n "$mark" ] && [ -f "$mark" ] && [ -f "$gitdir/BISECT_START" ] && [ "$mark" -nt "$gitdir/BISECT_START" ]
+}
 out="$(mktemp)"
 trap 'rm -f "$out"' EXIT
 "$fg" check "$@" >"$out" 2>&1
 rc=$?
+# why: every line that says a verdict or an error (at most 40), then the end
+grep -E 'FAIL|CANNOT_TEST|MISSING|IMPROVED|error|fusegate:' "$out" | head -40
 tail -3 "$out"
 # (a check of nothing but MISSING goldens exits 1: "nothing was compared")
 if [ $rc -le 1 ] && grep -qE '^[^ ]+ +MISSING' "$out" && ! grep -qE '^[^ ]+ +FAIL' "$out"; then
   echo "bisect-step: a golden is missing for this selection: cannot test"
   exit 125
 fi
+[ $rc -le 1 ] && [ -n "$mark" ] && touch "$mark" 2>/dev/null
 case $rc in
   0) exit 0 ;;
   1) exit 1 ;;
+  2) if judged_here; then
+       echo "bisect-step: fusegate check exit 2 at this commit, where earlier steps were judged: it lacks what the command names; cannot test"
+       exit 125
+     fi
+     echo "bisect-step: fusegate check exit 2 (bad input, above): stopping the bisection (exit 128); fix the command and run it again"
+     exit 128 ;;
   *) echo "bisect-step: fusegate check exit $rc: cannot test this commit"; exit 125 ;;
 esac

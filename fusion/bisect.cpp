@@ -8,11 +8,14 @@
 namespace fg {
 
 const std::vector<std::string>& bisect_subsystems() {
-  static const std::vector<std::string> s = {"fast_paths", "gemm_epilogue", "tp_rewrite", "decisions", "codegen_variants"};
+  static const std::vector<std::string> s = {"decompositions", "fast_paths", "gemm_epilogue", "tp_rewrite",
+                                             "lowerings",      "decisions",  "codegen_variants"};
   return s;
 }
 
 int64_t bisect_limit(const BisectLimits& l, const std::string& subsystem) {
+  if (subsystem == "decompositions") return l.decompositions;
+  if (subsystem == "lowerings") return l.lowerings;
   if (subsystem == "fast_paths") return l.fast_paths;
   if (subsystem == "gemm_epilogue") return l.gemm_epilogue;
   if (subsystem == "tp_rewrite") return l.tp_rewrite;
@@ -32,7 +35,9 @@ BisectLimits parse_bisect(const std::string& text) {
     const std::string k = colon == std::string::npos ? "" : item.substr(colon + 1);
     bool digits = !k.empty() && k.size() < 10;
     for (char c : k) digits = digits && c >= '0' && c <= '9';
-    int64_t* slot = name == "fast_paths"      ? &l.fast_paths
+    int64_t* slot = name == "decompositions"  ? &l.decompositions
+                    : name == "lowerings"     ? &l.lowerings
+                    : name == "fast_paths"    ? &l.fast_paths
                     : name == "gemm_epilogue" ? &l.gemm_epilogue
                     : name == "tp_rewrite"    ? &l.tp_rewrite
                     : name == "decisions"     ? &l.decisions
@@ -40,7 +45,8 @@ BisectLimits parse_bisect(const std::string& text) {
                                               : nullptr;
     if (!slot || !digits)
       user_error("FUSEGATE_BISECT: '" + item +
-                 "' is not SUBSYSTEM:K; subsystems: fast_paths, gemm_epilogue, tp_rewrite, decisions, codegen_variants; K a count");
+                 "' is not SUBSYSTEM:K; subsystems: decompositions, fast_paths, gemm_epilogue, tp_rewrite, lowerings, "
+                 "decisions, codegen_variants; K a count");
     *slot = std::stoll(k);
   }
   return l;

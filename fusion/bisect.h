@@ -1,13 +1,26 @@
 // FUSEGATE_BISECT: how many applications of each switchable subsystem the
 // compiler makes, for `fusegate bisect` and its replay commands. The value
 // is a comma-separated list of SUBSYSTEM:K; a subsystem not listed is not
-// limited. Subsystems, in pipeline order:
+// limited. Subsystems, in pipeline order (the stages, and the rules inside
+// them that bisect names):
+//   decompositions composite ops rewritten into primitives (passes/
+//                  decompose: rms_norm, softmax, ...), in graph order, per
+//                  graph; an op past the limit stays whole and runs as a
+//                  library (ATen) call
 //   fast_paths     fast path sites taken (passes/fast_paths)
 //   gemm_epilogue  GELU folds into GEMMs (cuda, max-autotune)
 //   tp_rewrite     residual hoists onto rank 0's GEMM (cuda, max-autotune)
+//   lowerings      pointwise, reduction and scatter ops lowered into
+//                  generated code (passes/lower), in graph order, per graph;
+//                  an op past the limit runs as a library (ATen) call, one
+//                  kernel of its own. With decompositions and lowerings at 0
+//                  every op is a library call: the graph as captured, run
+//                  op by op inside the compiled program
 //   decisions      fusions the scheduler applies, in ledger order, per graph
 //   codegen_variants  generated kernels written in chunks of 8 (16-byte
-//                  vector loads and stores; cuda), in launch order, per graph
+//                  vector loads and stores; cuda) or, on the host, pointwise
+//                  kernels whose loop is marked `omp simd`, in launch order,
+//                  per graph
 // An application past its limit is not made; the ledger records it as
 // `bisect_limit`. Every rank reads the same environment, so every rank
 // compiles alike. A bad value is bad input (exit 2).
@@ -19,10 +32,20 @@
 namespace fg {
 
 struct BisectLimits {
-  int64_t fast_paths = -1, gemm_epilogue = -1, tp_rewrite = -1, decisions = -1, codegen_variants = -1;  // -1: no limit
+  int64_t decompositions = -1, fast_paths = -1, gemm_epilogue = -1, tp_rewrite = -1, lowerings = -1, decisions = -1,
+          codegen_variants = -1;  // -1: no limit
   bool any() const {
-    return fast_paths >= 0 || gemm_epilogue >= 0 || tp_rewrite >= 0 || decisions >= 0 || codegen_variants >= 0;
+    return decompositions >= 0 || fast_paths >= 0 || gemm_epilogue >= 0 || tp_rewrite >= 0 || lowerings >= 0 ||
+           decisions >= 0 || codegen_variants >= 0;
   }
+};
+
+// One application of a stage's rule the record lists (decompositions,
+// lowerings): the graph value it applied to ("%23", "%h"), the rule
+// ("rms_norm", "pointwise mul") and the repro lines of that value.
+struct StageApplication {
+  std::string stage, rule, node;
+  std::vector<std::string> lines;
 };
 
 // The subsystems in pipeline order.

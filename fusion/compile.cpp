@@ -21,7 +21,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   verify(g);
   if (log_enabled("graph")) log_write("graph", print_graph(g));
 
-  c.decomposed = decompose(g);
+  c.decomposed = decompose(g, &c.decompositions);
   verify(c.decomposed);
 
   // dead code out first, as Inductor's graph is cleaned before lowering:

@@ -45,6 +45,7 @@ struct CompiledProgram {
   Schedule schedule;    // after schedule
   KernelProgram program;
   std::map<std::string, FastPathStatus> fast_paths;  // every fast path's status in this graph
+  std::vector<StageApplication> decompositions;      // the rewrites decompose made, in graph order
 };
 
 CompiledProgram compile(const Graph& g, const CompileOptions& opts);

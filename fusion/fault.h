@@ -42,5 +42,11 @@ std::string fault_argument(const std::string& name);
 // Adds a fault to this process only (diverge_fusion:R becomes
 // refuse_fusion:reduction on rank R).
 void fault_enable(const std::string& name, const std::string& arg);
+// The variables of this process that decide what a run computes
+// (FUSEGATE_FAULT, FUSEGATE_BISECT, ATEN_CPU_CAPABILITY), as the prefix of
+// a command line that replays it ("FUSEGATE_FAULT=broken_fusion:reduction "),
+// each one set, shell-quoted where it needs to be; "" when none is.
+// `with_bisect` false leaves FUSEGATE_BISECT out (a command that gives its own).
+std::string replay_env(bool with_bisect = true);
 
 }  // namespace fg

@@ -227,6 +227,7 @@ std::string InitSpec::str() const {
 Attrs input_annotations(const InputSpec& s) {
   Attrs a;
   if (!s.dim_order.empty()) a["dim_order"] = s.dim_order;
+  if (!s.seed.empty()) a["seed"] = s.seed;
   if (!s.shard.replicated()) {
     a["shard"] = int64_t{s.shard.dim};
     if (!s.shard.blocks.empty()) a["blocks"] = s.shard.blocks;
@@ -320,6 +321,7 @@ Repro graph_repro(const Graph& graph, const std::string& name, const std::string
     specs.push_back({n.name, n.type.shape, n.type.dtype, init_of(*g, n), sharding_of(n.attrs, n.type),
                      n.attrs.count("dim_order") ? attr_ints(n.attrs, "dim_order", Op::Input) : std::vector<int64_t>{}});
     specs.back().loc = n.loc;
+    specs.back().seed = attr_str_or(n.attrs, "seed", "");
     laid_out = laid_out || !specs.back().shard.replicated();
   }
   for (size_t i = 0; i < g->outputs.size(); ++i) {

@@ -50,6 +50,9 @@ struct InputSpec {
   Sharding shard;
   std::vector<int64_t> dim_order;  // memory order of the dims, outermost first; empty: row-major
   SourceLoc loc;                   // where a .fg declares it (messages); unknown for C++ repros
+  // the repro whose draw of an input of this name fills it (a .fg's `seed`:
+  // an exported or minified graph keeps its repro's values); empty: its own
+  std::string seed;
 };
 
 // The layout and init of an input as .fg attributes ({shard, blocks, init,

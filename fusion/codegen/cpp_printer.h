@@ -19,6 +19,7 @@ class CppPrinter : public CStylePrinter {
 
  public:
   std::string outer_loop(int64_t numel, bool reduction) const override;
+  bool can_vectorize(int64_t numel) const override { return numel > 1; }
   std::string inner_loop(int64_t rnumel) const override;
   // A floating sum accumulates in double: one thread adds a row's elements
   // in order, and a float accumulator's error grows with the row (1025

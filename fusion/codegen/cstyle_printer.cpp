@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "fusion/bisect.h"
+#include "fusion/fault.h"
 #include "fusion/codegen/kernel_emitter.h"
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
@@ -191,11 +192,18 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   // chunks of 8 are a codegen variant FUSEGATE_BISECT=codegen_variants:K
   // can switch off: the K-th kernel that could have them is the last that
   // does (fusion/bisect.h); the rest run element by element
-  const bool variant = has_red ? can_chunk(1, R) : can_chunk(X, 1);
+  // (on the host, a pointwise kernel's loop marked for vectorization is the
+  // variant: `omp simd`)
+  const bool vectorizable = !has_red && !has_scan && can_vectorize(X);
+  const bool variant = (has_red ? can_chunk(1, R) : can_chunk(X, 1)) || vectorizable;
   const int64_t limit = bisect_limits().codegen_variants;
   if (variant) ++variants_;
-  chunks_allowed_ = !(variant && limit >= 0 && variants_ > limit) && !has_scan;
-  k.chunked = variant && chunks_allowed_;
+  const bool allowed = !(variant && limit >= 0 && variants_ > limit);
+  chunks_allowed_ = allowed && !has_scan;
+  k.chunked = variant && !vectorizable && chunks_allowed_;
+  k.vectorized = vectorizable && allowed;
+  const std::string broken = fault_argument("broken_codegen");
+  broken_variant_ = (k.chunked && broken == "chunked") || (k.vectorized && broken == "simd");
   // 32-bit indices when the kernel's iteration space and every buffer of
   // the graph hold fewer than 2^30 elements: an index is a sum of
   // non-negative terms no larger than the element it reaches, and a
@@ -226,6 +234,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
     em.chunk_end();
     em.close();
   } else {
+    if (k.vectorized) em.line("#pragma omp simd");
     em.open(outer_loop(X, has_red));
     em.phases(gr.nodes, body, inner, R, nullptr);
     em.close();
@@ -235,6 +244,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   sig_row_words_ = em.row_words;
   k.source = em.finish(signature("@NAME@"), gr.nodes, removed);
   chunks_allowed_ = true;
+  broken_variant_ = false;
   narrow_index_ = false;
   serial_rows_ = false;
   return k;

@@ -62,6 +62,14 @@ class CStylePrinter {
   bool chunked(int64_t numel, int64_t rnumel) const { return chunks_allowed_ && can_chunk(numel, rnumel); }
   // Whether the dialect can run a kernel over (numel, rnumel) in chunks.
   virtual bool can_chunk(int64_t numel, int64_t rnumel) const { return false; }
+  // Whether the dialect marks a pointwise kernel's loop over `numel`
+  // elements for vectorization (`omp simd`: the host's; the same values,
+  // element by element, as the plain loop).
+  virtual bool can_vectorize(int64_t numel) const { return false; }
+  // FUSEGATE_FAULT=broken_codegen:VARIANT: the kernel being printed is a
+  // variant whose stores write 1.5x their value (a miscompile `bisect` must
+  // name at the codegen stage).
+  bool broken_variant() const { return broken_variant_; }
   // The loop over this thread's chunks, and the lines that open it (they
   // define q, the chunk's index, and skip chunks past the end).
   virtual std::string chunk_loop(int64_t numel, int64_t rnumel) const { return ""; }
@@ -118,8 +126,9 @@ class CStylePrinter {
 
  private:
   bool chunks_allowed_ = true;
+  bool broken_variant_ = false;
   bool narrow_index_ = false;
-  int64_t variants_ = 0;  // kernels of this graph that could run in chunks, for FUSEGATE_BISECT
+  int64_t variants_ = 0;  // kernels of this graph that could run as a variant, for FUSEGATE_BISECT
   Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);
 };
 

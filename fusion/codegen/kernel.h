@@ -18,6 +18,7 @@ struct Kernel {
   std::string source;            // the function text (generated kernels)
   int64_t numel = 0, rnumel = 1; // iteration space (generated kernels): launch shape
   bool chunked = false;          // written in chunks of 8 (CStylePrinter::chunked): a codegen variant
+  bool vectorized = false;       // its loop marked `omp simd` (host pointwise kernels): a codegen variant
   bool generated() const { return kind == "poi" || kind == "red" || kind == "per" || kind == "tem"; }
 };
 

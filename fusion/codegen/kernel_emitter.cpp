@@ -130,9 +130,11 @@ std::string KernelEmitter::perturb(int n, const std::string& v) {
   return t;
 }
 
-void KernelEmitter::store(int n, const std::string& v, bool per_row) {
+void KernelEmitter::store(int n, const std::string& value, bool per_row) {
   const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
   if (!stored[n]) return;
+  const bool broken = p_.broken_variant() && is_floating(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype);
+  const std::string v = broken ? "(" + value + ") * 1.5f" : value;
   auto vs = vec_store.find(n);
   if (vs != vec_store.end()) {
     line(vs->second.first + ".s[v] = " + v + ";");

@@ -47,7 +47,10 @@ std::vector<OpSpec> build() {
        opt("low", K::Number, "0", "init uniform"), opt("high", K::Number, "1", "init uniform"),
        opt("start", K::Number, "0", "init arange"), opt("step", K::Number, "1", "init arange"),
        opt("dim_order", K::Ints, "row-major",
-           "the dims from outermost in memory to innermost (torch's dim_order): a transposed input")});
+           "the dims from outermost in memory to innermost (torch's dim_order): a transposed input"),
+       opt("seed", K::String, "this repro's name",
+           "draw the values as the repro of this name draws its input of this name (an export or a minified "
+           "graph keeps its repro's values)")});
   add(Op::Full, "(none)", "its declared type", "A tensor of one value.",
       {req("value", K::Number, "the value (inf, -inf and nan are numbers)")});
   add(Op::Arange, "(none)", "[ceil((end - start) / step)] of `dtype`", "torch.arange: start, start + step, ... below end.",

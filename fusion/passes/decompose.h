@@ -8,9 +8,19 @@
 // reductions are only sum, amax and amin; node ids change, outputs are kept in
 // order; new nodes carry the source location of the node they replace and,
 // in `origin`, its ATen name where that names kernels better.
+//
+// Each rewrite is one application of the stage `decompositions`
+// (fusion/bisect.h): FUSEGATE_BISECT=decompositions:K makes the first K of
+// the graph and leaves the rest whole (lower runs them as library calls);
+// `applied`, when given, gets one entry per rewrite made.
 #pragma once
+#include <vector>
+
+#include "fusion/bisect.h"
 #include "fusion/ir/graph.h"
 
 namespace fg {
-Graph decompose(const Graph& g);
+// Whether decompose rewrites `op` (else it passes through unchanged).
+bool decomposes(Op op);
+Graph decompose(const Graph& g, std::vector<StageApplication>* applied = nullptr);
 }

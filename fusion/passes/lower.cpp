@@ -7,6 +7,8 @@
 #include "fusion/errors.h"
 #include "fusion/fastpaths/catalog.h"
 #include "fusion/passes/lowerer.h"
+#include "fusion/passes/decompose.h"
+#include "fusion/fault.h"
 
 namespace fg {
 
@@ -284,8 +286,40 @@ Value Lowerer::realize_for_extern(const Value& v) {
   return realize(v);
 }
 
+// Whether `n` is lowered into generated code, counting it: a composite op
+// decompose left whole, or an op past FUSEGATE_BISECT=lowerings:K, is not.
+bool Lowerer::generated(const Node& n) {
+  if (decomposes(n.op)) return false;
+  const int64_t limit = bisect_limits().lowerings;
+  if (limit >= 0 && lowered_ >= limit) return false;
+  ++lowered_;
+  const FusionKind k = fusion_kind(n.op);
+  StageApplication a{"lowerings", std::string(k == FusionKind::Reduction ? "reduction " : k == FusionKind::Scatter ? "scatter " : "pointwise ") + op_name(n.op), g_.ref(n.id), {}};
+  if (n.loc.known()) a.lines.push_back(n.loc.str());
+  out_.lowerings.push_back(std::move(a));
+  return true;
+}
+
+// `n` as a library (ATen) call, one kernel of its own: an op whose
+// lowering is switched off, as Inductor's fallback kernels run an op it
+// does not lower.
+Value Lowerer::lower_fallback(const Node& n) { return lower_extern(n); }
+
 Value Lowerer::lower_node(const Node& n) {
-  switch (fusion_kind(n.op)) {
+  const FusionKind kind = fusion_kind(n.op);
+  if ((kind == FusionKind::Pointwise || kind == FusionKind::Reduction || kind == FusionKind::Scatter) &&
+      !generated(n))
+    return lower_fallback(n);
+  // FUSEGATE_FAULT=broken_lowering:OP: OP's generated code gives 1.5x its
+  // value (a miscompile `bisect` must name at this stage and rule)
+  if (kind == FusionKind::Pointwise && fault_argument("broken_lowering") == op_name(n.op)) {
+    Value v = lower_pointwise(n);
+    const DType t = n.type.dtype;
+    const LoadFn inner = v.load;
+    v.load = make_loader([inner, t](const Coords& c) { return ex_binary(Op::Mul, (*inner)(c), ex_const(1.5, t), t); });
+    return v;
+  }
+  switch (kind) {
     case FusionKind::Input: return lower_input(n);
     case FusionKind::Pointwise: return lower_pointwise(n);
     case FusionKind::Reduction: return lower_reduction(n);

@@ -14,6 +14,7 @@
 // execution order, each with its reads, writes and dependencies (including
 // write-after-read on buffers that collectives update in place).
 #pragma once
+#include "fusion/bisect.h"
 #include <optional>
 #include <set>
 #include <string>
@@ -125,6 +126,9 @@ struct LoweredGraph {
   std::vector<SchedNode> nodes;
   std::vector<std::pair<int, Layout>> outputs;
   std::vector<int> input_buffers;  // buffer id of graph input k
+  // the ops lowered into generated code, in graph order (the applications
+  // of the stage `lowerings`: fusion/bisect.h)
+  std::vector<StageApplication> lowerings;
 };
 
 // Inductor's split reductions (ir.py, Reduction.num_splits): on a GPU a

@@ -167,6 +167,11 @@ class Lowerer {
   SourceLoc loc_;
   // the next indirect index variable's number (unique in the graph)
   std::shared_ptr<int> indirect_vars_ = std::make_shared<int>(0);
+  // ops lowered into generated code so far (FUSEGATE_BISECT=lowerings:K):
+  // past the limit an op is a library call (lower_fallback)
+  int64_t lowered_ = 0;
+  bool generated(const Node& n);
+  Value lower_fallback(const Node& n);
 };
 
 }  // namespace fg::lowering

@@ -23,11 +23,14 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/flags.h"
 #include "harness/cli/process.h"
+#include "harness/tools/export.h"
 #include "harness/tools/fuzz.h"
+#include "harness/tools/minify.h"
 #include "harness/record/golden.h"
 #include "harness/record/compare.h"
 #include "harness/record/files.h"
 #include "harness/record/quarantine.h"
+#include "harness/run/environment.h"
 #include "harness/run/run.h"
 #include "fusion/fastpaths/catalog.h"
 #include "repros/registry.h"
@@ -230,6 +233,23 @@ int run_main(int argc, char** argv) {
   add_common(bisect);
   add_fast(bisect);
 
+  std::string export_out;
+  auto* exp = app.add_subcommand("export", "write a repro as a .fg text graph (mode C at world size 1, its inputs' "
+                                           "layouts and values; its shapes hold at every world size it runs at)");
+  exp->add_option("repro", spec.repro, "repro name")->required();
+  exp->add_option("--out", export_out, "the .fg file (default: standard output)");
+  exp->add_option("--repro-dir", extra_dirs, repro_help)->allow_extra_args(false);
+
+  MinifySpec mspec;
+  auto* minify = app.add_subcommand("minify", "shrink a failing repro to the smallest .fg that fails the same way "
+                                              "(mode C; the same verdict class, and for a mismatch the same output)");
+  add_graph(minify, minify->add_option("repro", spec.repro, "repro name"));
+  minify->add_option("--world-size", spec.world, "ranks")->capture_default_str();
+  minify->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
+  minify->add_option("--out", mspec.out, "the minified .fg (default: REPRO.min.fg here)");
+  add_common(minify);
+  add_fast(minify);
+
   FuzzOptions fopts;
   cli::FuzzFlags fflags;
   auto* fuzz = app.add_subcommand("fuzz", "differential fuzzing: random graphs compiled under each fusion policy "
@@ -298,7 +318,7 @@ int run_main(int argc, char** argv) {
     std::string cmd = argv[1];
     bool known = false;
     for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) known = known || sub->get_name() == cmd;
-    if (!known) user_error("unknown command '" + cmd + "'; commands: list, ops, run, check, bless, explain, ab, prove, proofs, bisect, fuzz (see --help)");
+    if (!known) user_error("unknown command '" + cmd + "'; commands: list, ops, run, check, bless, explain, ab, prove, proofs, bisect, minify, export, fuzz (see --help)");
   }
   try {
     app.parse(argc, argv);
@@ -358,7 +378,7 @@ int run_main(int argc, char** argv) {
     extra_dirs.insert(extra_dirs.begin(), fs::absolute(graph_path).string());
     spec.repro = fs::path(graph_path).stem().string();
   }
-  if ((*run || *bisect) && spec.repro.empty()) user_error("name a repro, or give --graph FILE.fg");
+  if ((*run || *bisect || *minify) && spec.repro.empty()) user_error("name a repro, or give --graph FILE.fg");
   // --repro-dir (or --graph) replaces the shipped folder: a repro is one
   // file, and a name two repros share is an error (all_repros)
   sel.fg_dirs = extra_dirs.empty() ? std::vector<std::string>{default_repros} : extra_dirs;
@@ -385,6 +405,8 @@ int run_main(int argc, char** argv) {
   if (!fault_argument("fastpath_edit").empty() && !find_fast_path(fault_argument("fastpath_edit")))
     user_error("FUSEGATE_FAULT: fastpath_edit:" + fault_argument("fastpath_edit") + " names no fast path; fast paths: " +
                fast_path_names());
+  if (*run || *check || *bless || *abc || *prove || *bisect || *fuzz || *minify)
+    if (const std::string why = aten_capability_problem(); !why.empty()) cannot_test(why);
   // every output path is checked before anything runs: a report that cannot
   // be written must not turn a regression's exit 1 into a late exit 2
   if (*run && !out_file.empty()) require_writable_file("--out", out_file);
@@ -498,6 +520,26 @@ int run_main(int argc, char** argv) {
     return cmd_fuzz(fopts);
   }
 
+  if (*exp) {
+    if (!export_out.empty()) require_writable_file("--out", export_out);
+    auto repros = all_repros(sel.fg_dirs);
+    const Repro* r = find_repro(repros, spec.repro);
+    if (!r) user_error("unknown repro '" + spec.repro + "'; known repros: " + repro_names(repros));
+    return cmd_export(*r, export_out);
+  }
+  if (*minify) {
+    if (!mspec.out.empty()) require_writable_file("--out", mspec.out);
+    mspec.repro = graph_path.empty() ? spec.repro : "";
+    mspec.graph_file = graph_path;
+    mspec.fg_dirs = sel.fg_dirs;
+    mspec.world = spec.world;
+    mspec.fusion = sel.fusion;
+    mspec.backend = sel.backend;
+    mspec.fast_paths = fast_text;
+    mspec.golden_dir = sel.golden_dir;
+    mspec.timeout_s = sel.timeout_s;
+    return cmd_minify(mspec);
+  }
   if (*bisect) {
     if (!bisect_json.empty()) require_writable_file("--json", bisect_json);
     spec.iters = 1;

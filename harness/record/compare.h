@@ -38,6 +38,19 @@ struct Verdict {
 // else Pass. Missing is decided by the caller (no golden), not by findings.
 VerdictKind overall_kind(const std::vector<Finding>& findings);
 
+// Whether an ATen operator only makes a view or flips a conjugate or
+// negative bit (as_strided, select, transpose, resolve_conj, ...): no work
+// runs. The checks of what an extern really runs leave these out: LibTorch
+// makes more or fewer of them by the machine it runs on (a bf16 bmm on a
+// CPU without AVX-512 walks its batches through select and as_strided,
+// measured on an AMD EPYC with AVX2: 12 selects more in one bmm, the same
+// work).
+bool aten_metadata_op(const std::string& op);
+// A rank's ATen operator calls in externs that do work: its launches'
+// operators less the metadata ones (the record's aten_op_count where no
+// launch lists its operators).
+std::optional<long long> aten_work_count(const record::RankRecord& r);
+
 // The run against its golden (nullptr: no golden file, so the verdict is
 // Missing unless a run-only check fails). Run-only checks (accuracy,
 // cross-rank agreement) apply either way. Exact digests are compared where

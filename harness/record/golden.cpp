@@ -313,7 +313,8 @@ void check_schema(const std::string& path, const std::string& text, const json& 
                   {"kernel_count_by_kind", T::Obj, true, T::Int}, {"device_kernel_count", T::Int, false},
                   {"aten_op_count", T::Int, false}, {"fast_paths", T::Arr, true, T::Obj},
                   {"hashes", T::Obj, true, T::Str}, {"accuracy", T::Obj, false}, {"recompiles", T::Obj, false},
-                  {"codegen_variants", T::Arr, false, T::Obj}, {"gemm_algos", T::Arr, false, T::Obj},
+                  {"codegen_variants", T::Arr, false, T::Obj}, {"stage_applications", T::Arr, false, T::Obj},
+                  {"gemm_algos", T::Arr, false, T::Obj},
                   {"gemm_choices", T::Arr, false, T::Obj}, {"residual_placement", T::Arr, false, T::Obj}});
     if (rk.at("rank") != static_cast<int64_t>(r))
       sc.fail(rp + ".rank", "has " + rp + ".rank " + rk.at("rank").dump() + ", expected " + std::to_string(r) +

@@ -37,6 +37,7 @@ RunRecord golden_of(RunRecord rec) {
   rec.format_version = kRecordFormatVersion;
   for (record::RankRecord& r : rec.ranks) {
     r.times_ms.reset();
+    r.stage_applications.reset();  // what bisect counts in a run, not a state to keep
     if (r.gemm_choices)
       for (record::GemmChoice& e : *r.gemm_choices) e = record::GemmChoice{e.shape, e.choice, {}, {}, {}};
     if (r.residual_placement)
@@ -68,6 +69,14 @@ json environment_free(RunRecord g) {
   g.environments.reset();
   g.env.reset();
   for (record::RankRecord& r : g.ranks) {
+    // the ATen calls that make views alone: LibTorch makes more or fewer of
+    // them by the machine (aten_metadata_op); the calls that do work are
+    // the state
+    r.aten_op_count = aten_work_count(r);
+    for (record::Launch& k : r.kernels)
+      if (k.aten_ops)
+        for (auto it = k.aten_ops->begin(); it != k.aten_ops->end();)
+          it = aten_metadata_op(it->first) ? k.aten_ops->erase(it) : std::next(it);
     // what a library does inside a launch: the check counts its device
     // kernels, whose names a new cuBLAS or cuDNN changes
     for (record::Launch& k : r.kernels)

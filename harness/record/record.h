@@ -106,6 +106,14 @@ struct Recompiles {
   std::optional<std::string> guard;
 };
 
+// One application of a compiler stage's rule (FUSEGATE_BISECT=
+// decompositions, lowerings): the graph value it applied to.
+struct StageApplication {
+  std::optional<long long> graph;
+  std::string stage, rule, node;
+  std::optional<std::vector<std::string>> source;
+};
+
 struct CodegenVariant {
   std::optional<long long> graph;
   std::string kernel, variant;
@@ -180,6 +188,7 @@ struct RankRecord {
   std::optional<Accuracy> accuracy;
   std::optional<Recompiles> recompiles;
   std::optional<std::vector<CodegenVariant>> codegen_variants;
+  std::optional<std::vector<StageApplication>> stage_applications;
   std::optional<std::vector<GemmAlgo>> gemm_algos;
   std::optional<std::vector<GemmChoice>> gemm_choices;
   std::optional<std::vector<ResidualPlacement>> residual_placement;

@@ -88,6 +88,13 @@ template <class V> void list_fields(V& v, Recompiles& x) {
   v("changed_shapes", x.changed_shapes, Need::Required);
   v("guard", x.guard);
 }
+template <class V> void list_fields(V& v, StageApplication& x) {
+  v("graph", x.graph);
+  v("stage", x.stage);
+  v("rule", x.rule);
+  v("node", x.node);
+  v("source", x.source);
+}
 template <class V> void list_fields(V& v, CodegenVariant& x) {
   v("graph", x.graph);
   v("kernel", x.kernel);
@@ -185,6 +192,7 @@ template <class V> void list_fields(V& v, RankRecord& x) {
   v("accuracy", x.accuracy);
   v("recompiles", x.recompiles);
   v("codegen_variants", x.codegen_variants);
+  v("stage_applications", x.stage_applications);
   v("gemm_algos", x.gemm_algos);
   v("gemm_choices", x.gemm_choices);
   v("residual_placement", x.residual_placement);
@@ -445,6 +453,7 @@ template <class T> json part_to_json(const T& v) { return write(v); }
 FG_RECORD_PART(RankRecord)
 FG_RECORD_PART(LedgerEntry)
 FG_RECORD_PART(CodegenVariant)
+FG_RECORD_PART(StageApplication)
 FG_RECORD_PART(AbRankRecord)
 FG_RECORD_PART(std::vector<AbRankRecord>)
 FG_RECORD_PART(Fingerprint)

@@ -119,6 +119,27 @@ void cpu_identity(std::string* cpu, std::string* isa) {
 
 }  // namespace
 
+std::string aten_capability_problem() {
+  const char* v = std::getenv("ATEN_CPU_CAPABILITY");
+  if (!v || !*v) return "";
+  const std::string want = v;
+  // the CPU features each level's kernels are built for (ATen's
+  // cpu/vec: avx2 with FMA; avx512 with its F, BW, VL and DQ subsets)
+  std::vector<const char*> needs;
+  if (want == "avx2") needs = {"avx2", "fma"};
+  else if (want == "avx512") needs = {"avx512f", "avx512bw", "avx512vl", "avx512dq"};
+  else return "";
+  std::string cpu, isa;
+  cpu_identity(&cpu, &isa);
+  std::string missing;
+  for (const char* f : needs)
+    if ((isa + "+").find(std::string("+") + f + "+") == std::string::npos) missing += (missing.empty() ? "" : ", ") + std::string(f);
+  if (missing.empty()) return "";
+  return "ATEN_CPU_CAPABILITY=" + want + " asks LibTorch for kernels this CPU cannot run (" + cpu + ", " + isa +
+         ": no " + missing + "); every rank would die of an illegal instruction. Unset it, or set one this CPU has "
+         "(default" + std::string(isa.find("+avx2") != std::string::npos ? ", avx2" : "") + ")";
+}
+
 record::Environment environment(Backend backend) {
   const TorchConfig torch = torch_config();
   record::Environment e = {{"backend", backend_name(backend)},

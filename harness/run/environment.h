@@ -25,4 +25,11 @@ namespace fg {
 // (harness/record/golden_env.h: environment_fingerprint).
 record::Environment environment(Backend backend);
 
+// What is wrong with ATEN_CPU_CAPABILITY here: "" when it is unset or asks
+// for kernels this CPU can run; else why not (ATen runs the kernels asked
+// for, and a CPU without AVX-512 dies of an illegal instruction in the
+// first avx512 one: every rank of every check crashed, 48 backtraces, on an
+// AMD EPYC with AVX2). A run is then cannot test (125), said once.
+std::string aten_capability_problem();
+
 }  // namespace fg

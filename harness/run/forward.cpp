@@ -26,7 +26,7 @@ uint64_t seed_of(const std::string& repro, const std::string& input) {
 }  // namespace
 
 at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, int world) {
-  auto gen = at::detail::createCPUGenerator(seed_of(repro, s.name));
+  auto gen = at::detail::createCPUGenerator(seed_of(s.seed.empty() ? repro : s.seed, s.name));
   const auto opts = at::TensorOptions().dtype(to_aten(s.dtype));
   const bool integral = !is_floating(s.dtype);
   at::Tensor full;

@@ -462,9 +462,10 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       decisions += e.first + "|" + e.second + "|" + (e.fused ? "1" : "0") + ";";
     }
     // codegen variants (FUSEGATE_BISECT=codegen_variants): the generated
-    // kernels written in chunks of 8, in launch order per graph (cuda only)
+    // kernels written in chunks of 8 (cuda) or with their loop marked for
+    // vectorization (host pointwise kernels), in launch order per graph
     for (const Kernel& k : g->prog.program.kernels) {
-      if (!k.chunked) continue;
+      if (!k.chunked && !k.vectorized) continue;
       std::string nodes;
       LedgerEntry where;  // for its sorted, de-duplicated source lines
       for (int n : k.nodes) {
@@ -476,11 +477,24 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       v.graph = gi;
       v.kernel = k.name;
       v.nodes = {nodes};
-      v.variant = "chunked";
+      v.variant = k.chunked ? "chunked" : "simd";
       if (!where.source.empty()) v.source = where.source;
       if (!rec.codegen_variants) rec.codegen_variants.emplace();
       rec.codegen_variants->push_back(std::move(v));
     }
+    // the stages' applications bisect counts (FUSEGATE_BISECT=
+    // decompositions, lowerings), in graph order
+    for (const auto* list : {&g->prog.decompositions, &g->prog.lowered.lowerings})
+      for (const StageApplication& a : *list) {
+        record::StageApplication x;
+        x.graph = gi;
+        x.stage = a.stage;
+        x.rule = a.rule;
+        x.node = a.node;
+        if (!a.lines.empty()) x.source = a.lines;
+        if (!rec.stage_applications) rec.stage_applications.emplace();
+        rec.stage_applications->push_back(std::move(x));
+      }
     ++gi;
   }
   // GEMM algorithm choices (max-autotune on cuda): made at run time per

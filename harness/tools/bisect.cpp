@@ -26,6 +26,7 @@
 
 #include "fusion/bisect.h"
 #include "fusion/errors.h"
+#include "fusion/fault.h"
 #include "harness/cli/commands.h"
 #include "harness/record/compare.h"
 #include "harness/record/golden.h"
@@ -44,14 +45,17 @@ namespace {
 struct Application {
   const record::LedgerEntry* entry = nullptr;
   const record::CodegenVariant* variant = nullptr;
-  const std::vector<std::string>& nodes() const { return entry ? entry->nodes : variant->nodes; }
+  const record::StageApplication* stage = nullptr;  // a decomposition or a lowering
+  std::vector<std::string> nodes() const {
+    return entry ? entry->nodes : variant ? variant->nodes : std::vector<std::string>{stage->node};
+  }
   // its repro source lines, "file:line (fn)"
   std::vector<std::string> source() const {
-    const auto& s = entry ? entry->source : variant->source;
+    const auto& s = entry ? entry->source : variant ? variant->source : stage->source;
     return s ? *s : std::vector<std::string>{};
   }
   json to_json() const {
-    return entry ? record::part_to_json(*entry) : record::part_to_json(*variant);
+    return entry ? record::part_to_json(*entry) : variant ? record::part_to_json(*variant) : record::part_to_json(*stage);
   }
 };
 
@@ -74,6 +78,12 @@ std::vector<Application> applications(const record::RunRecord& rec, const std::s
   if (subsystem == "codegen_variants") {
     if (r.codegen_variants)
       for (const record::CodegenVariant& v : *r.codegen_variants) out.push_back({nullptr, &v});
+    return out;
+  }
+  if (subsystem == "decompositions" || subsystem == "lowerings") {
+    if (r.stage_applications)
+      for (const record::StageApplication& a : *r.stage_applications)
+        if (a.stage == subsystem) out.push_back({nullptr, nullptr, &a});
     return out;
   }
   if (r.ledger)
@@ -101,14 +111,32 @@ std::string describe(const Application& a) {
   record::LedgerEntry at_of;
   at_of.source = a.source();
   const std::string at = ledger_source_text(at_of);
+  if (a.stage)
+    return (a.stage->stage == "decompositions" ? "the decomposition of " + a.stage->rule + " at "
+                                               : "the " + a.stage->rule + " lowered into generated code at ") +
+           a.stage->node + " (graph " + number_text(a.stage->graph) + ")" + (at.empty() ? "" : "\n  repro source: " + at);
   if (a.variant)
     return "kernel " + a.variant->kernel + " (nodes " + nodes_text(a) + ", graph " + number_text(a.variant->graph) +
            ") written " + (a.variant->variant == "chunked" ? "in chunks of 8 (16-byte vector loads and stores)"
-                                                           : a.variant->variant) +
+                           : a.variant->variant == "simd" ? "with its loop marked for vectorization (omp simd)"
+                                                          : a.variant->variant) +
            (at.empty() ? "" : "\n  repro source: " + at);
   const record::LedgerEntry& e = *a.entry;
   return ledger_entry_text(e, false) + " (graph " + number_text(e.graph) + ", round " + number_text(e.round) +
          (e.reason.value_or("").empty() ? "" : ", " + *e.reason) + ")" + (at.empty() ? "" : "\n  repro source: " + at);
+}
+
+// The rule of a stage an application is one use of: what bisect names
+// beside the stage.
+std::string rule_of(const Application& a, const std::string& subsystem) {
+  if (a.stage) return a.stage->rule;
+  if (a.variant) return a.variant->variant == "simd" ? "vectorized loops (omp simd)" : "kernels written in chunks of 8";
+  if (subsystem == "fast_paths")
+    for (const std::string& n : a.nodes())
+      if (n.rfind("fast_path ", 0) == 0) return "fast path " + n.substr(10);
+  if (subsystem == "gemm_epilogue") return "GELU folded into its GEMM";
+  if (subsystem == "tp_rewrite") return "residual add hoisted onto rank 0's GEMM";
+  return "fusion decision";
 }
 
 // The text of the culprit's repro lines, read where the record's paths lead:
@@ -312,8 +340,9 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
   if (v < 0) return 125;
   if (v == 1) {
     std::cout << "fusegate bisect: bad with every switchable subsystem off (FUSEGATE_BISECT=" << limits_text(off)
-              << "): no fusion decision, rewrite or fast path is to blame; look at capture, lowering, the externs "
-                 "and the collectives (fusegate explain "
+              << (off.count("lowerings") ? ": every op a library call" : "")
+              << "): no decomposition, lowering, fusion decision, rewrite or fast path is to blame; look at "
+                 "capture, the library calls (GEMMs, attention, ATen) and the collectives (fusegate explain "
               << base.repro << ")\n";
     if (!json_out.empty())
       write_atomic(json_out, dump_record({{"result", "bad with every subsystem off"}, {"steps", steps}}));
@@ -384,11 +413,15 @@ int cmd_bisect(const RunSpec& base, const std::string& json_out) {
       flags += " --repro-dir '" + d + "'";
   std::cout << "\nfusegate bisect: " << base.repro << ": the culprit is application " << k << " of "
             << counts[culprit_sub] << " of " << culprit_sub << " (" << step << " runs)\n"
+            << "  stage: " << culprit_sub << "; rule: " << rule_of(entry, culprit_sub) << "\n"
             << "  " << describe(entry) << "\n";
   std::cout << source_excerpt(entry, base.golden_dir, base.fg_dirs);
   std::cout << culprit_kernel(base, bad_env, entry);
-  std::cout << "  replay, good: FUSEGATE_BISECT=" << good_env << " fusegate run " << base.repro << flags << "\n"
-            << "  replay, bad:  FUSEGATE_BISECT=" << bad_env << " fusegate run " << base.repro << flags << "\n";
+  const std::string env = replay_env(false);  // FUSEGATE_FAULT and the like, as this search saw them
+  std::cout << "  replay, good: " << env << "FUSEGATE_BISECT=" << good_env << " fusegate run " << base.repro << flags
+            << "\n"
+            << "  replay, bad:  " << env << "FUSEGATE_BISECT=" << bad_env << " fusegate run " << base.repro << flags
+            << "\n";
   if (!json_out.empty())
     write_atomic(json_out, dump_record({{"result", "culprit"},
                                         {"subsystem", culprit_sub},

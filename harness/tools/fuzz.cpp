@@ -49,11 +49,6 @@ namespace fg {
 
 namespace {
 
-std::string json_escape_free(const std::string& s) {
-  std::string r;
-  for (char c : s) r += c == '\n' ? ' ' : c;
-  return r;
-}
 
 // What a job (or the whole run) saw.
 struct Tally {
@@ -120,17 +115,6 @@ FuzzGenOptions gen_options(const FuzzOptions& o, int world) {
   return gen;
 }
 
-// The flags that replay a finding with `fusegate run --graph` (and
-// bisect): its policy where one policy showed it (null: a job that died,
-// under all of them), the backend, world size and fast paths of the run.
-std::string replay_flags(const FuzzOptions& o, const FusionPolicy* policy, int world) {
-  return " --mode C" +
-         (!policy || *policy == FusionPolicy::Default ? "" : std::string(" --fusion ") + policy_name(*policy)) +
-         (o.backend == Backend::Cpu ? "" : std::string(" --backend ") + backend_name(o.backend)) +
-         (world > 1 ? " --world-size " + std::to_string(world) : "") +
-         (o.fast_paths == "proven" ? "" : " --fast-paths " + o.fast_paths);
-}
-
 // The prefix of a job's files in a supervised run's folder: one set a life.
 std::string job_stem(const std::string& dir, int job, int life) {
   return dir + "/job" + std::to_string(job) + "." + std::to_string(life);
@@ -140,7 +124,8 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
              const std::function<void(const std::string&)>& note, const std::function<void()>& after,
              double deadline_s, const std::function<double()>& elapsed) {
   namespace fs = std::filesystem;
-  const std::string who = jobs > 1 ? "fuzz job " + std::to_string(job) + ": " : "fuzz: ";
+  const std::string who =
+      !o.minify_out.empty() ? "minify: " : jobs > 1 ? "fuzz job " + std::to_string(job) + ": " : "fuzz: ";
   for (int64_t index = first;; index += jobs) {
     bool go = elapsed() < deadline_s && (o.graphs == 0 || index < o.graphs) &&
               static_cast<int>(t.findings.size()) < o.max_findings;
@@ -169,50 +154,8 @@ void run_job(const FuzzOptions& o, int job, int jobs, int64_t first, FuzzRank& f
       after();
       continue;
     }
-    const bool speak = fr.rank == 0;
-    if (speak)
-      std::cerr << "\n" << who << "graph " << index << " (seed " << seed << (fr.world > 1 ? ", world size " + std::to_string(fr.world) : "")
-                << "): " << f->kind << " under --fusion " << policy_name(f->policy) << ": " << f->detail << "\n"
-                << who << "minimizing (" << op_nodes(fg.graph) << " nodes) ...\n";
     note("minimizing graph " + std::to_string(index) + " (seed " + std::to_string(seed) + ")");
-    int checks = 0;
-    const auto m0 = std::chrono::steady_clock::now();
-    Graph small = minimize(fg.graph, *f, o, fr, &checks);
-    const double mins = std::chrono::duration<double>(std::chrono::steady_clock::now() - m0).count();
-    const std::string sname = fuzz_name(small);
-    // the file replays as its own repro, named by its own hash
-    std::optional<FuzzFinding> again = fuzz_check(small, sname, o, fr);
-    const std::string flags = replay_flags(o, &f->policy, fr.world);
-    const std::string path = o.findings_dir + "/" + sname + ".fg";
-    const std::string cmd = "fusegate run --graph " + path + flags;
-    const bool replays = again && *again == *f;
-    if (speak) {
-      std::string text = "# fusegate fuzz finding: " + f->kind + " under --fusion " + policy_name(f->policy) +
-                         (fr.world > 1 ? " at world size " + std::to_string(fr.world) : "") + "\n" + "# " +
-                         json_escape_free(again && !again->kind.empty() ? again->detail : f->detail) + "\n" +
-                         (o.graph_text.empty() ? "# from graph " + std::to_string(index) + " of fusegate fuzz --seed " +
-                                                     std::to_string(o.seed) + " (seed " + std::to_string(seed) + ", "
-                                               : "# from fusegate fuzz --graph " + o.graph_name + ".fg (") +
-                         std::to_string(op_nodes(fg.graph)) + " nodes; " +
-                         std::to_string(op_nodes(small)) + " after " + std::to_string(checks) + " checks)\n" +
-                         "# replay: " + cmd + "\n# bisect: fusegate bisect --graph " + path + flags + "\n" +
-                         print_graph(small);
-      fs::create_directories(o.findings_dir);
-      write_atomic(path, text);
-      std::cerr << who << op_nodes(fg.graph) << " -> " << op_nodes(small) << " nodes in " << checks << " checks ("
-                << static_cast<int>(mins) << " s); wrote " << path
-                << (replays ? "" : " (the minimized graph no longer shows it under its own name: replay the seed)")
-                << "\n  replay: " << cmd << "\n";
-    }
-    t.findings.push_back({{"kind", f->kind},
-                          {"fusion", policy_name(f->policy)},
-                          {"detail", f->detail},
-                          {"seed", seed},
-                          {"world_size", fr.world},
-                          {"nodes", op_nodes(fg.graph)},
-                          {"minimized_nodes", op_nodes(small)},
-                          {"file", path},
-                          {"replays", replays}});
+    t.findings.push_back(write_finding(o, fr, fg.graph, *f, index, seed, who));
     after();
   }
 }
@@ -232,6 +175,26 @@ namespace {
 
 // The summary both ways of running print, and write with --json.
 int summarize(const FuzzOptions& o, const Tally& t, double secs, bool tty) {
+  if (!o.minify_out.empty()) {  // fusegate minify: the one graph's verdict
+    if (tty) std::cerr << "\r";
+    if (!t.findings.empty()) {
+      const nlohmann::json& f = t.findings[0];
+      std::cout << "fusegate minify: " << o.graph_name << ": " << f.at("kind").get<std::string>() << " under --fusion "
+                << f.at("fusion").get<std::string>() << " at world size " << f.at("world_size").get<int>() << ": "
+                << f.at("nodes").get<int>() << " -> " << f.at("minimized_nodes").get<int>() << " nodes in "
+                << f.value("checks", 0) << " checks (" << static_cast<int>(secs) << " s); wrote "
+                << f.at("file").get<std::string>() << "\n";
+      return 1;
+    }
+    if (t.refused) {
+      std::cout << "fusegate minify: " << o.graph_name << ": eager refused it: "
+                << (t.refusals.empty() ? std::string("?") : t.refusals.begin()->first) << " (cannot test)\n";
+      return 125;
+    }
+    std::cout << "fusegate minify: " << o.graph_name << " passes (mode C, world size " << o.worlds[0]
+              << ", --fusion " << policies_text(o) << "): nothing to minify\n";
+    return 0;
+  }
   const std::set<std::string> universe = op_universe(o);
   std::cerr << (tty ? "\r" : "") << progress_line(t, secs, universe.size()) << "\n";
   std::string missing;
@@ -274,7 +237,8 @@ nlohmann::json options_json(const FuzzOptions& o) {
           {"worlds", o.worlds},         {"jobs", o.jobs},
           {"fast_paths", o.fast_paths}, {"golden_dir", o.golden_dir},
           {"timeout_s", o.timeout_s}, {"print_graphs", o.print_graphs},
-          {"graph_text", o.graph_text}, {"graph_name", o.graph_name}};
+          {"graph_text", o.graph_text}, {"graph_name", o.graph_name},
+          {"minify_out", o.minify_out}, {"gate_accuracy", o.gate_accuracy}};
 }
 
 FuzzOptions options_from(const nlohmann::json& j) {
@@ -296,6 +260,8 @@ FuzzOptions options_from(const nlohmann::json& j) {
   o.print_graphs = j.at("print_graphs").get<bool>();
   o.graph_text = j.at("graph_text").get<std::string>();
   o.graph_name = j.at("graph_name").get<std::string>();
+  o.minify_out = j.at("minify_out").get<std::string>();
+  o.gate_accuracy = j.at("gate_accuracy").get<bool>();
   return o;
 }
 
@@ -412,7 +378,7 @@ int supervise(const FuzzOptions& o) {
       seed = o.seed + static_cast<uint64_t>(index);
       const Graph g = fuzz_graph(o, index, world).graph;
       file = o.findings_dir + "/" + fuzz_name(g) + ".fg";
-      const std::string cmd = "fusegate run --graph " + file + replay_flags(o, nullptr, world);
+      const std::string cmd = replay_env() + "fusegate run --graph " + file + replay_flags(o, nullptr, world);
       fs::create_directories(o.findings_dir);
       write_atomic(file, "# fusegate fuzz finding: job " + std::to_string(j) + " rank " + std::to_string(x.rank) + " " +
                              what + " on this graph (under --fusion " + policies_text(o) + ")\n# from graph " +
@@ -479,7 +445,7 @@ int supervise(const FuzzOptions& o) {
       }
     }
     // the line: every job's progress so far
-    if (any && (tty || elapsed() - last_line >= 30)) {
+    if (any && o.minify_out.empty() && (tty || elapsed() - last_line >= 30)) {
       const Tally now = tally_now();
       if (tty) std::cerr << "\r" << progress_line(now, elapsed(), universe) << std::flush;
       else std::cerr << progress_line(now, elapsed(), universe) << "\n";
@@ -502,8 +468,17 @@ int supervise(const FuzzOptions& o) {
 
 }  // namespace
 
+// A written graph with a collective needs a process group, of one rank at
+// world size 1 (a block's all-reduce in `fusegate minify`).
+static bool needs_group(const FuzzOptions& o) {
+  if (o.graph_text.empty()) return false;
+  for (const Node& n : parse_graph(o.graph_text, o.graph_name + ".fg").nodes)
+    if (fusion_kind(n.op) == FusionKind::Collective) return true;
+  return false;
+}
+
 int cmd_fuzz(const FuzzOptions& o) {
-  if (o.jobs > 1 || o.worlds != std::vector<int>{1}) return supervise(o);
+  if (o.jobs > 1 || o.worlds != std::vector<int>{1} || needs_group(o)) return supervise(o);
   // one job at world size 1: in this process
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
@@ -538,7 +513,7 @@ int fuzz_job_main(const FuzzJobSpec& spec) {
   write_atomic(status, "joining the process group\n");
   if (o.backend == Backend::Cuda) cuda_select_device(rank);
   std::unique_ptr<Collectives> coll;
-  if (world > 1)
+  if (world > 1 || needs_group(o))
     coll = std::make_unique<Collectives>("127.0.0.1", spec.port, rank, world, o.timeout_s,
                                          o.backend == Backend::Cuda ? "nccl" : "gloo",
                                          "job" + std::to_string(job) + "." + std::to_string(spec.life) + "/");

@@ -45,6 +45,13 @@ struct FuzzOptions {
   // generated ones, once at each world size; its inputs are seeded by the
   // file's stem, as `fusegate run --graph FILE` seeds them
   std::string graph_text, graph_name;
+  // set: this run is `fusegate minify` of that one graph: its failure is
+  // shrunk keeping the output that failed (a mismatch), written here, and
+  // the summary says what was minified
+  std::string minify_out;
+  // a mismatch is the gate's accuracy verdict alone (minify: the repro
+  // failed `check`), without the slack random graphs get
+  bool gate_accuracy = false;
 };
 
 // The graph index `index` of a run judges: generated from seed + index, or

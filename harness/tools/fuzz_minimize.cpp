@@ -21,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -72,10 +73,80 @@ void fit_index_ranges(Graph& g) {
   }
   for (Node& n : g.nodes) {
     if (n.op != Op::Input || is_floating(n.type.dtype) || n.type.dtype == DType::Bool) continue;
-    n.attrs.clear();
+    // its fill, not its layout or the repro its values are drawn as
+    for (const char* k : {"init", "mean", "std", "low", "high", "start", "step"}) n.attrs.erase(k);
     if (bound.count(n.id)) n.attrs["high"] = static_cast<double>(bound[n.id]);
     else n.attrs["init"] = std::string("zeros");
   }
+}
+
+// The `seed` of g's inputs (the repro whose values they draw), for an
+// input the minimizer makes: a minified repro's inputs keep their values
+// under any name; "" where the inputs have none (a generated graph).
+std::string seed_of_inputs(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.op == Op::Input && n.attrs.count("seed")) return attr_str_or(n.attrs, "seed", "");
+  return "";
+}
+
+// A name no node of `g` has, from `base`.
+std::string fresh_name(const Graph& g, const std::string& base) {
+  std::string s = base;
+  while (g.has_name(s)) s += "_";
+  return s;
+}
+
+// The graph with every node in `cut` that a kept node (or an output) reads
+// made a new input of its type, and every node no output needs removed:
+// a chunk of the graph cut away at once. nullopt where it does not type.
+std::optional<Graph> cut_nodes(const Graph& g, const std::vector<bool>& cut) {
+  const size_t n = g.nodes.size();
+  std::vector<bool> live(n, false);
+  for (int o : g.outputs) live[static_cast<size_t>(o)] = true;
+  for (size_t k = n; k-- > 0;)
+    if (live[k] && !cut[k] && g.nodes[k].op != Op::Input)
+      for (int i : g.nodes[k].inputs) live[static_cast<size_t>(i)] = true;
+  Graph out;
+  out.name = g.name;
+  const std::string seed = seed_of_inputs(g);
+  std::vector<int> map(n, -1);
+  try {
+    for (const Node& x : g.nodes) {  // inputs first, as the text has them
+      const size_t k = static_cast<size_t>(x.id);
+      if (!live[k] || (x.op != Op::Input && !cut[k])) continue;
+      if (x.op == Op::Input) {
+        map[k] = out.add(Op::Input, {}, x.attrs, &x.type, x.name);
+      } else {
+        Attrs a;
+        if (!seed.empty()) a["seed"] = seed;
+        map[k] = out.add(Op::Input, {}, a, &x.type, fresh_name(g, "m" + std::to_string(x.id)));
+      }
+    }
+    for (const Node& x : g.nodes) {
+      const size_t k = static_cast<size_t>(x.id);
+      if (!live[k] || x.op == Op::Input || cut[k]) continue;
+      std::vector<int> in;
+      for (int i : x.inputs) in.push_back(map[static_cast<size_t>(i)]);
+      map[k] = x.op == Op::Full ? out.add(x.op, {}, x.attrs, &x.type, x.name) : out.add(x.op, in, x.attrs, nullptr, x.name);
+      if (out.nodes.back().type != x.type) return std::nullopt;
+    }
+    for (int o : g.outputs)
+      if (std::find(out.outputs.begin(), out.outputs.end(), map[static_cast<size_t>(o)]) == out.outputs.end())
+        out.outputs.push_back(map[static_cast<size_t>(o)]);
+    fit_index_ranges(out);
+    verify(out, true);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// The output a mismatch's detail names ("out2: ...", "rank 1: out2: ..."):
+// its index, or -1.
+int failing_output(const std::string& detail) {
+  std::smatch m;
+  static const std::regex out("(^|: )out([0-9]+):");
+  return std::regex_search(detail, m, out) ? std::stoi(m[2].str()) : -1;
 }
 
 std::optional<Graph> replace_node(const Graph& g, int from, int to) {
@@ -98,7 +169,11 @@ std::optional<Graph> replace_node(const Graph& g, int from, int to) {
   for (const Node& n : g.nodes)
     if (n.op == Op::Input) ++taken;
   // inputs first, as the text has them
-  if (fresh_read) map[kNewInput] = out.add_input("m" + std::to_string(taken), g.node(from).type);
+  if (fresh_read) {
+    Attrs a;
+    if (const std::string seed = seed_of_inputs(g); !seed.empty()) a["seed"] = seed;
+    map[kNewInput] = out.add(Op::Input, {}, a, &g.node(from).type, fresh_name(g, "m" + std::to_string(taken)));
+  }
   for (const Node& n : g.nodes)
     if (n.op == Op::Input && read[static_cast<size_t>(n.id)])
       map[n.id] = out.add(Op::Input, {}, n.attrs, &n.type, n.name);
@@ -171,6 +246,46 @@ Graph minimize(const Graph& g, const FuzzFinding& f, const FuzzOptions& o, FuzzR
     return got && *got == f;
   };
   Graph best = g;
+  // a repro's minify keeps the output that failed, alone: "fails the same
+  // way" is that output's mismatch
+  if (!o.minify_out.empty() && f.kind == "mismatch" && g.outputs.size() > 1) {
+    const int k = failing_output(f.detail);
+    if (k >= 0 && k < static_cast<int>(g.outputs.size())) {
+      Graph c = g;
+      c.outputs = {g.outputs[static_cast<size_t>(k)]};
+      if (auto d = cut_nodes(c, std::vector<bool>(c.nodes.size(), false)); d && shows(*d)) best = *d;
+    }
+  }
+  // chunks of nodes cut away whole, halving (delta debugging): a finding in
+  // a few nodes of a large block is reached in a few dozen checks, where
+  // one node at a time takes one check a node a round
+  {
+    auto op_ids = [](const Graph& x) {
+      std::vector<int> v;
+      for (const Node& n : x.nodes)
+        if (n.op != Op::Input) v.push_back(n.id);
+      return v;
+    };
+    for (size_t parts = 2;;) {
+      const std::vector<int> ops = op_ids(best);
+      if (ops.size() < 2) break;
+      parts = std::min(parts, ops.size());
+      const size_t chunk = (ops.size() + parts - 1) / parts;
+      bool cut_one = false;
+      for (size_t s = 0; s < ops.size() && !cut_one; s += chunk) {
+        std::vector<bool> cut(best.nodes.size(), false);
+        for (size_t k = s; k < std::min(ops.size(), s + chunk); ++k) cut[static_cast<size_t>(ops[k])] = true;
+        auto c = cut_nodes(best, cut);
+        if (c && op_nodes(*c) < op_nodes(best) && op_nodes(*c) > 0 && shows(*c)) {
+          best = *c;
+          cut_one = true;
+        }
+      }
+      if (cut_one) parts = std::max<size_t>(2, parts - 1);
+      else if (chunk == 1) break;
+      else parts *= 2;
+    }
+  }
   for (bool changed = true; changed;) {
     changed = false;
     // one output at a time
@@ -184,6 +299,23 @@ Graph minimize(const Graph& g, const FuzzFinding& f, const FuzzOptions& o, FuzzR
           break;
         }
       }
+    // an output moved up to what it is computed from (a view or a cast
+    // after the value that goes wrong), what no output needs then removed
+    for (size_t i = 0; i < best.outputs.size() && !changed; ++i) {
+      const Node& o = best.node(best.outputs[i]);
+      if (o.op == Op::Input) continue;
+      for (int from : std::set<int>(o.inputs.begin(), o.inputs.end())) {
+        if (best.node(from).op == Op::Input) continue;
+        Graph c = best;
+        c.outputs[i] = from;
+        auto d = cut_nodes(c, std::vector<bool>(c.nodes.size(), false));
+        if (d && op_nodes(*d) < op_nodes(best) && shows(*d)) {
+          best = *d;
+          changed = true;
+          break;
+        }
+      }
+    }
     // each node, from the last: bypassed through an operand of its type, or
     // cut off as a new input
     for (int id = static_cast<int>(best.nodes.size()) - 1; id >= 0; --id) {

@@ -104,6 +104,14 @@ int64_t FastPathRunner::exchange(const at::Tensor& partial, std::vector<void*>* 
 }
 
 void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) {
+  run_kernel(n, in, out);
+  // FUSEGATE_FAULT=broken_fast_path:NAME: NAME's output 1.5x its value, its
+  // source (and so its proof) unchanged (a miscompile `bisect` must name at
+  // the fast path stage)
+  if (fault_argument("broken_fast_path") == attr_str_or(n.attrs, "name", "")) out.mul_(1.5);
+}
+
+void FastPathRunner::run_kernel(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) {
   const std::string name = attr_str_or(n.attrs, "name", "");
   const std::string stage = attr_str_or(n.attrs, "stage", "");
   const std::string fn = "fastpath_" + name + (stage.empty() ? "" : "_" + stage);

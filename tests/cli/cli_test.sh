@@ -13,11 +13,12 @@
 #   rank_cases.sh       crashed, hung and disagreeing ranks; two nodes
 #   fast_path_cases.sh  fast paths: ab, blocked under TP, proofs, prove
 #   tool_cases.sh       explain, bisect, fuzz, ci/premerge.sh
+#   minify_cases.sh     minify, export, replays that say their verdict
 set -uo pipefail
 FG="$1"; SRC="$2"; CASE="$3"; BACKEND="${4:-cpu}"; WORLD="${5:-2}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$HERE/lib.sh" || { echo "FAIL($CASE): cannot read $HERE/lib.sh"; exit 1; }
-for theme in gate record input rank fast_path tool; do
+for theme in gate record input rank fast_path tool minify; do
   source "$HERE/${theme}_cases.sh" || fail "cannot read $HERE/${theme}_cases.sh"
 done; unset theme
 

@@ -240,3 +240,21 @@ case_cuda_cannot_test() {
       --backend cuda --mode C --world-size 1 >"$T/out" 2>&1
     expect_rc $? 125; expect_out "cannot test this commit"
 }
+
+case_capability_this_cpu_lacks() {
+    # ATEN_CPU_CAPABILITY asking for kernels this CPU cannot run is cannot
+    # test (125), said once before any rank starts (every rank had died of
+    # an illegal instruction); one it can run runs
+    if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo; then
+        ATEN_CPU_CAPABILITY=avx512 "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 \
+          --out "$T/r.json" >"$T/out" 2>&1; expect_rc $? 0
+    else
+        ATEN_CPU_CAPABILITY=avx512 "$FG" check ffn_allreduce --repro-dir "$T/repros" --golden-dir "$T/golden" \
+          --mode C --world-size 1 >"$T/out" 2>&1
+        expect_rc $? 125
+        expect_out "ATEN_CPU_CAPABILITY=avx512 asks LibTorch for kernels this CPU cannot run .*no avx512f"
+        if grep -q "Illegal instruction" "$T/out"; then fail "a rank ran and died"; fi
+    fi
+    ATEN_CPU_CAPABILITY=default "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 \
+      --out "$T/r.json" >"$T/out" 2>&1; expect_rc $? 0
+}

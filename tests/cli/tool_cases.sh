@@ -113,8 +113,9 @@ case_bisect_names_the_decision() {
         --json "$T/b.json" >"$T/out" 2>&1
       expect_rc $? 1
       expect_out "the culprit is application [0-9]+ of [0-9]+ of decisions"
-      expect_out "replay, good: FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
-      expect_out "replay, bad:  FUSEGATE_BISECT=.*decisions:[0-9]+ fusegate run $1"
+      # (each carries the fault the search saw)
+      expect_out "replay, good: FUSEGATE_FAULT=perturb:$3 FUSEGATE_BISECT=.*decisions:[0-9]+(,codegen_variants:0)? fusegate run $1"
+      expect_out "replay, bad:  FUSEGATE_FAULT=perturb:$3 FUSEGATE_BISECT=.*decisions:[0-9]+(,codegen_variants:0)? fusegate run $1"
       expect_out "kernel: .*nodes:.* $3( |\$)"
       # the repro lines of the fused nodes, and their text
       expect_out "repro source: repros/$1.cpp:[0-9]+"
@@ -189,8 +190,28 @@ case_git_bisect_run() {
     expect_out "three: a print"
     (cd "$R" && git bisect reset >/dev/null 2>&1; FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" "${args[@]}") \
       >"$T/out" 2>&1
-    # (the commit has no repros folder left: bad input there, so 125)
-    expect_rc $? 125; expect_out "--repro-dir repros: error: no such folder"; expect_out "cannot test this commit"
+    # (the commit has no repros folder left, and no step of a bisection was
+    # judged: bad input, which stops a bisection, with fusegate's reason)
+    expect_rc $? 128; expect_out "--repro-dir repros: error: no such folder"; expect_out "stopping the bisection"
+    # within a bisection whose steps were judged, the same is this commit
+    # lacking the repro: skipped
+    five=$(git -C "$R" rev-parse HEAD)
+    (cd "$R" && g bisect start HEAD~1 HEAD~4 >/dev/null &&
+      FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" "${args[@]}" >/dev/null 2>&1; git checkout -q "$five" &&
+      FUSEGATE="$FG" bash "$SRC/ci/bisect-step.sh" "${args[@]}") >"$T/out" 2>&1
+    rc=$?
+    (cd "$R" && git bisect reset >/dev/null 2>&1)
+    expect_rc $rc 125; expect_out "it lacks what the command names"
+    # a typo in the repro's name stops `git bisect run` at its first step,
+    # with the reason, where it had skipped every commit
+    typo=(hist_blok --repro-dir repros --golden-dir "$T/golden" --mode C --world-size 1 --backend "$BACKEND")
+    (cd "$R" && g bisect start HEAD~1 HEAD~4 >/dev/null &&
+      FUSEGATE="$FG" git bisect run bash "$SRC/ci/bisect-step.sh" "${typo[@]}") >"$T/out" 2>&1
+    rc=$?
+    (cd "$R" && git bisect reset >/dev/null 2>&1)
+    [ $rc -ne 0 ] || fail "git bisect run went on past a typo"
+    expect_out "unknown repro 'hist_blok'"; expect_out "stopping the bisection"
+    if grep -q "first bad commit" "$T/out"; then fail "a typo named a first bad commit: $(cat "$T/out")"; fi
 }
 
 case_fuzz_finds_broken_rule() {
@@ -205,6 +226,8 @@ case_fuzz_finds_broken_rule() {
     f=$(ls "$T"/found/*.fg 2>/dev/null | head -1)
     [ -n "$f" ] || fail "no finding file in $T/found"
     grep -q "^# fusegate fuzz finding: mismatch under --fusion default" "$f" || fail "finding header: $(head -3 "$f")"
+    # the replay carries the fault that made it
+    grep -q "^# replay: FUSEGATE_FAULT=broken_fusion:reduction fusegate run --graph" "$f" || fail "replay: $(grep replay "$f")"
     nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
     [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
     grep -qE '^  %[A-Za-z0-9_]+ = (sum|mean|var|amax|softmax|rms_norm|layer_norm)\(' "$f" || fail "no reduction in $(cat "$f")"
@@ -352,7 +375,8 @@ case_fuzz_ranks_and_jobs() {
     f=$(ls "$T"/w2/*.fg 2>/dev/null | head -1)
     [ -n "$f" ] || fail "no finding file in $T/w2"
     grep -q "^# fusegate fuzz finding: mismatch under --fusion default at world size 2" "$f" || fail "header: $(head -2 "$f")"
-    grep -q "^# replay: fusegate run --graph .* --world-size 2" "$f" || fail "replay line: $(grep replay "$f")"
+    grep -q "^# replay: FUSEGATE_FAULT=broken_fusion:reduction fusegate run --graph .* --world-size 2" "$f" ||
+      fail "replay line: $(grep replay "$f")"
     nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$f")
     [ "$nodes" -ge 1 ] && [ "$nodes" -le 6 ] || fail "the finding has $nodes nodes (at most 6): $(cat "$f")"
     FUSEGATE_FAULT=broken_fusion:reduction "$FG" run --graph "$f" --mode C --world-size 2 --out "$T/bad.json" \

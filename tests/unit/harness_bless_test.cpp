@@ -119,6 +119,31 @@ std::string numbered(int n, int changed = -1, int changed2 = -1) {
   return s;
 }
 
+// Another machine whose LibTorch makes more views inside an extern (a bf16
+// bmm on a CPU without AVX-512) is the same state: bless adds its
+// environment; another operator that works is a new state.
+TEST(PlanBless, MoreViewsInAnExternAreTheSameState) {
+  auto rec = [](const std::string& cpu, const json& ops, long long count) {
+    json r = {{"repro", "x"}, {"mode", "C"}, {"world_size", 1}, {"backend", "cpu"}, {"fusion", "default"},
+              {"fast_paths", "proven"}, {"env", {{"backend", "cpu"}, {"cpu", cpu}}},
+              {"ranks", json::array({rank_record(0)})}};
+    r["ranks"][0]["kernels"].push_back({{"name", "extern_bmm"}, {"kind", "extern"}, {"aten_ops", ops}});
+    r["ranks"][0]["aten_op_count"] = count;
+    r["ranks"][0]["outputs"][0]["fingerprint"] = {{"dtype", "bf16"}, {"shape", {2, 4}}, {"numel", 8}, {"sum", 1.0},
+                                                  {"sumsq", 2.0}, {"max_abs", 1.0}, {"nan", 0}, {"inf", 0}};
+    return r;
+  };
+  const json intel = rec("xeon", {{"aten::bmm", 1}, {"aten::as_strided", 2}}, 3);
+  const json first = plan_bless_json(nullptr, golden_json(intel)).golden;
+  const json amd = rec("epyc", {{"aten::bmm", 1}, {"aten::as_strided", 14}, {"aten::select", 12}}, 27);
+  JsonBlessPlan p = plan_bless_json(&first, golden_json(amd));
+  ASSERT_EQ(p.kind, BlessPlan::Added) << p.why;
+  EXPECT_EQ(p.golden["ranks"][0]["aten_op_count"], 3);  // the golden's own kept
+  const json more = rec("epyc", {{"aten::bmm", 1}, {"aten::mm", 4}, {"aten::as_strided", 2}}, 7);
+  p = plan_bless_json(&first, golden_json(more));
+  EXPECT_EQ(p.kind, BlessPlan::Replaced);
+}
+
 TEST(UnifiedDiff, EqualTextsGiveEmptyDiff) {
   EXPECT_EQ(unified_diff(numbered(5), numbered(5), "a", "b"), "");
 }

@@ -17,15 +17,21 @@ TEST(Bisect, LimitsParseBySubsystem) {
   EXPECT_FALSE(parse_bisect("").any());
   EXPECT_EQ(bisect_limit(l, "decisions"), 3);
   EXPECT_EQ(bisect_limit(l, "gemm_epilogue"), -1);
-  EXPECT_EQ(bisect_subsystems(),
-            (std::vector<std::string>{"fast_paths", "gemm_epilogue", "tp_rewrite", "decisions", "codegen_variants"}));
+  // the stages in pipeline order: what bisect switches on one by one
+  EXPECT_EQ(bisect_subsystems(), (std::vector<std::string>{"decompositions", "fast_paths", "gemm_epilogue", "tp_rewrite",
+                                                            "lowerings", "decisions", "codegen_variants"}));
   BisectLimits v = parse_bisect("codegen_variants:2");
   EXPECT_EQ(bisect_limit(v, "codegen_variants"), 2);
   EXPECT_TRUE(v.any());
+  BisectLimits s = parse_bisect("decompositions:0,lowerings:5");
+  EXPECT_EQ(bisect_limit(s, "decompositions"), 0);
+  EXPECT_EQ(bisect_limit(s, "lowerings"), 5);
+  EXPECT_EQ(bisect_limit(s, "decisions"), -1);
+  EXPECT_TRUE(s.any());
 }
 
 TEST(Bisect, BadValuesAreNamed) {
-  for (const char* bad : {"decisions", "decisions:", "decisions:-1", "decisions:x", "fusion:2"}) {
+  for (const char* bad : {"decisions", "decisions:", "decisions:-1", "decisions:x", "fusion:2", "lowering:1", "decompositions:-2"}) {
     try {
       parse_bisect(bad);
       ADD_FAILURE() << bad << " was accepted";

@@ -1,0 +1,69 @@
+// fusegate minify (harness/tools/minify.h).
+#include "harness/tools/minify.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include "fusion/errors.h"
+#include "fusion/ir/text.h"
+#include "harness/tools/export.h"
+#include "harness/tools/fuzz.h"
+#include "repros/registry.h"
+
+namespace fg {
+
+int cmd_minify(const MinifySpec& m) {
+  namespace fs = std::filesystem;
+  Graph g;
+  std::string name;
+  if (!m.graph_file.empty()) {
+    if (fs::path(m.graph_file).extension() != ".fg" || !fs::is_regular_file(m.graph_file))
+      user_error("--graph " + m.graph_file + ": not an .fg file");
+    std::vector<Graph> gs = parse_graph_file(m.graph_file);
+    if (gs.size() != 1) user_error(m.graph_file + ": minify takes one graph, found " + std::to_string(gs.size()));
+    g = gs[0];
+    name = fs::path(m.graph_file).stem().string();
+    check_world_size(fg_repro(m.graph_file), m.world);
+  } else {
+    const std::vector<Repro> rs = all_repros(m.fg_dirs);
+    const Repro* r = find_repro(rs, m.repro);
+    if (!r) user_error("unknown repro '" + m.repro + "'; known repros: " + repro_names(rs));
+    check_world_size(*r, m.world);
+    name = r->name;
+    const bool is_fg = r->file.size() > 3 && r->file.compare(r->file.size() - 3, 3, ".fg") == 0;
+    // a .fg as written (its names and lines); a C++ repro as its export
+    g = is_fg ? parse_graph_file(r->file).at(0) : export_graph(*r, name);
+  }
+  auto breaks = [&](const std::string& at, const std::string& what) {
+    user_error(name + ": " + at + "minify shrinks one graph in mode C, and this one breaks (" + what +
+               "); split it at its break and minify the part that fails");
+  };
+  for (const Node& n : g.nodes)
+    if (fusion_kind(n.op) == FusionKind::Host) breaks(n.loc.line ? "line " + std::to_string(n.loc.line) + ": " : "", op_name(n.op));
+  if (!g.expected_breaks.empty()) breaks("", "expect break \"" + g.expected_breaks[0] + "\"");
+  // every input keeps the values it has in the repro, under any file name
+  for (Node& n : g.nodes)
+    if (n.op == Op::Input && !n.attrs.count("seed")) n.attrs["seed"] = name;
+  FuzzOptions o;
+  o.seconds = 1e9;
+  o.graphs = 1;
+  o.backend = m.backend;
+  o.policies = {m.fusion};
+  o.worlds = {m.world};
+  o.jobs = 1;
+  o.max_findings = 1;
+  o.fast_paths = m.fast_paths;
+  o.golden_dir = m.golden_dir;
+  o.timeout_s = m.timeout_s;
+  o.graph_text = print_graph(g);
+  o.graph_name = name;
+  o.gate_accuracy = true;
+  o.minify_out = m.out.empty() ? name + ".min.fg" : m.out;
+  if (fs::path(o.minify_out).extension() != ".fg")
+    user_error("minify --out " + o.minify_out + ": name an .fg file (the minified repro)");
+  o.findings_dir = fs::path(o.minify_out).parent_path().string();
+  if (o.findings_dir.empty()) o.findings_dir = ".";
+  return cmd_fuzz(o);
+}
+
+}  // namespace fg
