@@ -62,14 +62,13 @@ std::string attr_text(const Attr& a) {
   return shape_str(std::get<std::vector<int64_t>>(a));
 }
 
-// The world sizes a repro runs at, from those a check runs and the next:
-// its layouts divide there and its ops capture.
-std::vector<int> worlds_of(const Repro& r) {
-  std::vector<int> out;
+// The repro's mode-C graphs at each world size it runs at, from those a
+// check runs and the next: where its layouts divide and its ops capture.
+std::map<int, std::vector<Graph>> captures_of(const Repro& r) {
+  std::map<int, std::vector<Graph>> out;
   for (int w : {1, 2, 4, 8}) try {
       check_world_size(r, w);
-      capture_types(r, w);
-      out.push_back(w);
+      out[w] = capture_types(r, w);
     } catch (const UserError&) {
     }
   return out;
@@ -180,8 +179,8 @@ std::string same_graph(const Graph& a, const Graph& b) {
   return "";
 }
 
-Graph one_graph(const Repro& r, int world) {
-  std::vector<Graph> gs = capture_types(r, world);
+// The one graph of a capture (`gs`, of repro `r` at `world`).
+Graph one_graph(const Repro& r, const std::vector<Graph>& gs, int world) {
   if (gs.size() != 1)
     user_error("cannot export " + r.name + ": mode C captures " + std::to_string(gs.size()) +
                " graphs at world size " + std::to_string(world) +
@@ -205,13 +204,13 @@ std::vector<Graph> capture_types(const Repro& r, int world) {
 }
 
 Graph export_graph(const Repro& r, const std::string& name) {
-  const std::vector<int> worlds = worlds_of(r);
-  if (worlds.empty() || worlds[0] != 1)
+  const std::map<int, std::vector<Graph>> captured = captures_of(r);
+  if (!captured.count(1))
     user_error("cannot export " + r.name + ": it does not run at world size 1, where a .fg is written");
-  Graph g = one_graph(r, 1);
-  if (worlds.size() > 1) {
-    const int w = worlds[1];
-    const Graph g2 = one_graph(r, w);
+  Graph g = one_graph(r, captured.at(1), 1);
+  if (captured.size() > 1) {
+    const int w = std::next(captured.begin())->first;
+    const Graph g2 = one_graph(r, captured.at(w), w);
     if (g2.nodes.size() != g.nodes.size())
       user_error("cannot export " + r.name + ": it captures " + std::to_string(g.nodes.size()) +
                  " nodes at world size 1 and " + std::to_string(g2.nodes.size()) + " at world size " +
@@ -247,8 +246,8 @@ Graph export_graph(const Repro& r, const std::string& name) {
   // the text read back means the repro at every world size it runs at
   const Graph back = parse_graph(print_graph(g), name + ".fg");
   const Repro as_text = graph_repro(back, r.name, r.description, name + ".fg");
-  for (int w : worlds) {
-    const std::string d = same_graph(one_graph(as_text, w), one_graph(r, w));
+  for (const auto& [w, gs] : captured) {
+    const std::string d = same_graph(one_graph(as_text, capture_types(as_text, w), w), one_graph(r, gs, w));
     if (!d.empty())
       user_error("cannot export " + r.name + ": the text does not capture as the repro does at world size " +
                  std::to_string(w) + " (" + d + ")");

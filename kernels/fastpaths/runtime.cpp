@@ -108,7 +108,8 @@ void FastPathRunner::run(const Node& n, const std::vector<at::Tensor>& in, at::T
   // FUSEGATE_FAULT=broken_fast_path:NAME: NAME's output 1.5x its value, its
   // source (and so its proof) unchanged (a miscompile `bisect` must name at
   // the fast path stage)
-  if (fault_argument("broken_fast_path") == attr_str_or(n.attrs, "name", "")) out.mul_(1.5);
+  static const std::string broken = fault_argument("broken_fast_path");  // read once: this runs every launch
+  if (!broken.empty() && broken == attr_str_or(n.attrs, "name", "")) out.mul_(1.5);
 }
 
 void FastPathRunner::run_kernel(const Node& n, const std::vector<at::Tensor>& in, at::Tensor& out) {
