@@ -18,7 +18,33 @@
 # command is known to be good input, and an exit 2 is this commit lacking
 # what it names (a repro added later): 125, skipped. The mark lives in the
 # repository's git folder, newer than the bisection's start.
+#
+# --predicate P (taken here, not passed on) makes only one way of failing
+# bad, as `fusegate bisect --predicate` does inside one build:
+#   accuracy  an output fails its accuracy check, fingerprint or digest
+#   crash     a rank crashed (the compiler's internal error, a signal)
+#   hang      a rank did not finish within --timeout
+#   ranks     the ranks compiled differently
+#   kernels   more kernels than the golden (or other kernels)
+#   graphs    more graphs or graph breaks than the golden
+# A commit that fails only in other ways is good for P; one where a check
+# could not test for another reason (a crash hides a hang) is skipped (125).
 set -uo pipefail
+predicate=""
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --predicate) predicate="${2:-}"; shift 2 || shift ;;
+    --predicate=*) predicate="${1#--predicate=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+case "$predicate" in
+  ""|accuracy|crash|hang|ranks|kernels|graphs) ;;
+  *) echo "bisect-step: --predicate '$predicate' is not one of accuracy, crash, hang, ranks, kernels, graphs: stopping the bisection (exit 128)"
+     exit 128 ;;
+esac
+set -- "${args[@]+"${args[@]}"}"
 fg="${FUSEGATE:-}"
 if [ -z "$fg" ]; then
   cmake -S . -B build-bisect -G Ninja -DCMAKE_BUILD_TYPE=Release >build-bisect.log 2>&1 &&
@@ -46,6 +72,26 @@ if [ $rc -le 1 ] && grep -qE '^[^ ]+ +MISSING' "$out" && ! grep -qE '^[^ ]+ +FAI
   exit 125
 fi
 [ $rc -le 1 ] && [ -n "$mark" ] && touch "$mark" 2>/dev/null
+if [ -n "$predicate" ] && [ $rc -ne 2 ]; then
+  case "$predicate" in
+    accuracy) bad='FAIL .*(accuracy fail|fingerprint outside|digest)' ;;
+    crash) bad='CANNOT_TEST +rank [0-9]+ crashed' ;;
+    hang) bad='CANNOT_TEST .*\(hung\)' ;;
+    ranks) bad='FAIL .*differs from rank [0-9]+ at' ;;
+    kernels) bad='FAIL .*kernel' ;;
+    graphs) bad='FAIL .*(graph_count|graph_break_count|new graph break)' ;;
+  esac
+  if grep -qE "$bad" "$out"; then
+    echo "bisect-step: bad for --predicate $predicate"; [ -n "$mark" ] && touch "$mark" 2>/dev/null; exit 1
+  fi
+  if grep -qE 'CANNOT_TEST' "$out" || [ $rc -gt 1 ]; then
+    echo "bisect-step: a check could not test, which may hide --predicate $predicate: cannot test this commit"
+    exit 125
+  fi
+  [ $rc -eq 1 ] && echo "bisect-step: it fails, but not by --predicate $predicate: good for it"
+  [ -n "$mark" ] && touch "$mark" 2>/dev/null
+  exit 0
+fi
 case $rc in
   0) exit 0 ;;
   1) exit 1 ;;

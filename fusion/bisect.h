@@ -24,6 +24,13 @@
 // An application past its limit is not made; the ledger records it as
 // `bisect_limit`. Every rank reads the same environment, so every rank
 // compiles alike. A bad value is bad input (exit 2).
+//
+// With graph breaks (mode B, or a repro with breaks) each graph counts its
+// own applications, and SUBSYSTEM@G:K limits graph G only (G as the record
+// numbers graphs, from 0), over SUBSYSTEM:K for every graph; K `all` is no
+// limit: "decisions:0,decisions@0:all,decisions@1:3" makes every fusion of
+// graph 0, the first three of graph 1 and none in the graphs after. The
+// compiler reads the limits of the graph it compiles (BisectGraph).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -46,14 +53,33 @@ struct BisectLimits {
 struct StageApplication {
   std::string stage, rule, node;
   std::vector<std::string> lines;
+  // the first application a limit held back (not made): what bisect names
+  // when the run one application further has no record (a crash, a hang)
+  bool held_back = false;
 };
 
 // The subsystems in pipeline order.
 const std::vector<std::string>& bisect_subsystems();
-// Parses a FUSEGATE_BISECT value; throws UserError naming what is wrong.
-BisectLimits parse_bisect(const std::string& text);
-// FUSEGATE_BISECT of this process, parsed once.
+// Parses a FUSEGATE_BISECT value into the limits of graph `graph`; throws
+// UserError naming what is wrong.
+BisectLimits parse_bisect(const std::string& text, int graph = 0);
+// FUSEGATE_BISECT of this process (parsed once) for the graph being
+// compiled on this thread (BisectGraph; graph 0 outside one).
 const BisectLimits& bisect_limits();
+// Whether FUSEGATE_BISECT limits some graph apart from the others: a graph
+// compiled once and reused at another site must then compile again there.
+bool bisect_per_graph();
+// The graph being compiled on this thread, while one lives.
+class BisectGraph {
+ public:
+  explicit BisectGraph(int graph);
+  ~BisectGraph();
+  BisectGraph(const BisectGraph&) = delete;
+  BisectGraph& operator=(const BisectGraph&) = delete;
+
+ private:
+  int previous_;
+};
 // The limit of one subsystem in `l` (-1: none).
 int64_t bisect_limit(const BisectLimits& l, const std::string& subsystem);
 

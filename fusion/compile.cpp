@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "fusion/bisect.h"
 #include "fusion/codegen/cpp_printer.h"
 #include "fusion/codegen/cuda_printer.h"
 #include "fusion/errors.h"
@@ -16,6 +17,7 @@
 namespace fg {
 
 CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
+  const BisectGraph limits_of(opts.graph);
   CompiledProgram c;
   c.captured = g;
   verify(g);

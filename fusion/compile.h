@@ -36,6 +36,9 @@ struct CompileOptions {
   // undone, by site ("%30(linear) + %32(add)", residual_site), as the run's
   // measurement or the golden chose (the record's residual_placement).
   std::set<std::string> residuals_apart;
+  // The graph's number in the run (0 first, as the record numbers graphs):
+  // whose FUSEGATE_BISECT limits apply (fusion/bisect.h).
+  int graph = 0;
 };
 
 struct CompiledProgram {

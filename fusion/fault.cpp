@@ -45,7 +45,8 @@ std::vector<Item> parse() {
     bool known = false;
     for (const char* n : with_arg) known = known || (it.name == n && colon != std::string::npos && is_rank(it.arg));
     known = known || ((it.name == "fastpath_edit" || it.name == "perturb" || it.name == "broken_decomposition" ||
-                       it.name == "broken_lowering" || it.name == "broken_fast_path") &&
+                       it.name == "broken_lowering" || it.name == "broken_fast_path" || it.name == "crash_lowering" ||
+                       it.name == "hang_lowering") &&
                       colon != std::string::npos && is_name(it.arg));
     known = known || ((it.name == "refuse_fusion" || it.name == "broken_fusion") && it.arg == "reduction");
     known = known || (it.name == "gemm_choice" && (it.arg == "template" || it.arg == "library"));
@@ -55,7 +56,7 @@ std::vector<Item> parse() {
     for (const char* n : plain) known = known || (it.name == n && colon == std::string::npos);
     if (!known)
       user_error("FUSEGATE_FAULT: unknown fault '" + item +
-                 "'; known faults: crash:RANK, hang:RANK, hang_before_collective:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction, broken_decomposition:OP, broken_lowering:OP, broken_fast_path:NAME, broken_codegen:simd|chunked, gemm_choice:template|library, residual_placement:gemm|apart, swiglu_tile:128|112 (comma-separated)");
+                 "'; known faults: crash:RANK, hang:RANK, hang_before_collective:RANK, crash_in_fast_path:RANK, diverge_fusion:RANK, crash_at:GRAPH, attention_fallback, fastpath_edit:NAME, perturb:NODE, refuse_fusion:reduction, broken_fusion:reduction, broken_decomposition:OP, broken_lowering:OP, crash_lowering:OP, hang_lowering:OP, broken_fast_path:NAME, broken_codegen:simd|chunked, gemm_choice:template|library, residual_placement:gemm|apart, swiglu_tile:128|112 (comma-separated)");
     out.push_back(it);
   }
   return out;

@@ -26,6 +26,16 @@
 //   broken_fusion:reduction  every reduction a generated kernel fuses with
 //                       other nodes computes 1.5x its value there: a broken
 //                       fusion rule for `fusegate fuzz` to find and minimize
+//   broken_decomposition:OP, broken_lowering:OP, broken_fast_path:NAME,
+//   broken_codegen:simd|chunked  OP's decomposition, OP's lowering, fast
+//                       path NAME's kernel, or kernels written in that
+//                       codegen variant compute 1.5x the value there: a
+//                       miscompile `bisect` must name at its stage and rule
+//   crash_lowering:OP   the compiler fails an internal check (InternalError)
+//                       when it lowers OP into generated code, and
+//   hang_lowering:OP    never returns from lowering OP: a compiler crash
+//                       and hang `bisect --predicate crash|hang` must name
+//                       at the lowerings stage (passes/lower.cpp)
 //   swiglu_tile:W       gate_up_swiglu's tiles are W (128 or 112) output
 //                       columns wherever W divides N, instead of the width
 //                       swiglu_tile_n chooses (fusion/fastpaths/gemm_patterns.cpp):

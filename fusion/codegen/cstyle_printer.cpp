@@ -202,6 +202,7 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   chunks_allowed_ = allowed && !has_scan;
   k.chunked = variant && !vectorizable && chunks_allowed_;
   k.vectorized = vectorizable && allowed;
+  if (variant && limit >= 0 && variants_ == limit + 1) k.held_back_variant = vectorizable ? "simd" : "chunked";
   const std::string broken = fault_argument("broken_codegen");
   broken_variant_ = (k.chunked && broken == "chunked") || (k.vectorized && broken == "simd");
   // 32-bit indices when the kernel's iteration space and every buffer of

@@ -19,6 +19,7 @@ struct Kernel {
   int64_t numel = 0, rnumel = 1; // iteration space (generated kernels): launch shape
   bool chunked = false;          // written in chunks of 8 (CStylePrinter::chunked): a codegen variant
   bool vectorized = false;       // its loop marked `omp simd` (host pointwise kernels): a codegen variant
+  std::string held_back_variant; // the first variant a FUSEGATE_BISECT limit held back: "chunked" or "simd"
   bool generated() const { return kind == "poi" || kind == "red" || kind == "per" || kind == "tem"; }
 };
 

@@ -145,8 +145,15 @@ Graph decompose(const Graph& g, std::vector<StageApplication>* applied) {
   // value (a miscompile `bisect` must name at this stage and rule)
   const std::string broken = fault_argument("broken_decomposition");
   int64_t made = 0;
+  bool held = false;
   return rebuild(g, [&](const Node& n, const std::vector<int>& in, const std::vector<int>&, Graph& out) {
     FG_CHECK(fusion_kind(n.op) != FusionKind::Host, "host op reached the compiler");
+    if (decomposes(n.op) && limit >= 0 && made >= limit && !held && applied) {
+      held = true;
+      StageApplication a{"decompositions", op_name(n.op), g.ref(n.id), {}, true};
+      if (n.loc.known()) a.lines.push_back(n.loc.str());
+      applied->push_back(std::move(a));
+    }
     if (!decomposes(n.op) || (limit >= 0 && made >= limit)) {
       const int id = out.add(n.op, in, n.attrs, &n.type, n.name, n.loc);
       out.nodes[static_cast<size_t>(id)].origin = n.origin;

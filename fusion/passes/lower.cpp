@@ -1,8 +1,10 @@
 #include "fusion/passes/lower.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "fusion/errors.h"
 #include "fusion/fastpaths/catalog.h"
@@ -291,12 +293,26 @@ Value Lowerer::realize_for_extern(const Value& v) {
 bool Lowerer::generated(const Node& n) {
   if (decomposes(n.op)) return false;
   const int64_t limit = bisect_limits().lowerings;
-  if (limit >= 0 && lowered_ >= limit) return false;
-  ++lowered_;
   const FusionKind k = fusion_kind(n.op);
   StageApplication a{"lowerings", std::string(k == FusionKind::Reduction ? "reduction " : k == FusionKind::Scatter ? "scatter " : "pointwise ") + op_name(n.op), g_.ref(n.id), {}};
   if (n.loc.known()) a.lines.push_back(n.loc.str());
+  if (limit >= 0 && lowered_ >= limit) {
+    // the first one held back is listed as such (fusion/bisect.h)
+    if (lowered_++ == limit) {
+      a.held_back = true;
+      out_.lowerings.push_back(std::move(a));
+    }
+    return false;
+  }
+  ++lowered_;
   out_.lowerings.push_back(std::move(a));
+  // FUSEGATE_FAULT=crash_lowering:OP and hang_lowering:OP: a compiler that
+  // crashes or never returns when it lowers OP (fusion/fault.h)
+  if (fault_argument("crash_lowering") == op_name(n.op))
+    throw InternalError("lowering " + g_.ref(n.id) + " (" + op_name(n.op) +
+                        "): internal check failed (FUSEGATE_FAULT=crash_lowering:" + op_name(n.op) + ")");
+  if (fault_argument("hang_lowering") == op_name(n.op))
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
   return true;
 }
 

@@ -300,16 +300,17 @@ class Scheduler {
       int ga = find(c.a), gb = find(c.b);
       if (ga == gb) continue;
       FusionDecision d = cost_.can_fuse(ga, gb);
+      // FUSEGATE_BISECT=decisions:K: the first K fusions only (fusion/bisect.h);
+      // past them no fusion rule is asked, so ranks agree on every one
+      if (d.ok() && bisect_limits().decisions >= 0 && fusions_ >= bisect_limits().decisions) {
+        record(ga, gb, c.s, false, Reject::BisectLimit, round);
+        continue;
+      }
       // a test of the gate: a changed fusion rule that refuses every fusion
       // with a reduction (FUSEGATE_FAULT=refuse_fusion:reduction)
       if (d.ok() && fault_argument("refuse_fusion") == "reduction" &&
           (groups_[static_cast<size_t>(ga)].reduction || groups_[static_cast<size_t>(gb)].reduction)) {
         record(ga, gb, c.s, false, Reject::FaultRefused, round);
-        continue;
-      }
-      // FUSEGATE_BISECT=decisions:K: the first K fusions only (fusion/bisect.h)
-      if (d.ok() && bisect_limits().decisions >= 0 && fusions_ >= bisect_limits().decisions) {
-        record(ga, gb, c.s, false, Reject::BisectLimit, round);
         continue;
       }
       record(ga, gb, c.s, d.ok(), d.reason, round);

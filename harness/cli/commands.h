@@ -64,7 +64,12 @@ int cmd_prove(const std::string& fast_path, const std::vector<int>& worlds, cons
 int cmd_proofs(const std::string& golden_dir, const std::string& backend, bool strict);
 
 // fusegate bisect (harness/tools/bisect.cpp): 0 nothing to bisect, 1 culprit found
-// (or bad with every subsystem off), 2 bad input, 125 cannot test.
-int cmd_bisect(const RunSpec& spec, const std::string& json_out);
+// (or bad with every subsystem off, or a regression against the golden),
+// 2 bad input, 125 cannot test.
+struct BisectOptions {
+  std::string json_out;          // --json
+  std::string predicate = "auto";  // --predicate: auto, accuracy, crash, hang, ranks, kernels, graphs
+};
+int cmd_bisect(const RunSpec& spec, const BisectOptions& opts);
 
 }  // namespace fg

@@ -221,15 +221,19 @@ int run_main(int argc, char** argv) {
   proofs->add_option("--backend", proofs_backend, "cpu, cuda or all")->capture_default_str();
   proofs->add_flag("--strict", proofs_strict, "exit 1 when a proof file is stale, or missing where its fast path would run");
 
-  std::string bisect_json;
-  auto* bisect = app.add_subcommand("bisect", "find the fusion decision, rewrite or fast path site that makes a "
-                                              "repro's outputs fail their accuracy check");
+  BisectOptions bisect_opts;
+  auto* bisect = app.add_subcommand("bisect", "find the stage and the application of its rule (a decomposition, "
+                                              "lowering, fusion decision, rewrite, fast path site or codegen "
+                                              "variant) that makes a repro fail");
   auto* bisect_repro = bisect->add_option("repro", spec.repro, "repro name");
   add_graph(bisect, bisect_repro);
   bisect->add_option("--mode", mode_text, "B or C")->capture_default_str();
   bisect->add_option("--world-size", spec.world, "ranks")->capture_default_str();
   bisect->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
-  bisect->add_option("--json", bisect_json, "write the search and its result here");
+  bisect->add_option("--json", bisect_opts.json_out, "write the search and its result here");
+  bisect->add_option("--predicate", bisect_opts.predicate,
+                     "what is bad: auto (how the run fails), accuracy, crash, hang (within --timeout), ranks "
+                     "(they compile differently), kernels or graphs (against the golden)")->capture_default_str();
   add_common(bisect);
   add_fast(bisect);
 
@@ -244,6 +248,7 @@ int run_main(int argc, char** argv) {
   auto* minify = app.add_subcommand("minify", "shrink a failing repro to the smallest .fg that fails the same way "
                                               "(mode C; the same verdict class, and for a mismatch the same output)");
   add_graph(minify, minify->add_option("repro", spec.repro, "repro name"));
+  minify->add_option("--mode", mode_text, "B or C")->capture_default_str();
   minify->add_option("--world-size", spec.world, "ranks")->capture_default_str();
   minify->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   minify->add_option("--out", mspec.out, "the minified .fg (default: REPRO.min.fg here)");
@@ -533,6 +538,7 @@ int run_main(int argc, char** argv) {
     mspec.graph_file = graph_path;
     mspec.fg_dirs = sel.fg_dirs;
     mspec.world = spec.world;
+    mspec.mode = spec.mode;
     mspec.fusion = sel.fusion;
     mspec.backend = sel.backend;
     mspec.fast_paths = fast_text;
@@ -541,9 +547,9 @@ int run_main(int argc, char** argv) {
     return cmd_minify(mspec);
   }
   if (*bisect) {
-    if (!bisect_json.empty()) require_writable_file("--json", bisect_json);
+    if (!bisect_opts.json_out.empty()) require_writable_file("--json", bisect_opts.json_out);
     spec.iters = 1;
-    return cmd_bisect(spec, bisect_json);
+    return cmd_bisect(spec, bisect_opts);
   }
   return 2;
 }

@@ -112,6 +112,7 @@ struct StageApplication {
   std::optional<long long> graph;
   std::string stage, rule, node;
   std::optional<std::vector<std::string>> source;
+  std::optional<bool> held_back;  // true: not made, the first its FUSEGATE_BISECT limit held back
 };
 
 struct CodegenVariant {
@@ -119,6 +120,7 @@ struct CodegenVariant {
   std::string kernel, variant;
   std::vector<std::string> nodes;
   std::optional<std::vector<std::string>> source;
+  std::optional<bool> held_back;  // as StageApplication's
 };
 
 // How a GEMM algorithm was kept in the forward it serves.

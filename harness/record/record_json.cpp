@@ -94,6 +94,7 @@ template <class V> void list_fields(V& v, StageApplication& x) {
   v("rule", x.rule);
   v("node", x.node);
   v("source", x.source);
+  v("held_back", x.held_back);
 }
 template <class V> void list_fields(V& v, CodegenVariant& x) {
   v("graph", x.graph);
@@ -101,6 +102,7 @@ template <class V> void list_fields(V& v, CodegenVariant& x) {
   v("variant", x.variant);
   v("nodes", x.nodes);
   v("source", x.source);
+  v("held_back", x.held_back);
 }
 template <class V> void list_fields(V& v, GemmForward& x) {
   v("how", x.how);

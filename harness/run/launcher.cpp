@@ -348,6 +348,7 @@ RunOutcome launch(const RunSpec& spec) {
                  WIFEXITED(status) && WEXITSTATUS(status) == 1 && at != std::string::npos) {
         // the ranks compiled differently: a regression, found in seconds
         out.exit_code = 1;
+        out.failure = "disagree";
         const size_t from = at + std::strlen(kDisagree);
         out.message = trim(log.substr(from, log.find('\n', from) - from));
       } else if (WIFEXITED(status) && WEXITSTATUS(status) == 125 && log.find("cannot test: ") != std::string::npos) {
@@ -356,6 +357,7 @@ RunOutcome launch(const RunSpec& spec) {
         out.message = "rank " + std::to_string(rank) + ": " + trim(last_lines(log, 3));
       } else {
         out.exit_code = 125;
+        out.failure = "crash";
         std::string how = WIFSIGNALED(status) ? std::string("killed by signal ") + std::to_string(WTERMSIG(status)) +
                                                     " (" + strsignal(WTERMSIG(status)) + ")"
                                               : "exit code " + std::to_string(WEXITSTATUS(status));
@@ -435,6 +437,7 @@ RunOutcome launch(const RunSpec& spec) {
       out.exit_code = 125;
       // a node that never joined, or one that failed, explains the wait
       if (never_arrived(&out) || (multi && remote_failure(&out))) return out;
+      out.failure = "hang";
       out.message = "rank " + culprit + " did not finish within " + std::to_string(spec.timeout_s) +
                     " s (hung)" + (waiting.empty() ? "" : "; ranks waiting on it: " + waiting) +
                     "; all ranks stopped (raise --timeout if the run is just slow)";

@@ -65,6 +65,11 @@ struct RunOutcome {
   int exit_code = 0;     // 0 ok, 2 bad input, 125 cannot test
   std::string message;   // why not 0
   bool node_lost = false;  // multi-node: a node never arrived or stopped reporting
+  // how a run that did not finish failed, for `fusegate bisect`'s
+  // predicates: "crash" (a rank died of a signal, an internal error or an
+  // exit nothing explains), "hang" (a rank did not finish within the
+  // timeout), "disagree" (the ranks compiled differently); "" otherwise
+  std::string failure;
   record::RunRecord record;  // exit_code 0: the ranks' records, gathered
   // `fusegate ab` (RunSpec::ab_fast_path): each rank's figures of the two
   // paths (harness/run/ab_rank.h), in place of record.ranks

@@ -465,7 +465,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     // kernels written in chunks of 8 (cuda) or with their loop marked for
     // vectorization (host pointwise kernels), in launch order per graph
     for (const Kernel& k : g->prog.program.kernels) {
-      if (!k.chunked && !k.vectorized) continue;
+      if (!k.chunked && !k.vectorized && k.held_back_variant.empty()) continue;
       std::string nodes;
       LedgerEntry where;  // for its sorted, de-duplicated source lines
       for (int n : k.nodes) {
@@ -477,7 +477,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
       v.graph = gi;
       v.kernel = k.name;
       v.nodes = {nodes};
-      v.variant = k.chunked ? "chunked" : "simd";
+      v.variant = k.chunked ? "chunked" : k.vectorized ? "simd" : k.held_back_variant;
+      if (!k.chunked && !k.vectorized) v.held_back = true;
       if (!where.source.empty()) v.source = where.source;
       if (!rec.codegen_variants) rec.codegen_variants.emplace();
       rec.codegen_variants->push_back(std::move(v));
@@ -492,6 +493,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
         x.rule = a.rule;
         x.node = a.node;
         if (!a.lines.empty()) x.source = a.lines;
+        if (a.held_back) x.held_back = true;
         if (!rec.stage_applications) rec.stage_applications.emplace();
         rec.stage_applications->push_back(std::move(x));
       }

@@ -1,38 +1,45 @@
-// fusegate bisect: the one fusion decision (or rewrite, or fast path site)
-// that turns a repro's outputs wrong. Good and bad are the run's accuracy
-// check (every output of every rank against its fp64 run). The search, in
+// fusegate bisect: the one application of a compiler stage (a
+// decomposition, a lowering, a fusion decision, a rewrite, a fast path site,
+// a codegen variant) whose switching-on turns a repro bad. Bad is the
+// predicate's (--predicate, or the one the run as configured fails):
+//   accuracy  an output of a rank fails its check against its fp64 run
+//   crash     a rank dies (the compiler's internal error, a signal)
+//   hang      a rank does not finish within --timeout
+//   ranks     the ranks compiled differently (they disagree)
+// and kernels / graphs: more kernels, or more graphs or breaks, than the
+// golden records, which no application turns on: the report is what
+// changed against the golden (the decisions, the breaks). The search, in
 // runs:
 //   1. as configured: good -> nothing to bisect (exit 0);
 //   2. every switchable subsystem off (FUSEGATE_BISECT=...:0): bad -> no
-//      subsystem is to blame (capture, lowering, an extern or a collective);
-//   3. subsystems switched on one by one in pipeline order (those the full
-//      run applied at all): the first whose enabling turns good into bad;
-//   4. a binary search over its applications, in ledger order: the first k
-//      that is bad names the k-th application as the culprit.
-// At most subsystems + ceil(log2(applications)) + 2 runs. Every rank reads
-// the same FUSEGATE_BISECT (fusion/bisect.h); nothing is written but --json.
+//      subsystem is to blame (capture, an extern or a collective);
+//   3. subsystems switched on one by one in pipeline order: the first whose
+//      enabling turns good into bad;
+//   4. with graph breaks, the first graph whose enabling is bad (limits
+//      SUBSYSTEM@GRAPH, fusion/bisect.h), by halving;
+//   5. a binary search over that graph's applications, in the order the
+//      limits count them: the first k that is bad names the k-th. Where the
+//      run as configured left no record (a crash, a hang), counts are not
+//      known: k doubles until bad, then halves.
+// Every rank reads the same FUSEGATE_BISECT; nothing is written but --json.
 #include <stdlib.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
-#include <memory>
-#include <set>
-#include <sstream>
 
 #include "fusion/bisect.h"
 #include "fusion/errors.h"
 #include "fusion/fault.h"
 #include "harness/cli/commands.h"
 #include "harness/record/compare.h"
-#include "harness/record/golden.h"
 #include "harness/record/files.h"
+#include "harness/record/golden.h"
 #include "harness/record/json_read.h"
 #include "harness/run/run.h"
+#include "harness/tools/bisect_culprit.h"
 
 namespace fg {
 
@@ -40,398 +47,424 @@ using nlohmann::json;
 
 namespace {
 
-// One application of a subsystem: a ledger entry, or a kernel written in
-// another variant (codegen_variants, not a fusion decision: RECORD.md).
-struct Application {
-  const record::LedgerEntry* entry = nullptr;
-  const record::CodegenVariant* variant = nullptr;
-  const record::StageApplication* stage = nullptr;  // a decomposition or a lowering
-  std::vector<std::string> nodes() const {
-    return entry ? entry->nodes : variant ? variant->nodes : std::vector<std::string>{stage->node};
-  }
-  // its repro source lines, "file:line (fn)"
-  std::vector<std::string> source() const {
-    const auto& s = entry ? entry->source : variant ? variant->source : stage->source;
-    return s ? *s : std::vector<std::string>{};
-  }
-  json to_json() const {
-    return entry ? record::part_to_json(*entry) : variant ? record::part_to_json(*variant) : record::part_to_json(*stage);
-  }
-};
+enum class Predicate { Auto, Accuracy, Crash, Hang, Ranks, Kernels, Graphs };
 
-// The ledger reason of one application of each subsystem.
-bool applies(const record::LedgerEntry& e, const std::string& subsystem) {
-  const std::string reason = e.reason.value_or("");
-  if (e.outcome != "fused") return false;
-  if (subsystem == "fast_paths") return reason == "fast_path_used";
-  if (subsystem == "gemm_epilogue") return reason == "gemm_epilogue";
-  if (subsystem == "tp_rewrite") return reason == "tp_residual_hoisted";
-  if (subsystem == "decisions") return reason.empty();
-  return false;
+Predicate parse_predicate(const std::string& s) {
+  if (s == "auto") return Predicate::Auto;
+  if (s == "accuracy") return Predicate::Accuracy;
+  if (s == "crash") return Predicate::Crash;
+  if (s == "hang") return Predicate::Hang;
+  if (s == "ranks") return Predicate::Ranks;
+  if (s == "kernels") return Predicate::Kernels;
+  if (s == "graphs") return Predicate::Graphs;
+  user_error("--predicate: '" + s + "' is not one of auto, accuracy, crash, hang, ranks, kernels, graphs");
 }
 
-std::vector<Application> applications(const record::RunRecord& rec, const std::string& subsystem) {
-  std::vector<Application> out;
-  auto ranks = record::ranks_by_id(rec);
-  if (ranks.empty()) return out;
-  const record::RankRecord& r = *ranks.begin()->second;
-  if (subsystem == "codegen_variants") {
-    if (r.codegen_variants)
-      for (const record::CodegenVariant& v : *r.codegen_variants) out.push_back({nullptr, &v});
-    return out;
+const char* predicate_name(Predicate p) {
+  switch (p) {
+    case Predicate::Accuracy: return "accuracy";
+    case Predicate::Crash: return "crash";
+    case Predicate::Hang: return "hang";
+    case Predicate::Ranks: return "ranks";
+    case Predicate::Kernels: return "kernels";
+    case Predicate::Graphs: return "graphs";
+    default: return "auto";
   }
-  if (subsystem == "decompositions" || subsystem == "lowerings") {
-    if (r.stage_applications)
-      for (const record::StageApplication& a : *r.stage_applications)
-        if (a.stage == subsystem) out.push_back({nullptr, nullptr, &a});
-    return out;
-  }
-  if (r.ledger)
-    for (const record::LedgerEntry& e : *r.ledger)
-      if (applies(e, subsystem)) out.push_back({&e, nullptr});
-  return out;
 }
 
-std::string nodes_text(const Application& a) { return join(a.nodes(), "+"); }
-
-std::string number_text(const std::optional<long long>& n) { return n ? std::to_string(*n) : ""; }
 // a figure as the record writes it ("null" for NaN), "" when absent
 std::string figure_text(const std::optional<double>& x) { return x ? json(*x).dump() : ""; }
 
-std::string limits_text(const std::map<std::string, long long>& limits) {
+// FUSEGATE_BISECT limits: subsystem -> graph (-1 every graph) -> K (-1 all)
+using Limits = std::map<std::string, std::map<long long, long long>>;
+
+std::string limits_text(const Limits& limits) {
   std::string s;
   for (const auto& sub : bisect_subsystems()) {
     auto it = limits.find(sub);
-    if (it != limits.end()) s += (s.empty() ? "" : ",") + sub + ":" + std::to_string(it->second);
+    if (it == limits.end()) continue;
+    for (const auto& [g, k] : it->second)
+      s += (s.empty() ? "" : ",") + sub + (g < 0 ? "" : "@" + std::to_string(g)) + ":" +
+           (k < 0 ? "all" : std::to_string(k));
   }
   return s;
 }
 
-std::string describe(const Application& a) {
-  record::LedgerEntry at_of;
-  at_of.source = a.source();
-  const std::string at = ledger_source_text(at_of);
-  if (a.stage)
-    return (a.stage->stage == "decompositions" ? "the decomposition of " + a.stage->rule + " at "
-                                               : "the " + a.stage->rule + " lowered into generated code at ") +
-           a.stage->node + " (graph " + number_text(a.stage->graph) + ")" + (at.empty() ? "" : "\n  repro source: " + at);
-  if (a.variant)
-    return "kernel " + a.variant->kernel + " (nodes " + nodes_text(a) + ", graph " + number_text(a.variant->graph) +
-           ") written " + (a.variant->variant == "chunked" ? "in chunks of 8 (16-byte vector loads and stores)"
-                           : a.variant->variant == "simd" ? "with its loop marked for vectorization (omp simd)"
-                                                          : a.variant->variant) +
-           (at.empty() ? "" : "\n  repro source: " + at);
-  const record::LedgerEntry& e = *a.entry;
-  return ledger_entry_text(e, false) + " (graph " + number_text(e.graph) + ", round " + number_text(e.round) +
-         (e.reason.value_or("").empty() ? "" : ", " + *e.reason) + ")" + (at.empty() ? "" : "\n  repro source: " + at);
+// One judged run.
+struct Step {
+  int verdict = -1;  // 0 good, 1 bad, -1 cannot test
+  std::string why;
+  std::optional<record::RunRecord> record;  // a run that finished
+  std::string failure;                      // RunOutcome::failure
+};
+
+// A launch's message on one line: a crash's first line (the rank and its
+// step) and the last line the rank printed (what it died of).
+std::string one_line(const std::string& s) {
+  const size_t nl = s.find('\n');
+  std::string head = s.substr(0, nl);
+  const size_t cut = head.find("; all ranks stopped");
+  if (cut != std::string::npos) head = head.substr(0, cut);
+  if (nl == std::string::npos) return head;
+  std::string rest = s.substr(nl + 1);
+  while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) rest.pop_back();
+  const size_t last = rest.rfind('\n');
+  rest = last == std::string::npos ? rest : rest.substr(last + 1);
+  return rest.empty() ? head : head + ": " + rest;
 }
 
-// The rule of a stage an application is one use of: what bisect names
-// beside the stage.
-std::string rule_of(const Application& a, const std::string& subsystem) {
-  if (a.stage) return a.stage->rule;
-  if (a.variant) return a.variant->variant == "simd" ? "vectorized loops (omp simd)" : "kernels written in chunks of 8";
-  if (subsystem == "fast_paths")
-    for (const std::string& n : a.nodes())
-      if (n.rfind("fast_path ", 0) == 0) return "fast path " + n.substr(10);
-  if (subsystem == "gemm_epilogue") return "GELU folded into its GEMM";
-  if (subsystem == "tp_rewrite") return "residual add hoisted onto rank 0's GEMM";
-  return "fusion decision";
+// An accuracy failure's first output, or "".
+std::string accuracy_failure(const record::RunRecord& rec) {
+  for (const auto& [rank, r] : record::ranks_by_id(rec))
+    if (r->accuracy && r->accuracy->status.value_or("") != "pass")
+      for (const record::AccuracyOutput& a : r->accuracy->outputs)
+        if (!a.pass.value_or(true))
+          return "rank " + std::to_string(rank) + " output " + a.name + ": rmse vs fp64 " +
+                 figure_text(a.rmse_vs_fp64) + ", eager's " + figure_text(a.eager_rmse_vs_fp64);
+  return "";
 }
 
-// The text of the culprit's repro lines, read where the record's paths lead:
-// as written (absolute, or relative to here), else beside the golden
-// directory (C++ repros are named from the project root: "repros/x.cpp").
-std::string source_excerpt(const Application& a, const std::string& golden_dir, const std::vector<std::string>& fg_dirs) {
-  std::string out;
-  int shown = 0;
-  for (const std::string& x : a.source()) {
-    SourceLoc l;
-    if (shown == 8 || !SourceLoc::parse(x, &l)) continue;
-    const std::string& file = l.file;
-    const long want = l.line;
-    std::filesystem::path path = file;
-    if (!std::filesystem::exists(path)) path = std::filesystem::path(golden_dir).parent_path() / file;
-    // a .fg repro of a --repro-dir is named "<folder>/x.fg"
-    // (or, for `--graph FILE.fg`, the file itself: its folder's parent)
-    for (const auto& d : fg_dirs) {
-      const std::filesystem::path dir =
-          std::filesystem::path(d).extension() == ".fg" ? std::filesystem::path(d).parent_path() : std::filesystem::path(d);
-      if (!std::filesystem::exists(path)) path = dir.parent_path() / file;
+Step judge(const RunOutcome& o, Predicate p) {
+  Step s;
+  s.failure = o.failure;
+  const bool ran = o.exit_code == 0;
+  if (ran) s.record = o.record;
+  const std::string failed = o.failure;
+  if (!ran) {
+    const bool ours = (p == Predicate::Crash && failed == "crash") || (p == Predicate::Hang && failed == "hang") ||
+                      (p == Predicate::Ranks && failed == "disagree");
+    s.verdict = ours ? 1 : -1;
+    s.why = (failed.empty() ? "" : failed + ": ") + one_line(o.message);
+    return s;
+  }
+  if (p == Predicate::Accuracy) {
+    s.why = accuracy_failure(o.record);
+    s.verdict = s.why.empty() ? 0 : 1;
+    return s;
+  }
+  s.verdict = 0;  // crash, hang, ranks: it finished, and the ranks agreed
+  return s;
+}
+
+// The largest graph count of the record's ranks.
+long long graphs_of(const record::RunRecord& rec) {
+  long long n = 1;
+  for (const auto& [rank, r] : record::ranks_by_id(rec)) n = std::max(n, r->graph_count.value_or(1));
+  return n;
+}
+
+// The run as configured passed what it was judged by: the golden decides
+// whether kernels or graphs regressed. Returns the exit code, or -1 when no
+// golden finding of `p` (auto: any) failed.
+int golden_report(const RunSpec& base, const record::RunRecord& full, Predicate p, const std::string& json_out,
+                  const json& steps) {
+  const std::string gpath = golden_path(base.golden_dir, backend_name(base.backend), base.repro,
+                                        mode_letter(base.mode), base.world, policy_name(base.fusion),
+                                        base.fast_paths.text());
+  std::optional<record::RunRecord> golden = load_golden(gpath);
+  if (!golden) {
+    if (p == Predicate::Kernels || p == Predicate::Graphs) {
+      std::cout << "fusegate bisect: --predicate " << predicate_name(p) << " compares with the golden, and there is "
+                << "none at " << gpath << " (bless one from a good state first): cannot test\n";
+      return 125;
     }
-    std::ifstream in(path);
-    std::string text;
-    for (long n = 1; in && std::getline(in, text); ++n)
-      if (n == want) {
-        out += "    " + file + ":" + std::to_string(want) + " | " + text.substr(text.find_first_not_of(' ') == std::string::npos ? 0 : text.find_first_not_of(' ')) + "\n";
-        ++shown;
-        break;
-      }
+    return -1;
   }
-  return out;
-}
-
-// The kernel that holds the culprit's nodes and its source, from `explain`
-// run under the bad limits.
-std::string culprit_kernel(const RunSpec& spec, const std::string& env, const Application& entry) {
-  std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  std::string cmd = "FUSEGATE_BISECT='" + env + "' '" + self + "' explain " + spec.repro + " --mode " +
-                    mode_letter(spec.mode) + " --world-size " + std::to_string(spec.world) + " --backend " +
-                    backend_name(spec.backend) + " --fusion " + policy_name(spec.fusion) + " --fast-paths " +
-                    spec.fast_paths.text() + " --golden-dir '" + spec.golden_dir + "'";
-  for (const auto& d : spec.fg_dirs) cmd += " --repro-dir '" + d + "'";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen((cmd + " 2>/dev/null").c_str(), "r"), pclose);
-  if (!p) return "";
-  std::string text;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p.get())) text += buf.data();
-  // the culprit's nodes as the ledger names them: scheduler groups
-  // ("buf2+buf4") for fusion decisions, "fast_path NAME" for a fast path
-  std::set<std::string> names;
-  std::string fast;
-  for (const std::string& t : entry.nodes()) {
-    if (t.rfind("fast_path ", 0) == 0) fast = "fastpath_" + t.substr(10);
-    std::stringstream ss(t);
-    std::string part;
-    while (std::getline(ss, part, '+'))
-      if (part.rfind("buf", 0) == 0 || part.rfind("op", 0) == 0) names.insert(part);
+  Verdict gv = compare_with_golden(full, &*golden, gpath, base.repro, "");
+  std::vector<std::string> lines;
+  bool regressed = false;
+  for (const Finding& f : gv.findings) {
+    const std::string& m = f.message;
+    const bool kernels = m.find("kernel") != std::string::npos || m.find("fusion decisions changed") != std::string::npos;
+    const bool graphs = m.find("graph_count") != std::string::npos || m.find("graph_break") != std::string::npos ||
+                        m.find("graph break") != std::string::npos;
+    const bool wanted = p == Predicate::Kernels ? kernels : p == Predicate::Graphs ? graphs : true;
+    if (!wanted) continue;
+    if (f.kind == VerdictKind::Fail) regressed = true;
+    if (f.kind == VerdictKind::Fail || m.find("fusion decisions changed") != std::string::npos) lines.push_back(m);
   }
-  std::istringstream in(text);
-  std::string line, kernel;
-  while (std::getline(in, line)) {
-    const size_t at = line.find("nodes:");
-    if (at == std::string::npos) continue;
-    const std::string head = line.substr(line.find_first_not_of(' '));
-    std::set<std::string> in_kernel;
-    std::stringstream ss(line.substr(at + 6));
-    std::string nm;
-    while (ss >> nm) in_kernel.insert(nm);
-    bool all = !names.empty();
-    for (const auto& x : names) all = all && in_kernel.count(x);
-    if (all || (!fast.empty() && head.rfind(fast, 0) == 0)) {
-      kernel = line;
-      break;
-    }
+  if (!regressed) return -1;
+  std::cout << "fusegate bisect: " << base.repro
+            << (p == Predicate::Auto ? "'s outputs pass their accuracy check, but the run"
+                                     : std::string(" (--predicate ") + predicate_name(p) + "): the run")
+            << " regressed against " << gpath << ": not a search (no application of a stage turns it on: "
+            << "a fusion refused, a break added, a rule changed); what changed:\n";
+  for (std::string l : lines) {
+    for (size_t at = l.find('\n'); at != std::string::npos; at = l.find('\n', at + 1)) l.insert(at + 1, "  ");
+    std::cout << "  " << l << "\n";
   }
-  if (kernel.empty()) return "";
-  std::string name = kernel.substr(kernel.find_first_not_of(' '));
-  name = name.substr(0, name.find(' '));
-  std::string out = "  kernel: " + kernel.substr(kernel.find_first_not_of(' ')) + "\n";
-  const size_t at = text.find("// " + name + ":");
-  if (at != std::string::npos) {
-    size_t end = text.find("\n\n", at);
-    out += "  its source:\n" + text.substr(at, end == std::string::npos ? std::string::npos : end - at) + "\n";
-  }
-  return out;
+  if (!json_out.empty())
+    write_atomic(json_out, dump_record({{"result", "regression against the golden"},
+                                        {"predicate", predicate_name(p)},
+                                        {"golden", gpath},
+                                        {"findings", lines},
+                                        {"steps", steps}}));
+  return 1;
 }
 
 }  // namespace
 
-int cmd_bisect(const RunSpec& base, const std::string& json_out) {
+int cmd_bisect(const RunSpec& base, const BisectOptions& opts) {
   if (base.mode == Mode::Eager) user_error("bisect searches compiled graphs: use --mode B or C");
+  Predicate pred = parse_predicate(opts.predicate);
   validate_spec(base);
+  const std::string& json_out = opts.json_out;
   const auto& subs = bisect_subsystems();
   int step = 0;
-  std::map<std::string, size_t> counts;
+  int bound = 0;  // 0: not known
   json steps = json::array();
-  auto run = [&](const std::map<std::string, long long>& limits, int bound, record::RunRecord* record) -> int {
+  auto write_json = [&](json j) {
+    j["predicate"] = predicate_name(pred);
+    j["steps"] = steps;
+    if (!json_out.empty()) write_atomic(json_out, dump_record(j));
+  };
+  // runs once under `limits`; bad input inside a rank (a fault naming no
+  // node) is bad input of the bisection, never a commit to skip
+  auto run = [&](const Limits& limits, Predicate p) -> Step {
     const std::string env = limits_text(limits);
     if (env.empty()) unsetenv("FUSEGATE_BISECT");
     else setenv("FUSEGATE_BISECT", env.c_str(), 1);
     RunOutcome o = launch(base);
     unsetenv("FUSEGATE_BISECT");
     ++step;
-    // bad input inside a rank (a fault naming no node) is bad input of the
-    // bisection, never a commit to skip
     if (o.exit_code == 2) user_error(o.message);
-    if (o.exit_code != 0) {
-      std::cout << "step " << step << " of at most " << bound << ": FUSEGATE_BISECT=" << (env.empty() ? "(none)" : env)
-                << ": cannot test (" << o.message << ")\n";
-      return -1;
-    }
-    bool good = true;
-    std::string why;
-    for (const auto& [rank, r] : record::ranks_by_id(o.record)) {
-      if (r->accuracy && r->accuracy->status.value_or("") != "pass") {
-        good = false;
-        if (why.empty())
-          for (const record::AccuracyOutput& a : r->accuracy->outputs)
-            if (!a.pass.value_or(true))
-              why = "rank " + std::to_string(rank) + " output " + a.name + ": rmse vs fp64 " +
-                    figure_text(a.rmse_vs_fp64) + ", eager's " + figure_text(a.eager_rmse_vs_fp64);
-      }
-    }
-    std::cout << "step " << step << " of at most " << bound << ": FUSEGATE_BISECT=" << (env.empty() ? "(none)" : env)
-              << ": " << (good ? "good" : "bad (" + why + ")") << "\n"
+    // (auto: the first run; a crash, a hang or a disagreement is then bad)
+    Step s = judge(o, p == Predicate::Auto ? Predicate::Accuracy : p);
+    if (p == Predicate::Auto && s.verdict < 0 && !o.failure.empty()) s.verdict = 1;
+    std::cout << "step " << step << (bound > 0 ? " of at most " + std::to_string(bound) : "")
+              << ": FUSEGATE_BISECT=" << (env.empty() ? "(none)" : env) << ": "
+              << (s.verdict == 0 ? "good" : s.verdict == 1 ? "bad (" + s.why + ")" : "cannot test (" + s.why + ")")
+              << "\n"
               << std::flush;
-    steps.push_back({{"limits", env}, {"verdict", good ? "good" : "bad"}});
-    if (record) *record = o.record;
-    return good ? 0 : 1;
+    steps.push_back({{"limits", env}, {"verdict", s.verdict == 0 ? "good" : s.verdict == 1 ? "bad" : "cannot test"}});
+    if (o.exit_code != 0) steps.back()["failure"] = o.failure.empty() ? "other" : o.failure;
+    return s;
+  };
+  auto cannot = [&](const std::string& why) {
+    std::cout << "fusegate bisect: " << why << " (cannot test)\n";
+    write_json({{"result", "cannot test"}, {"why", why}});
+    return 125;
   };
 
-  // 1. as configured
-  record::RunRecord full;
-  int bound = static_cast<int>(subs.size()) + 2;
-  int v = run({}, bound, &full);
-  if (v < 0) return 125;
-  if (v == 0) {
-    // outputs right: a kernel-count or invariant regression against the
-    // golden is not a search; the decisions that changed are the answer
+  // 1. as configured, judged by the predicate (auto: what it fails)
+  Step full = run({}, pred);
+  if (pred == Predicate::Auto) {
+    pred = full.record ? (accuracy_failure(*full.record).empty() ? Predicate::Auto : Predicate::Accuracy)
+           : full.failure == "crash"    ? Predicate::Crash
+           : full.failure == "hang"     ? Predicate::Hang
+           : full.failure == "disagree" ? Predicate::Ranks
+                                        : Predicate::Auto;
+    if (!full.record && pred == Predicate::Auto) return cannot("the run as configured did not finish: " + full.why);
+    if (!full.record) std::cout << "(predicate " << predicate_name(pred) << ": how the run as configured fails)\n";
+  }
+  if (full.verdict < 0) return cannot("the run as configured fails another way than --predicate " +
+                                      std::string(predicate_name(pred)) + ": " + full.why);
+  if (full.verdict == 0 || pred == Predicate::Kernels || pred == Predicate::Graphs) {
+    if (full.record && (pred == Predicate::Auto || pred == Predicate::Kernels || pred == Predicate::Graphs)) {
+      const int rc = golden_report(base, *full.record, pred, json_out, steps);
+      if (rc >= 0) return rc;
+    }
     const std::string gpath = golden_path(base.golden_dir, backend_name(base.backend), base.repro,
                                           mode_letter(base.mode), base.world, policy_name(base.fusion),
                                           base.fast_paths.text());
-    if (std::optional<record::RunRecord> golden = load_golden(gpath)) {
-      Verdict gv = compare_with_golden(full, &*golden, gpath, base.repro, "");
-      std::vector<std::string> lines;
-      bool regressed = false;
-      for (const Finding& f : gv.findings) {
-        if (f.kind == VerdictKind::Fail) regressed = true;
-        if (f.kind == VerdictKind::Fail || f.message.find("fusion decisions changed") != std::string::npos)
-          lines.push_back(f.message);
-      }
-      if (regressed) {
-        std::cout << "fusegate bisect: " << base.repro << "'s outputs pass their accuracy check, but the run "
-                  << "regressed against " << gpath << ": not a search; what changed:\n";
-        for (std::string l : lines) {
-          for (size_t at = l.find('\n'); at != std::string::npos; at = l.find('\n', at + 1)) l.insert(at + 1, "  ");
-          std::cout << "  " << l << "\n";
-        }
-        if (!json_out.empty())
-          write_atomic(json_out, dump_record({{"result", "regression against the golden"},
-                                              {"golden", gpath},
-                                              {"findings", lines},
-                                              {"steps", steps}}));
-        return 1;
-      }
-    }
-    std::cout << "fusegate bisect: " << base.repro << " is good as configured (every output passes its accuracy "
-              << "check" << (std::filesystem::exists(gpath) ? ", and the run matches its golden" : "")
+    std::cout << "fusegate bisect: " << base.repro << " is good as configured ("
+              << (pred == Predicate::Auto || pred == Predicate::Accuracy
+                      ? std::string("every output passes its accuracy check") +
+                            (std::filesystem::exists(gpath) ? ", and the run matches its golden" : "")
+                      : std::string("by --predicate ") + predicate_name(pred))
               << "): nothing to bisect\n";
-    if (!json_out.empty()) write_atomic(json_out, dump_record({{"result", "nothing to bisect"}, {"steps", steps}}));
+    write_json({{"result", "nothing to bisect"}});
     return 0;
   }
-  // FUSEGATE_BISECT limits count per graph, while the applications below are
-  // counted over all of them: with graph breaks the search would name the
-  // wrong application. Say so rather than answer wrong.
-  for (const auto& [rank, r] : record::ranks_by_id(full))
-    if (r->graph_count.value_or(1) > 1) {
-      std::cout << "fusegate bisect: " << base.repro << " runs as " << *r->graph_count
-                << " graphs (graph breaks: fusegate explain " << base.repro
-                << " names them); bisect limits count per graph, so it searches one graph only: cannot test. "
-                   "Remove the breaks, or bisect by hand with FUSEGATE_BISECT (fusion/bisect.h)\n";
-      if (!json_out.empty())
-        write_atomic(json_out, dump_record({{"result", "cannot test: several graphs"}, {"steps", steps}}));
-      return 125;
-    }
-  for (const auto& s : subs) counts[s] = applications(full, s).size();
-  size_t biggest = 1;
-  for (const auto& [s, n] : counts) biggest = std::max(biggest, n);
-  int applied = 0;
-  for (const auto& [s, n] : counts) applied += n > 0 ? 1 : 0;
-  bound = 2 + applied + static_cast<int>(std::ceil(std::log2(static_cast<double>(biggest))));
 
-  // 2. everything off
-  // (a subsystem the full run never applied needs no limit: the replay
-  // commands name only those that matter)
-  std::map<std::string, long long> off;
+  // what the run as configured made, where it left a record
+  std::map<std::string, size_t> counts;  // subsystem -> applications, all graphs
+  const bool known = full.record.has_value();
+  if (known)
+    for (const auto& s : subs) counts[s] = applications(*full.record, s).size();
+  auto tried = [&](const std::string& s) { return !known || counts[s] > 0; };
+  if (known) {
+    size_t biggest = 1;
+    int applied = 0;
+    for (const auto& [s, n] : counts) {
+      biggest = std::max(biggest, n);
+      applied += n > 0 ? 1 : 0;
+    }
+    bound = 2 + applied + static_cast<int>(std::ceil(std::log2(static_cast<double>(biggest)))) +
+            static_cast<int>(std::ceil(std::log2(static_cast<double>(graphs_of(*full.record)))));
+  }
+
+  // 2. everything off (a subsystem the run never applied needs no limit:
+  // the replay commands name only those that matter)
+  Limits off;
   for (const auto& s : subs)
-    if (counts[s] > 0) off[s] = 0;
-  v = run(off, bound, nullptr);
-  if (v < 0) return 125;
-  if (v == 1) {
+    if (tried(s)) off[s][-1] = 0;
+  Step none = run(off, pred);
+  if (none.verdict < 0) return cannot("with every subsystem off the run fails another way: " + none.why);
+  if (none.verdict == 1) {
     std::cout << "fusegate bisect: bad with every switchable subsystem off (FUSEGATE_BISECT=" << limits_text(off)
               << (off.count("lowerings") ? ": every op a library call" : "")
               << "): no decomposition, lowering, fusion decision, rewrite or fast path is to blame; look at "
                  "capture, the library calls (GEMMs, attention, ATen) and the collectives (fusegate explain "
               << base.repro << ")\n";
-    if (!json_out.empty())
-      write_atomic(json_out, dump_record({{"result", "bad with every subsystem off"}, {"steps", steps}}));
+    write_json({{"result", "bad with every subsystem off"}});
     return 1;
   }
+  const long long graphs = known ? graphs_of(*full.record) : graphs_of(*none.record);
 
   // 3. the first subsystem whose enabling turns good into bad
   std::string culprit_sub;
-  std::map<std::string, long long> limits = off;
-  record::RunRecord bad_record;  // the run at the smallest bad count known so far
+  Limits limits = off;
+  record::RunRecord below = *none.record;  // the good run with the culprit subsystem off
+  std::optional<record::RunRecord> bad_record;  // a bad run with a record (accuracy)
   for (const auto& s : subs) {
-    if (counts[s] == 0) continue;
+    if (!tried(s)) continue;
+    // (counts not known: the good run before lists the first application
+    // each limit held back; a subsystem it lists none of would apply
+    // nowhere, its limit left as is)
+    if (!known && !held_back(below, s, -1)) {
+      limits.erase(s);
+      continue;
+    }
     limits.erase(s);  // on, unlimited
-    if (limits.empty()) {
-      // every applied subsystem on: the run as configured, known bad
-      bad_record = full;
+    if (limits.empty()) {  // every applied subsystem on: the run as configured, known bad
+      bad_record = full.record;
       culprit_sub = s;
       break;
     }
-    v = run(limits, bound, &bad_record);
-    if (v < 0) return 125;
-    if (v == 1) {
+    Step st = run(limits, pred);
+    if (st.verdict < 0) return cannot("switching on " + s + " fails another way: " + st.why);
+    if (st.verdict == 1) {
       culprit_sub = s;
+      bad_record = st.record;
       break;
     }
+    below = *st.record;
   }
-  if (culprit_sub.empty()) {
-    std::cout << "fusegate bisect: bad as configured but good with every subsystem switched on in turn: the result "
-                 "is not reproducible (cannot test)\n";
-    return 125;
+  if (culprit_sub.empty())
+    return cannot("bad as configured but good with every subsystem switched on in turn: the result is not "
+                  "reproducible");
+  const std::string s = culprit_sub;
+
+  // 4. with graph breaks, the first graph whose enabling is bad: graphs
+  // before it on, graphs after it off (counts per graph: fusion/bisect.h)
+  std::vector<long long> cand;  // graphs that may hold the culprit
+  for (long long g = 0; g < graphs; ++g)
+    if (known ? !applications(*full.record, s, g).empty() : held_back(below, s, g).has_value()) cand.push_back(g);
+  long long graph = cand.empty() ? 0 : cand.front();
+  auto with = [&](size_t upto, long long k) {  // graphs cand[0..upto) all on, cand[upto] at k
+    Limits l = limits;
+    if (graphs == 1) {
+      l[s] = {{-1, k}};
+      return l;
+    }
+    l[s] = {{-1, 0}};
+    for (size_t i = 0; i < upto; ++i) l[s][cand[i]] = -1;
+    l[s][cand[upto]] = k;
+    return l;
+  };
+  // the smallest x in [lo, hi] whose run is bad (hi known bad), halving; a
+  // good run is kept as `below` (the run at the answer - 1), a bad one's
+  // record as the bad record; nullopt: a run failed another way (said)
+  int rc = 0;
+  auto first_bad = [&](long long lo, long long hi, const std::function<Limits(long long)>& at,
+                       const std::string& what) -> std::optional<long long> {
+    while (lo < hi) {
+      const long long mid = (lo + hi) / 2;
+      Step st = run(at(mid), pred);
+      if (st.verdict < 0) {
+        rc = cannot(what + std::to_string(mid) + " fails another way: " + st.why);
+        return std::nullopt;
+      }
+      if (st.verdict == 1) {
+        hi = mid;
+        bad_record = st.record;
+      } else {
+        lo = mid + 1;
+        below = *st.record;
+      }
+    }
+    return lo;
+  };
+  size_t at = 0;
+  if (graphs > 1 && cand.size() > 1) {
+    // (cand.back() on: every graph on, known bad)
+    const auto i = first_bad(0, static_cast<long long>(cand.size()) - 1,
+                             [&](long long x) { return with(static_cast<size_t>(x), -1); }, "graph index ");
+    if (!i) return rc;
+    at = static_cast<size_t>(*i);
+    graph = cand[at];
   }
 
-  // 4. the first application that is bad
-  size_t lo = 1, hi = counts[culprit_sub];
-  while (lo < hi) {
-    const size_t mid = (lo + hi) / 2;
-    limits[culprit_sub] = static_cast<long long>(mid);
-    record::RunRecord rec;
-    v = run(limits, bound, &rec);
-    if (v < 0) return 125;
-    if (v == 1) {
-      hi = mid;
-      bad_record = rec;
-    } else {
-      lo = mid + 1;
+  // 5. the first application in that graph that is bad
+  long long lo = 1, hi = -1;  // hi: the smallest count known bad (-1: not yet)
+  if (known) hi = static_cast<long long>(applications(*full.record, s, graph).size());
+  if (hi < 0) {
+    for (long long k = 1;; k *= 2) {
+      Step st = run(with(at, k), pred);
+      if (st.verdict < 0) return cannot(s + ":" + std::to_string(k) + " fails another way: " + st.why);
+      if (st.verdict == 1) {
+        hi = k;
+        bad_record = st.record;
+        break;
+      }
+      const long long made = static_cast<long long>(applications(*st.record, s, graph).size());
+      if (made < k)
+        return cannot("good with all " + std::to_string(made) + " applications of " + s + " in graph " +
+                      std::to_string(graph) + ", bad with the subsystem on: the result is not reproducible");
+      below = *st.record;
+      lo = k + 1;
     }
   }
-  const size_t k = lo;
-  limits[culprit_sub] = static_cast<long long>(k);
-  const std::string bad_env = limits_text(limits);
-  limits[culprit_sub] = static_cast<long long>(k - 1);
-  const std::string good_env = limits_text(limits);
-  std::vector<Application> apps = applications(bad_record, culprit_sub);
-  if (apps.size() < k) {
-    std::cout << "fusegate bisect: the bad run made " << apps.size() << " applications of " << culprit_sub
-              << ", not " << k << " (cannot test)\n";
-    return 125;
+  const auto first = first_bad(lo, hi, [&](long long x) { return with(at, x); }, s + ":");
+  if (!first) return rc;
+  const long long k = *first;
+  const std::string bad_env = limits_text(with(at, k));
+  const std::string good_env = limits_text(with(at, k - 1));
+  // the culprit: the k-th application in the bad run's record, or, where
+  // the bad run left none (a crash, a hang), the one the good run's limit
+  // held back
+  std::optional<Application> entry;
+  std::vector<Application> apps;
+  if (bad_record) {
+    apps = applications(*bad_record, s, graph);
+    if (static_cast<long long>(apps.size()) >= k) entry = apps[static_cast<size_t>(k - 1)];
+  } else {
+    entry = held_back(below, s, graph);
   }
-  const Application& entry = apps[k - 1];
+  if (!entry)
+    return cannot("the runs do not name application " + std::to_string(k) + " of " + s + " in graph " +
+                  std::to_string(graph));
+  const size_t of_total = known ? applications(*full.record, s, graph).size() : 0;
   std::string flags = " --mode " + std::string(mode_letter(base.mode)) + " --world-size " + std::to_string(base.world);
   if (base.backend != Backend::Cpu) flags += " --backend " + std::string(backend_name(base.backend));
   if (base.fusion != FusionPolicy::Default) flags += " --fusion " + std::string(policy_name(base.fusion));
   if (!base.fast_paths.is_default()) flags += " --fast-paths " + base.fast_paths.text();
+  if (pred == Predicate::Hang) flags += " --timeout " + std::to_string(base.timeout_s);
   // the folders a repro came from (a fuzz finding's, a --repro-dir), all but
   // the shipped one
   for (const auto& d : base.fg_dirs)
     if (std::filesystem::path(d).lexically_normal().string().find("repros/fg") == std::string::npos)
       flags += " --repro-dir '" + d + "'";
-  std::cout << "\nfusegate bisect: " << base.repro << ": the culprit is application " << k << " of "
-            << counts[culprit_sub] << " of " << culprit_sub << " (" << step << " runs)\n"
-            << "  stage: " << culprit_sub << "; rule: " << rule_of(entry, culprit_sub) << "\n"
-            << "  " << describe(entry) << "\n";
-  std::cout << source_excerpt(entry, base.golden_dir, base.fg_dirs);
-  std::cout << culprit_kernel(base, bad_env, entry);
+  std::cout << "\nfusegate bisect: " << base.repro << ": the culprit is application " << k
+            << (of_total ? " of " + std::to_string(of_total) : "") << " of " << s
+            << (graphs > 1 ? " in graph " + std::to_string(graph) + " of " + std::to_string(graphs) : "") << " ("
+            << step << " runs; predicate " << predicate_name(pred) << ")\n"
+            << "  stage: " << s << "; rule: " << rule_of(*entry, s) << "\n"
+            << "  " << describe(*entry) << "\n";
+  std::cout << source_excerpt(*entry, base.golden_dir, base.fg_dirs);
+  // (explain compiles under the bad limits: only where that cannot crash or hang)
+  if (pred == Predicate::Accuracy) std::cout << culprit_kernel(base, bad_env, *entry);
   const std::string env = replay_env(false);  // FUSEGATE_FAULT and the like, as this search saw them
   std::cout << "  replay, good: " << env << "FUSEGATE_BISECT=" << good_env << " fusegate run " << base.repro << flags
             << "\n"
             << "  replay, bad:  " << env << "FUSEGATE_BISECT=" << bad_env << " fusegate run " << base.repro << flags
             << "\n";
-  if (!json_out.empty())
-    write_atomic(json_out, dump_record({{"result", "culprit"},
-                                        {"subsystem", culprit_sub},
-                                        {"application", k},
-                                        {"applications", counts[culprit_sub]},
-                                        {"entry", entry.to_json()},
-                                        {"good", good_env},
-                                        {"bad", bad_env},
-                                        {"runs", step},
-                                        {"steps", steps}}));
+  json j = {{"result", "culprit"}, {"subsystem", s},   {"application", k},  {"graph", graph},
+            {"graphs", graphs},    {"entry", entry->to_json()}, {"good", good_env}, {"bad", bad_env},
+            {"runs", step}};
+  if (known) j["applications"] = of_total;
+  write_json(j);
   return 1;
 }
 

@@ -87,6 +87,7 @@ class DryExecutor : public Executor {
     o.proofs = proofs_;
     o.world_size = world_;
     o.residuals_apart = apart_;
+    o.graph = static_cast<int>(compiled.size());
     compiled.push_back(compile(g, o));
     std::vector<ConcreteP> outs;
     for (int id : g.outputs) outs.push_back(std::make_shared<TypeOnly>(g.node(id).type));

@@ -238,7 +238,8 @@ nlohmann::json options_json(const FuzzOptions& o) {
           {"fast_paths", o.fast_paths}, {"golden_dir", o.golden_dir},
           {"timeout_s", o.timeout_s}, {"print_graphs", o.print_graphs},
           {"graph_text", o.graph_text}, {"graph_name", o.graph_name},
-          {"minify_out", o.minify_out}, {"gate_accuracy", o.gate_accuracy}};
+          {"minify_out", o.minify_out}, {"gate_accuracy", o.gate_accuracy},
+          {"mode", mode_letter(o.mode)}, {"breaks_allowed", o.breaks_allowed}};
 }
 
 FuzzOptions options_from(const nlohmann::json& j) {
@@ -262,6 +263,8 @@ FuzzOptions options_from(const nlohmann::json& j) {
   o.graph_name = j.at("graph_name").get<std::string>();
   o.minify_out = j.at("minify_out").get<std::string>();
   o.gate_accuracy = j.at("gate_accuracy").get<bool>();
+  o.mode = parse_mode(j.at("mode").get<std::string>());
+  o.breaks_allowed = j.at("breaks_allowed").get<bool>();
   return o;
 }
 

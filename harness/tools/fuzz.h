@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/capture/session.h"
 #include "fusion/ir/graph.h"
 #include "fusion/options.h"
 #include "fusion/passes/fast_paths.h"
@@ -52,6 +53,10 @@ struct FuzzOptions {
   // a mismatch is the gate's accuracy verdict alone (minify: the repro
   // failed `check`), without the slack random graphs get
   bool gate_accuracy = false;
+  // the compiled runs' mode: C (the fuzzer's), or B for minify --mode B
+  Mode mode = Mode::Compiled;
+  // a graph break is not a finding (minify: a repro may be written to break)
+  bool breaks_allowed = false;
 };
 
 // The graph index `index` of a run judges: generated from seed + index, or

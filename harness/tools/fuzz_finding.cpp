@@ -23,7 +23,7 @@ std::string one_line(const std::string& s) {
 }  // namespace
 
 std::string replay_flags(const FuzzOptions& o, const FusionPolicy* policy, int world) {
-  return " --mode C" +
+  return std::string(" --mode ") + mode_letter(o.mode) +
          (!policy || *policy == FusionPolicy::Default ? "" : std::string(" --fusion ") + policy_name(*policy)) +
          (o.backend == Backend::Cpu ? "" : std::string(" --backend ") + backend_name(o.backend)) +
          (world > 1 ? " --world-size " + std::to_string(world) : "") +

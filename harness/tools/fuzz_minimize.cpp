@@ -358,6 +358,26 @@ Graph minimize(const Graph& g, const FuzzFinding& f, const FuzzOptions& o, FuzzR
             }
           }
       }
+    // then attributes: each one an op may go without dropped, the op taking
+    // its default (an eps, a tanh approximation, a keepdim the types allow)
+    if (!changed)
+      for (const Node& n : std::vector<Node>(best.nodes)) {
+        if (n.op == Op::Input) continue;
+        for (const AttrSpec& a : op_spec(n.op).attrs) {
+          if (a.required || !best.node(n.id).attrs.count(a.name)) continue;
+          Graph c = best;
+          c.nodes[static_cast<size_t>(n.id)].attrs.erase(a.name);
+          try {
+            verify(c, true);
+          } catch (const std::exception&) {
+            continue;  // the types need it
+          }
+          if (shows(c)) {
+            best = c;
+            changed = true;
+          }
+        }
+      }
   }
   return best;
 }

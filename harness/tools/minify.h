@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fusion/capture/session.h"
 #include "fusion/options.h"
 
 namespace fg {
@@ -20,6 +21,7 @@ struct MinifySpec {
   std::string graph_file;  // an .fg file
   std::vector<std::string> fg_dirs;
   int world = 1;
+  Mode mode = Mode::Compiled;  // B or C: where graphs break (disabled regions, host ops)
   FusionPolicy fusion = FusionPolicy::Default;
   Backend backend = Backend::Cpu;
   std::string fast_paths = "proven";

@@ -7,6 +7,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/rand.h>
+#include "fusion/bisect.h"
 #include "fusion/errors.h"
 #include "fusion/logs.h"
 #include "kernels/collectives/collectives.h"
@@ -259,6 +260,8 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
   // the program also depends on the residual placement: one cache entry each
   std::string entry = key;
   for (const std::string& s : residuals_apart_) entry += "\n" + s;
+  // and, under per-graph FUSEGATE_BISECT limits, on the graph's number
+  if (bisect_per_graph()) entry += "\nbisect graph " + std::to_string(index);
 
   // guards: a site that compiled before with other guards compiles again
   auto site = site_guard_.find(index);
@@ -284,6 +287,7 @@ std::vector<ConcreteP> AtenExecutor::run_graph(const Graph& g, const std::vector
     o.world_size = world_;
     o.template_gemms = template_gemms_;
     o.residuals_apart = residuals_apart_;
+    o.graph = index;
     rt->prog = compile(g, o);
     rt->guard = guard;
     // each kernel's GEMM template shapes, named once here rather than at every launch

@@ -140,13 +140,18 @@ case_bisect_clean_and_bad_input() {
     expect_out "has no scheduler node buf999"
     FUSEGATE_BISECT=decisions:x "$FG" run tp_block_llama >"$T/out" 2>&1; expect_rc $? 2
     expect_out "FUSEGATE_BISECT: 'decisions:x' is not SUBSYSTEM:K"
-    # a repro with a graph break: limits count per graph, so no answer
-    # rather than a wrong one (buf5: the second graph's fused norm)
+    # a repro with a graph break: limits count per graph (SUBSYSTEM@GRAPH),
+    # and the culprit is named in its graph (buf5: the second graph's fused
+    # norm; the first graph's fusions stay on)
     line=$(grep -n "linear(%5, %w2)" "$T/repros/ffn_allreduce.fg" | cut -d: -f1)
     sed -i "${line}a\\  %dbg = print(%6) : bf16[4,32,128]" "$T/repros/ffn_allreduce.fg"
     FUSEGATE_QUIET_PRINT=1 FUSEGATE_FAULT=perturb:buf5 "$FG" bisect ffn_allreduce --repro-dir "$T/repros" --mode C \
       --world-size 1 --fast-paths none >"$T/out" 2>&1
-    expect_rc $? 125; expect_out "runs as 2 graphs .*searches one graph only: cannot test"
+    expect_rc $? 1; expect_out "the culprit is application 1 of 1 of decisions in graph 1 of 2"
+    expect_out "buf4\+buf5 score .*\(graph 1, round 1\)"
+    expect_out "replay, bad:  .*FUSEGATE_BISECT=decisions:0,decisions@1:1(,codegen_variants:0)? fusegate run ffn_allreduce"
+    "$FG" bisect tp_block_llama --predicate sometimes >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "--predicate: 'sometimes' is not one of auto, accuracy, crash, hang, ranks, kernels, graphs"
     "$FG" bisect tp_block_llama --mode A >"$T/out" 2>&1; expect_rc $? 2; expect_out "use --mode B or C"
 }
 

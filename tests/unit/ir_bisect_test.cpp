@@ -30,8 +30,23 @@ TEST(Bisect, LimitsParseBySubsystem) {
   EXPECT_TRUE(s.any());
 }
 
+TEST(Bisect, GraphLimitsOverTheOthers) {
+  // every graph at 0, graph 0 unlimited, graph 2 at 3, whatever the order
+  const std::string text = "decisions@2:3,decisions:0,decisions@0:all,lowerings:5";
+  EXPECT_EQ(parse_bisect(text, 0).decisions, -1);
+  EXPECT_EQ(parse_bisect(text, 1).decisions, 0);
+  EXPECT_EQ(parse_bisect(text, 2).decisions, 3);
+  EXPECT_EQ(parse_bisect(text, 7).decisions, 0);
+  EXPECT_EQ(parse_bisect(text, 2).lowerings, 5);
+  // a graph's limit alone leaves the others unlimited
+  EXPECT_EQ(parse_bisect("codegen_variants@1:0", 0).codegen_variants, -1);
+  EXPECT_EQ(parse_bisect("codegen_variants@1:0", 1).codegen_variants, 0);
+  EXPECT_FALSE(parse_bisect("decisions:all", 0).any());
+}
+
 TEST(Bisect, BadValuesAreNamed) {
-  for (const char* bad : {"decisions", "decisions:", "decisions:-1", "decisions:x", "fusion:2", "lowering:1", "decompositions:-2"}) {
+  for (const char* bad : {"decisions", "decisions:", "decisions:-1", "decisions:x", "fusion:2", "lowering:1", "decompositions:-2",
+                          "decisions@:1", "decisions@x:1", "decisions@-1:2", "fusion@0:1", "decisions@0:"}) {
     try {
       parse_bisect(bad);
       ADD_FAILURE() << bad << " was accepted";
