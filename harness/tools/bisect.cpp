@@ -302,12 +302,32 @@ int cmd_bisect(const RunSpec& base, const BisectOptions& opts) {
   Step none = run(off, pred);
   if (none.verdict < 0) return cannot("with every subsystem off the run fails another way: " + none.why);
   if (none.verdict == 1) {
+    // the stage before them: capture. Mode A runs the repro op by op with
+    // nothing captured; bad there too, the compiler is not to blame
+    RunSpec eager = base;
+    eager.mode = Mode::Eager;
+    const RunOutcome o = launch(eager);
+    ++step;
+    if (o.exit_code == 2) user_error(o.message);
+    const Step e = judge(o, pred);
+    std::cout << "step " << step << ": mode A (eager, nothing captured): "
+              << (e.verdict == 0 ? "good" : e.verdict == 1 ? "bad (" + e.why + ")" : "cannot test (" + e.why + ")")
+              << "\n";
+    steps.push_back({{"limits", "mode A"}, {"verdict", e.verdict == 0 ? "good" : e.verdict == 1 ? "bad" : "cannot test"}});
+    if (e.verdict == 1) {
+      std::cout << "fusegate bisect: bad in eager too (mode A, nothing captured or compiled): not the compiler; "
+                   "look at the repro, ATen and the collectives\n";
+      write_json({{"result", "bad in eager"}});
+      return 1;
+    }
     std::cout << "fusegate bisect: bad with every switchable subsystem off (FUSEGATE_BISECT=" << limits_text(off)
-              << (off.count("lowerings") ? ": every op a library call" : "")
-              << "): no decomposition, lowering, fusion decision, rewrite or fast path is to blame; look at "
-                 "capture, the library calls (GEMMs, attention, ATen) and the collectives (fusegate explain "
+              << (off.count("lowerings") ? ": every op a library call" : "") << ") and "
+              << (e.verdict == 0 ? "good" : "not judged") << " in eager (mode A)\n"
+              << "  stage: capture; no decomposition, lowering, fusion decision, rewrite or fast path is to blame: "
+                 "look at what capture made (its graphs, breaks and guards), the library calls (GEMMs, attention, "
+                 "ATen) and the collectives (fusegate explain "
               << base.repro << ")\n";
-    write_json({{"result", "bad with every subsystem off"}});
+    write_json({{"result", "bad with every subsystem off"}, {"stage", "capture"}});
     return 1;
   }
   const long long graphs = known ? graphs_of(*full.record) : graphs_of(*none.record);

@@ -179,6 +179,11 @@ PY
     expect_out "bad \(hang: rank 0 .*did not finish within 2 s"
     expect_out "predicate hang\)"; expect_out "  stage: lowerings; rule: pointwise silu"
     expect_out "replay, bad:  FUSEGATE_FAULT=hang_lowering:silu FUSEGATE_BISECT=.* --timeout 2"
+    # a rank that dies whatever the compiler does: bad with every stage
+    # off, and in eager (mode A) too: not the compiler
+    FUSEGATE_FAULT=crash:0 "$FG" bisect small --repro-dir "$T/repros" --mode C >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "mode A \(eager, nothing captured\): bad \(crash"
+    expect_out "bad in eager too .*: not the compiler"
     # rank 1 refuses every fusion with a reduction: the first fusion rank 0
     # makes is where they part
     FUSEGATE_FAULT=diverge_fusion:1 "$FG" bisect small --repro-dir "$T/repros" --mode C --world-size 2 >"$T/out" 2>&1
