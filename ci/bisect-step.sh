@@ -34,7 +34,9 @@ predicate=""
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --predicate) predicate="${2:-}"; shift 2 || shift ;;
+    --predicate)
+      [ $# -ge 2 ] || { echo "bisect-step: --predicate needs a value (accuracy, crash, hang, ranks, kernels, graphs): stopping the bisection (exit 128)"; exit 128; }
+      predicate="$2"; shift 2 ;;
     --predicate=*) predicate="${1#--predicate=}"; shift ;;
     *) args+=("$1"); shift ;;
   esac

@@ -195,7 +195,9 @@ Kernel CStylePrinter::print_group(const FusedGroup& gr, int index, std::set<int>
   // (on the host, a pointwise kernel's loop marked for vectorization is the
   // variant: `omp simd`)
   const bool vectorizable = !has_red && !has_scan && can_vectorize(X);
-  const bool variant = (has_red ? can_chunk(1, R) : can_chunk(X, 1)) || vectorizable;
+  // (a kernel with a scan runs its rows in order: never a variant, nor
+  // counted as one)
+  const bool variant = ((has_red ? can_chunk(1, R) : can_chunk(X, 1)) && !has_scan) || vectorizable;
   const int64_t limit = bisect_limits().codegen_variants;
   if (variant) ++variants_;
   const bool allowed = !(variant && limit >= 0 && variants_ > limit);

@@ -301,7 +301,8 @@ class Scheduler {
       if (ga == gb) continue;
       FusionDecision d = cost_.can_fuse(ga, gb);
       // FUSEGATE_BISECT=decisions:K: the first K fusions only (fusion/bisect.h);
-      // past them no fusion rule is asked, so ranks agree on every one
+      // checked before the test fault below refuses a fusion, so ranks of
+      // which one has it agree on every fusion past the limit
       if (d.ok() && bisect_limits().decisions >= 0 && fusions_ >= bisect_limits().decisions) {
         record(ga, gb, c.s, false, Reject::BisectLimit, round);
         continue;

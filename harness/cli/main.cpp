@@ -246,7 +246,7 @@ int run_main(int argc, char** argv) {
 
   MinifySpec mspec;
   auto* minify = app.add_subcommand("minify", "shrink a failing repro to the smallest .fg that fails the same way "
-                                              "(mode C; the same verdict class, and for a mismatch the same output)");
+                                              "(in mode B or C; the same verdict class, and for a mismatch the same output)");
   add_graph(minify, minify->add_option("repro", spec.repro, "repro name"));
   minify->add_option("--mode", mode_text, "B or C")->capture_default_str();
   minify->add_option("--world-size", spec.world, "ranks")->capture_default_str();

@@ -190,9 +190,9 @@ Graph one_graph(const Repro& r, const std::vector<Graph>& gs, int world) {
 
 }  // namespace
 
-std::vector<Graph> capture_types(const Repro& r, int world) {
+std::vector<Graph> capture_types(const Repro& r, int world, Mode mode, std::vector<std::string>* breaks) {
   CaptureExecutor ex(world);
-  Session s(Mode::Compiled, &ex, r.file);
+  Session s(mode, &ex, r.file);
   Inputs in;
   for (const auto& spec : r.inputs(world)) {
     TensorType t{spec.dtype, spec.full_shape};
@@ -200,6 +200,8 @@ std::vector<Graph> capture_types(const Repro& r, int world) {
     in[spec.name] = s.wrap(std::make_shared<Typed>(t), spec.name, input_annotations(spec));
   }
   s.finish(r.forward(s, in));
+  if (breaks)
+    for (const auto& b : s.breaks()) breaks->push_back(b.reason);
   return ex.graphs;
 }
 

@@ -11,15 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "fusion/capture/session.h"
 #include "fusion/ir/graph.h"
 
 namespace fg {
 
 struct Repro;
 
-// The repro's mode-C graphs at `world` (rank 0), captured without running
-// anything (values are types).
-std::vector<Graph> capture_types(const Repro& r, int world);
+// The repro's graphs at `world` (rank 0) in `mode` (B or C), captured
+// without running anything (values are types); `breaks`, when given, gets
+// each graph break's reason.
+std::vector<Graph> capture_types(const Repro& r, int world, Mode mode = Mode::Compiled,
+                                 std::vector<std::string>* breaks = nullptr);
 
 // The exported graph (named `name`); a UserError where a repro cannot be
 // written as one .fg graph (a graph break in mode C, an attribute that

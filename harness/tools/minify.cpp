@@ -2,15 +2,49 @@
 #include "harness/tools/minify.h"
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
+#include "harness/record/files.h"
 #include "harness/tools/export.h"
 #include "harness/tools/fuzz.h"
 #include "repros/registry.h"
 
 namespace fg {
+
+namespace {
+
+// The minified file declares each break its graph still has (`expect
+// break`, the reason up to its details), so that it runs in mode C as the
+// repro did: an undeclared break would fail it there, where it is no part
+// of the failure.
+void declare_breaks(const std::string& path, const MinifySpec& m) {
+  const std::vector<Graph> gs = parse_graph_file(path);
+  if (gs.size() != 1) return;
+  std::vector<std::string> reasons;
+  capture_types(graph_repro(gs[0], gs[0].name, "minified", path), m.world, m.mode, &reasons);
+  if (reasons.empty()) return;
+  std::string lines;
+  for (const std::string& r : reasons) {
+    const std::string head = r.substr(0, r.find('('));
+    lines += "  expect break \"" + head.substr(0, head.find_last_not_of(' ') + 1) + "\"\n";
+  }
+  std::ifstream in(path);
+  std::string text, line;
+  bool done = false;
+  while (std::getline(in, line)) {
+    text += line + "\n";
+    if (!done && line.rfind("graph ", 0) == 0) {
+      text += lines;
+      done = true;
+    }
+  }
+  if (done) write_atomic(path, text);
+}
+
+}  // namespace
 
 int cmd_minify(const MinifySpec& m) {
   namespace fs = std::filesystem;
@@ -36,8 +70,8 @@ int cmd_minify(const MinifySpec& m) {
   }
   if (m.mode == Mode::Eager) user_error("minify shrinks compiled runs: use --mode B or C");
   // a graph that breaks (a host op, a disabled region) is shrunk as it
-  // runs, its breaks where its text puts them; the breaks it declares it
-  // expects are the repro's assertions, which a smaller graph need not keep
+  // runs, its breaks where its text puts them; the breaks it declares are
+  // declared again for the breaks the smaller graph still has (below)
   g.expected_breaks.clear();
   // every input keeps the values it has in the repro, under any file name
   for (Node& n : g.nodes)
@@ -63,7 +97,9 @@ int cmd_minify(const MinifySpec& m) {
     user_error("minify --out " + o.minify_out + ": name an .fg file (the minified repro)");
   o.findings_dir = fs::path(o.minify_out).parent_path().string();
   if (o.findings_dir.empty()) o.findings_dir = ".";
-  return cmd_fuzz(o);
+  const int rc = cmd_fuzz(o);
+  if (rc == 1 && fs::exists(o.minify_out)) declare_breaks(o.minify_out, m);
+  return rc;
 }
 
 }  // namespace fg
