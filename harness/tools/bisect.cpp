@@ -220,26 +220,31 @@ int cmd_bisect(const RunSpec& base, const BisectOptions& opts) {
   };
   // runs once under `limits`; bad input inside a rank (a fault naming no
   // node) is bad input of the bisection, never a commit to skip
-  auto run = [&](const Limits& limits, Predicate p) -> Step {
+  // runs `spec` once under `limits` (mode A: none, `what` says so); bad
+  // input inside a rank is bad input of the bisection
+  auto run_spec = [&](const RunSpec& spec, const Limits& limits, Predicate p, const std::string& what) -> Step {
     const std::string env = limits_text(limits);
     if (env.empty()) unsetenv("FUSEGATE_BISECT");
     else setenv("FUSEGATE_BISECT", env.c_str(), 1);
-    RunOutcome o = launch(base);
+    RunOutcome o = launch(spec);
     unsetenv("FUSEGATE_BISECT");
     ++step;
     if (o.exit_code == 2) user_error(o.message);
     // (auto: the first run; a crash, a hang or a disagreement is then bad)
     Step s = judge(o, p == Predicate::Auto ? Predicate::Accuracy : p);
     if (p == Predicate::Auto && s.verdict < 0 && !o.failure.empty()) s.verdict = 1;
-    std::cout << "step " << step << (bound > 0 ? " of at most " + std::to_string(bound) : "")
-              << ": FUSEGATE_BISECT=" << (env.empty() ? "(none)" : env) << ": "
+    const std::string label = what.empty() ? "FUSEGATE_BISECT=" + (env.empty() ? std::string("(none)") : env) : what;
+    std::cout << "step " << step << (bound > 0 && what.empty() ? " of at most " + std::to_string(bound) : "") << ": "
+              << label << ": "
               << (s.verdict == 0 ? "good" : s.verdict == 1 ? "bad (" + s.why + ")" : "cannot test (" + s.why + ")")
               << "\n"
               << std::flush;
-    steps.push_back({{"limits", env}, {"verdict", s.verdict == 0 ? "good" : s.verdict == 1 ? "bad" : "cannot test"}});
+    steps.push_back({{"limits", what.empty() ? env : what},
+                     {"verdict", s.verdict == 0 ? "good" : s.verdict == 1 ? "bad" : "cannot test"}});
     if (o.exit_code != 0) steps.back()["failure"] = o.failure.empty() ? "other" : o.failure;
     return s;
   };
+  auto run = [&](const Limits& limits, Predicate p) { return run_spec(base, limits, p, ""); };
   auto cannot = [&](const std::string& why) {
     std::cout << "fusegate bisect: " << why << " (cannot test)\n";
     write_json({{"result", "cannot test"}, {"why", why}});
@@ -311,15 +316,7 @@ int cmd_bisect(const RunSpec& base, const BisectOptions& opts) {
     if (pred != Predicate::Accuracy) {
       RunSpec eager = base;
       eager.mode = Mode::Eager;
-      const RunOutcome o = launch(eager);
-      ++step;
-      if (o.exit_code == 2) user_error(o.message);
-      e = judge(o, pred);
-      std::cout << "step " << step << ": mode A (eager, nothing captured): "
-                << (e.verdict == 0 ? "good" : e.verdict == 1 ? "bad (" + e.why + ")" : "cannot test (" + e.why + ")")
-                << "\n";
-      steps.push_back(
-          {{"limits", "mode A"}, {"verdict", e.verdict == 0 ? "good" : e.verdict == 1 ? "bad" : "cannot test"}});
+      e = run_spec(eager, {}, pred, "mode A (eager, nothing captured)");
     }
     if (e.verdict == 1) {
       std::cout << "fusegate bisect: bad in eager too (mode A, nothing captured or compiled): not the compiler; "
