@@ -2,7 +2,7 @@
 # One call on a GPU machine: build against the LibTorch inside the installed
 # PyTorch, check the cuda backend against its goldens, and benchmark; prints
 # a short table last. Run from the repository root:
-#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|exchange_bw|occupancy|placement|travel|none|all]     (default: all)
+#   bash bench/gpu.sh [check|bless|prove|fastpaths|bisect|bench|kernels|fuzz|parity|seeds|multinode|gateup|swiglu|missing|attention|attnproof|exchange|exchange_bw|occupancy|placement|travel|none|all]     (default: all)
 # none: only the build (then run build-gpu/harness/fusegate by hand).
 # multinode (two GPUs): bless, then check, tp_block_llama_h2048 C at world
 # size 2 as two nodes on this host (one GPU each through CUDA_VISIBLE_DEVICES,
@@ -13,6 +13,11 @@
 # (default 1), FUZZ_JOBS jobs (default 2) at world sizes
 # FUZZ_WORLDS (default 1, or 1,2 with two GPUs); the summary JSON and any
 # findings are left in $OUT (fuzz.json, fuzz-findings/).
+# parity: bench/inductor_parity.py: PARITY_GRAPHS (default 1000) of the
+# fuzzer's graphs from PARITY_SEED (default 1), every lit graph and .fg repro,
+# each compiled by torch.compile (PARITY_POLICIES, default
+# default,max-autotune; PARITY_JOBS processes, default 12) and by `explain
+# --backend cuda`; the table by divergence class is $OUT/parity.md.
 # seeds: each graph of FUZZ_SEEDS (graph seeds, as a fuzz finding names
 # them) checked alone in process under every policy (a crash prints its
 # backtrace, resolved with addr2line), its .fg printed first.
@@ -101,7 +106,7 @@ what="${1:-all}"
 # bad input is refused before anything is built (exit 2): an unknown mode
 # here, a block the bench does not know or a setting out of its range in
 # check_input (a typo used to cost a device call)
-modes="all attention attnproof bench bisect bless check exchange exchange_bw fastpaths fuzz gateup kernels missing multinode none occupancy placement prove seeds swiglu travel"
+modes="all attention attnproof bench bisect bless check exchange exchange_bw fastpaths fuzz gateup kernels missing multinode none occupancy parity placement prove seeds swiglu travel"
 [[ " $modes " == *" $what "* && "$what" != *" "* ]] || {
   echo "gpu.sh: unknown mode '$what'; the modes: $modes" >&2; exit 2; }
 # the steps, in bench/gpu/, one file a responsibility (each defines

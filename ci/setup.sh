@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkgs=(build-essential cmake ninja-build libtorch-dev libgloo-dev nlohmann-json3-dev libcli11-dev
-      libgtest-dev libxxhash-dev llvm-14-tools graphviz python3-junitparser python3-jsonschema)
+      libgtest-dev libxxhash-dev llvm-14-tools graphviz python3-junitparser python3-jsonschema python3-torch)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -69,6 +69,20 @@ step_fuzz() {
   grep -E "^fuzz( job [0-9]+)?: graph|->|was killed|was silent" "$OUTDIR/fuzz.err" | cut -c1-300 | head -20
   phase fuzzed
 }
+# parity: explain --backend cuda against TorchInductor (bench/inductor_parity.py)
+step_parity() {
+  local n="${PARITY_GRAPHS:-1000}" seed="${PARITY_SEED:-1}" pol="${PARITY_POLICIES:-default,max-autotune}"
+  rm -rf "$OUTDIR/parity-graphs"
+  $FG fuzz --emit "$OUTDIR/parity-graphs" --graphs "$n" --seed "$seed" --backend cuda || { rc=1; return; }
+  local sets="tests/lit repros/fg bench/fg $OUTDIR/parity-graphs"
+  python3 bench/inductor_parity.py fusegate "$FG" $sets --json "$OUTDIR/parity-fusegate.json" --policies "$pol" ||
+    rc=1
+  TORCHINDUCTOR_COMPILE_THREADS=2 python3 bench/inductor_parity.py inductor $sets --json "$OUTDIR/parity-inductor.json" \
+    --policies "$pol" --jobs "${PARITY_JOBS:-12}" 2>"$OUTDIR/parity-inductor.err" || rc=1
+  python3 bench/inductor_parity.py compare "$OUTDIR/parity-inductor.json" "$OUTDIR/parity-fusegate.json" \
+    --markdown "$OUTDIR/parity.md" | head -40
+  phase "parity compared"
+}
 # seeds
 step_seeds() {
   for s in ${FUZZ_SEEDS:-1}; do

@@ -47,9 +47,27 @@ Graph eliminate_dead_code(const Graph& g, std::vector<LedgerEntry>* ledger) {
     e.reason = live[i] ? Reject::CollectiveKept : Reject::DeadCodeRemoved;
     ledger->push_back(e);
   }
+  // a cast to its input's own dtype is its input, as x.to(x.dtype) is x
+  // (a value the graph returns keeps its node: an output is its own buffer)
+  std::vector<bool> noop(g.nodes.size(), false);
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::Cast || !live[static_cast<size_t>(n.id)] || n.type.dtype != g.node(n.inputs[0]).type.dtype ||
+        std::find(g.outputs.begin(), g.outputs.end(), n.id) != g.outputs.end())
+      continue;
+    noop[static_cast<size_t>(n.id)] = any = true;
+    if (!ledger) continue;
+    LedgerEntry e;
+    e.first = "no-op cast";
+    e.second = g.ref(n.id) + " (cast to " + dtype_name(n.type.dtype) + ")";
+    e.add_source(n.loc);
+    e.fused = true;
+    e.reason = Reject::NoOpCastRemoved;
+    ledger->push_back(e);
+  }
   if (!any) return g;
   return rebuild(g, [&](const Node& n, const std::vector<int>& in, const std::vector<int>&, Graph& out) {
     if (!live[static_cast<size_t>(n.id)]) return -1;
+    if (noop[static_cast<size_t>(n.id)]) return in[0];
     return copy_node(out, n, in);
   });
 }

@@ -91,6 +91,7 @@ const char* reject_code(Reject r) {
     case Reject::BisectLimit: return "bisect_limit";
     case Reject::FaultRefused: return "fault_refused";
     case Reject::DeadCodeRemoved: return "dead_code_removed";
+    case Reject::NoOpCastRemoved: return "noop_cast_removed";
     case Reject::CollectiveKept: return "collective_kept";
   }
   return "?";
@@ -156,6 +157,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::BisectLimit: return "not applied: past its FUSEGATE_BISECT limit";
     case Reject::FaultRefused: return "refused by FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)";
     case Reject::DeadCodeRemoved: return "removed before scheduling: nothing reads its value (dead code)";
+    case Reject::NoOpCastRemoved:
+      return "removed before scheduling: a cast to the dtype its input has is that input (torch returns the tensor "
+             "itself; Inductor runs no kernel for it)";
     case Reject::CollectiveKept:
       return "kept though nothing reads its value: a collective runs as under torch.compile, where PyTorch "
              "registers the functional collectives' wait_tensor as side-effectful and Dynamo's graph keeps it";

@@ -35,6 +35,8 @@ enum class Reject {
   FaultRefused,
   // dead code (passes/dead_code.h)
   DeadCodeRemoved, CollectiveKept,
+  // a cast to the dtype its input has (passes/dead_code.h)
+  NoOpCastRemoved,
 };
 const char* reject_code(Reject r);  // "memory_deps_mismatch"
 // In words ("memory deps did not match"); a reason that names a threshold

@@ -71,6 +71,12 @@ void settle_fuzz_options(FuzzOptions& o, const FuzzFlags& f) {
     }
   }
   if (o.worlds.empty()) user_error("--world-size " + f.worlds + ": give 1, 2, ... or a list such as 1,2");
+  if (!o.emit_dir.empty()) {
+    if (!f.graph.empty()) user_error("--emit writes generated graphs: it takes no --graph");
+    if (!f.graphs_given || o.graphs <= 0) user_error("--emit " + o.emit_dir + " needs --graphs N (how many to write)");
+    if (o.worlds.size() != 1) user_error("--emit writes graphs of one world size, not " + f.worlds);
+    require_writable_dir("--emit", o.emit_dir);
+  }
   if (!f.jobs_given) o.jobs = static_cast<int>(o.worlds.size());
   if (o.jobs < static_cast<int>(o.worlds.size()) || o.jobs > 64)
     user_error("--jobs " + std::to_string(o.jobs) + ": at least one job a world size (" +

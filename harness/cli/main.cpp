@@ -141,6 +141,7 @@ int run_main(int argc, char** argv) {
                   "cuda: write each device kernel's median time over 20 more steps (at most --iters) run as the "
                   "timed ones, with its spread, GB/s or TFLOP/s against the device's ceilings, and the idle gaps "
                   "(JSON)");
+  run->add_option("--save-tensors", spec.save_tensors, "write rank 0's inputs and the outputs here (raw, tensors.json)");
   add_nodes(run, &spec);
   add_common(run);
   add_fast(run);
@@ -269,6 +270,7 @@ int run_main(int argc, char** argv) {
   fuzz->add_option("--max-findings", fopts.max_findings, "stop after this many findings")->capture_default_str();
   fuzz->add_option("--json", fopts.json_out, "write the summary here (JSON)");
   fuzz->add_flag("--print-graph", fopts.print_graphs, "print each graph (.fg text) on stderr before it runs");
+  fuzz->add_option("--emit", fopts.emit_dir, "write the --graphs N graphs here as fuzz_SEED.fg, run nothing");
   fuzz->add_option("--backend", backend_text, "cpu or cuda")->capture_default_str();
   fuzz->add_option("--world-size", fflags.worlds,
                    "ranks a graph runs on: 1, 2, ... or a list (1,2): job j runs at the (j mod n)-th")
@@ -311,6 +313,7 @@ int run_main(int argc, char** argv) {
   worker->add_flag("--cuda-graphs", spec.cuda_graphs);
   worker->add_option("--warmup-ms", spec.warmup_ms);
   worker->add_option("--profile", spec.profile);
+  worker->add_option("--save-tensors", spec.save_tensors);
   worker->add_option("--fast-paths", fast_text);
   worker->add_option("--ab", spec.ab_fast_path);
   worker->add_option("--master-addr", spec.master_addr);

@@ -12,7 +12,11 @@
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
+#include <nlohmann/json.hpp>
+
 #include "fusion/errors.h"
+#include "harness/record/files.h"
+#include "kernels/cpu/aten_ops.h"
 
 namespace fg {
 
@@ -73,6 +77,25 @@ at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, in
     at += n;
   }
   return laid_out(at::cat(parts, d));
+}
+
+void save_tensors(const std::string& dir, const std::vector<std::pair<std::string, at::Tensor>>& inputs,
+                  const std::vector<std::pair<std::string, at::Tensor>>& outputs) {
+  nlohmann::json index = nlohmann::json::object();
+  for (const auto& [role, list] : {std::pair{std::string("inputs"), &inputs}, std::pair{std::string("outputs"), &outputs}}) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (size_t k = 0; k < list->size(); ++k) {
+      const at::Tensor t = (*list)[k].second.contiguous().cpu();
+      const std::string file = role.substr(0, role.size() - 1) + "_" + std::to_string(k) + ".bin";
+      write_atomic(dir + "/" + file, std::string(static_cast<const char*>(t.data_ptr()), t.nbytes()));
+      entries.push_back({{"name", (*list)[k].first},
+                         {"dtype", dtype_name(from_aten(t.scalar_type()))},
+                         {"shape", t.sizes().vec()},
+                         {"file", file}});
+    }
+    index[role] = entries;
+  }
+  write_atomic(dir + "/tensors.json", index.dump(2) + "\n");
 }
 
 ForwardResult forward(const Repro& r, Mode mode, AtenExecutor& ex, const std::map<std::string, at::Tensor>& inputs,

@@ -18,6 +18,13 @@ namespace fg {
 // shard.
 at::Tensor make_input(const std::string& repro, const InputSpec& s, int rank, int world);
 
+// Writes `inputs` and `outputs` into folder `dir` (made if missing): each
+// tensor's bytes, contiguous, as <role>_<k>.bin, and tensors.json (written
+// last) listing for each role its tensors' names, dtypes (as .fg spells them),
+// shapes and files. Every file is written atomically.
+void save_tensors(const std::string& dir, const std::vector<std::pair<std::string, at::Tensor>>& inputs,
+                  const std::vector<std::pair<std::string, at::Tensor>>& outputs);
+
 struct ForwardResult {
   std::vector<at::Tensor> outputs;  // on the host, contiguous
   int graph_count = 0;

@@ -220,6 +220,10 @@ RunOutcome launch(const RunSpec& spec) {
       args.push_back("--profile");
       args.push_back(std::filesystem::absolute(spec.profile).string());
     }
+    if (!spec.save_tensors.empty()) {
+      args.push_back("--save-tensors");
+      args.push_back(std::filesystem::absolute(spec.save_tensors).string());
+    }
     for (const auto& d : spec.fg_dirs) { args.push_back("--repro-dir"); args.push_back(d); }
     if (!spec.store_prefix.empty()) {
       args.push_back("--store-prefix");

@@ -44,6 +44,10 @@ struct RunSpec : NodeSpec {
   // from process to process
   int warmup_ms = 0;
   std::string profile;       // cuda: write the per-kernel profile (rank 0) here
+  // rank 0 writes its inputs and the outputs (whole, where a shard is
+  // gathered) into this folder as raw tensors with tensors.json: what the
+  // .fg -> PyTorch translator's check compares with (harness/run/forward.h)
+  std::string save_tensors;
   std::string golden_dir;    // proofs are read from <golden_dir>/proofs/<backend>/ (harness/record/proofs.h)
   FastPathSelection fast_paths;  // default: the proven ones
   // `fusegate ab`: each rank runs the generic path, this fast path (forced,

@@ -103,6 +103,12 @@ void validate_spec(const RunSpec& spec) {
     if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
       user_error("--profile " + spec.profile + ": folder " + dir.string() + " does not exist or is not writable");
   }
+  if (!spec.save_tensors.empty()) {
+    std::filesystem::path dir = std::filesystem::absolute(spec.save_tensors).parent_path();
+    if (!std::filesystem::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
+      user_error("--save-tensors " + spec.save_tensors + ": folder " + dir.string() +
+                 " does not exist or is not writable (the tensors' folder is made inside it)");
+  }
 }
 
 }  // namespace fg

@@ -196,6 +196,10 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   std::map<std::string, at::Tensor> inputs;
   const std::vector<InputSpec> specs = r->inputs(spec.world);
   for (const auto& s : specs) inputs[s.name] = make_input(r->name, s, rank, spec.world).to(ex.device());
+  // --save-tensors: the inputs as made (a copy_ writes into one as it runs)
+  std::vector<std::pair<std::string, at::Tensor>> saved_inputs;
+  if (!spec.save_tensors.empty() && rank == 0)
+    for (const auto& s : specs) saved_inputs.emplace_back(s.name, inputs.at(s.name).cpu().clone());
   ex.set_replicated_inputs(replicated_inputs(specs));
   if (!spec.ab_fast_path.empty()) return ab_rank(spec, *r, coll, rank, inputs, replicated_inputs(specs), out_path);
   FastPathProofs proofs = fast_path_proofs(spec.golden_dir, spec.backend, spec.world, true);
@@ -510,6 +514,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
   for (const auto& h : res.graph_hashes) graphs += h + ";";
   rec.hashes = record::Hashes{hash_text(graphs), hash_text(decisions), hash_text(collectives)};
 
+  std::vector<std::pair<std::string, at::Tensor>> saved_outputs;  // --save-tensors
   for (size_t i = 0; i < res.outputs.size(); ++i) {
     record::OutputDigest o;
     o.name = i < r->outputs.size() ? r->outputs[i] : "out" + std::to_string(i);
@@ -522,9 +527,13 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     if (r->replicated_outputs && !shard.replicated() && spec.world > 1) {
       at::Tensor whole = gather_shards(coll, res.outputs[i].to(ex.device()), shard).cpu();
       o.gathered = record::Gathered{shard.dim, exact_digest(whole), fingerprint(whole)};
+      saved_outputs.emplace_back(o.name, whole);
+    } else {
+      saved_outputs.emplace_back(o.name, res.outputs[i]);
     }
     rec.outputs.push_back(std::move(o));
   }
+  if (!spec.save_tensors.empty() && rank == 0) save_tensors(spec.save_tensors, saved_inputs, saved_outputs);
   if (mode != Mode::Eager) {
     // the references: eager on the same inputs, and the same program in fp64
     progress(out_path, "reference runs");

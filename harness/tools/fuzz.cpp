@@ -480,7 +480,28 @@ static bool needs_group(const FuzzOptions& o) {
   return false;
 }
 
+namespace {
+
+int emit_graphs(const FuzzOptions& o) {
+  const int world = o.worlds.front();
+  for (int64_t i = 0; i < o.graphs; ++i) {
+    const uint64_t seed = o.seed + static_cast<uint64_t>(i);
+    const FuzzGraph fg = generate_graph(seed, gen_options(o, world));
+    std::string text = "# fusegate fuzz --emit: the graph of seed " + std::to_string(seed) + " (--max-ops " +
+                             std::to_string(o.max_ops) + ", world size " + std::to_string(world) + ", backend " +
+                             backend_name(o.backend) + ")\n" + print_graph(fg.graph);
+    if (text.back() != '\n') text += "\n";
+    write_atomic(o.emit_dir + "/fuzz_" + std::to_string(seed) + ".fg", text);
+  }
+  std::cout << "fuzz: wrote " << o.graphs << " graphs (seeds " << o.seed << " to "
+            << o.seed + static_cast<uint64_t>(o.graphs - 1) << ") into " << o.emit_dir << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int cmd_fuzz(const FuzzOptions& o) {
+  if (!o.emit_dir.empty()) return emit_graphs(o);
   if (o.jobs > 1 || o.worlds != std::vector<int>{1} || needs_group(o)) return supervise(o);
   // one job at world size 1: in this process
   const auto t0 = std::chrono::steady_clock::now();

@@ -42,6 +42,9 @@ struct FuzzOptions {
   std::string golden_dir;        // where the proofs are read from
   int timeout_s = 120;           // a collective, or a job silent this long x3
   bool print_graphs = false;     // --print-graph: each graph's text on stderr before it runs
+  // --emit DIR: write graphs seed .. seed + graphs - 1 as DIR/fuzz_<seed>.fg
+  // and run nothing (the graphs another tool compiles: bench/inductor_parity.py)
+  std::string emit_dir;
   // --graph FILE: judge this graph (a finding, after a fix) instead of
   // generated ones, once at each world size; its inputs are seeded by the
   // file's stem, as `fusegate run --graph FILE` seeds them

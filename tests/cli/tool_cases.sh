@@ -434,3 +434,51 @@ case_premerge_without_origin() {
     grep -q "_h2048\|_h4096" "$T/out" && fail "premerge selected a GPU-sized repro"
     expect_out "checks: [0-9]+ passed, 0 failed"
 }
+
+case_fuzz_emit_and_save_tensors() {
+    # fuzz --emit writes the generator's graphs and runs nothing: the same
+    # seeds give the same files, and each is a graph fusegate reads
+    "$FG" fuzz --emit "$T/e1" --graphs 3 --seed 5 >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "wrote 3 graphs \(seeds 5 to 7\)"
+    "$FG" fuzz --emit "$T/e2" --graphs 3 --seed 5 >"$T/out" 2>&1; expect_rc $? 0
+    for s in 5 6 7; do
+        [ -s "$T/e1/fuzz_$s.fg" ] || fail "fuzz_$s.fg missing"
+        cmp -s "$T/e1/fuzz_$s.fg" "$T/e2/fuzz_$s.fg" || fail "seed $s gave two graphs"
+        "$FG" explain --graph "$T/e1/fuzz_$s.fg" >"$T/out" 2>&1; expect_rc $? 0
+    done
+    "$FG" fuzz --emit "$T/e3" --graphs 1 --seed 6 >/dev/null 2>&1
+    cmp -s "$T/e1/fuzz_6.fg" "$T/e3/fuzz_6.fg" || fail "seed 6 alone differs from seed 6 of a run from 5"
+    "$FG" fuzz --emit "$T/e4" >"$T/out" 2>&1; expect_rc $? 2; expect_out "needs --graphs N"
+    "$FG" fuzz --emit "$T/e4" --graphs 2 --world-size 1,2 >"$T/out" 2>&1; expect_rc $? 2; expect_out "one world size"
+    "$FG" fuzz --emit "$T/e1/fuzz_5.fg" --graphs 1 >"$T/out" 2>&1; expect_rc $? 2; expect_out "is not a folder"
+    # run --save-tensors: the inputs as made and the outputs, named as the
+    # .fg names them; NaN where eager has NaN is no accuracy failure
+    cat >"$T/nan.fg" <<'FG'
+graph nan(%x: f32[4,32], %y: bf16[4,32]) {
+  %1 = sqrt(%x) : f32[4,32]
+  %2 = relu(%1) : f32[4,32]
+  %3 = mul(%y, %y) : bf16[4,32]
+  return %2, %3
+}
+FG
+    "$FG" run --graph "$T/nan.fg" --iters 1 --save-tensors "$T/t" --out "$T/rec.json" >"$T/out" 2>&1; expect_rc $? 0
+    python3 - "$T" <<'PY' || fail "saved tensors"
+import json, struct, sys
+t = sys.argv[1] + "/t/"
+j = json.load(open(t + "tensors.json"))
+assert [(e["name"], e["dtype"], e["shape"]) for e in j["inputs"]] == [("x", "f32", [4, 32]), ("y", "bf16", [4, 32])], j
+assert [(e["name"], e["dtype"]) for e in j["outputs"]] == [("2", "f32"), ("3", "bf16")] or \
+       [(e["name"], e["dtype"]) for e in j["outputs"]] == [("%2", "f32"), ("%3", "bf16")], j
+x = struct.unpack("128f", open(t + j["inputs"][0]["file"], "rb").read())
+o = struct.unpack("128f", open(t + j["outputs"][0]["file"], "rb").read())
+nan = [v != v for v in o]
+assert sum(nan) > 10 and nan == [v < 0 for v in x], "NaN where x < 0"
+assert all(abs(a - b ** 0.5) < 1e-6 for a, b in zip(o, x) if b >= 0)
+assert len(open(t + j["outputs"][1]["file"], "rb").read()) == 256
+r = json.load(open(sys.argv[1] + "/rec.json"))
+acc = r["ranks"][0]["accuracy"]
+assert acc["status"] == "pass" and acc["outputs"][0]["rmse_vs_fp64"] is not None, acc
+PY
+    "$FG" run --graph "$T/nan.fg" --save-tensors "$T/no/such/t" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "--save-tensors .*does not exist"
+}

@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""Kernel counts of `fusegate explain --backend cuda` against TorchInductor's own.
+
+Each .fg graph is translated to PyTorch (bench/fg_torch.py) and compiled by
+torch.compile on the GPU under mode default and max-autotune-no-cudagraphs;
+Inductor's count is the launches of the Triton kernels it wrote that the
+profiler sees in a second call (templates of GEMMs apart), beside
+torch._inductor.metrics.generated_kernel_count after the first (the FX graph
+cache off, so every graph is compiled; under max-autotune that metric counts
+every candidate it compiled), and its launches all CUDA kernels of that call. fusegate's
+count is the "N launches: G generated, E extern/collective" line of `explain
+--graph F --backend cuda --fusion default|max-autotune`, run in one process
+(`explain --batch`). The comparison is of generated kernels.
+
+    inductor_parity.py inductor FILE.fg ... --json I.json [--policies default,max-autotune] [--jobs N]
+        (on a GPU with torch 2.x: Inductor's counts)
+    inductor_parity.py fusegate FUSEGATE FILE.fg ... --json F.json
+        (anywhere: explain's counts; the cpu build gives the same)
+    inductor_parity.py compare I.json F.json [--markdown OUT.md]
+        (the table: agreement by set and policy, the graphs that differ by class)
+    inductor_parity.py emit FUSEGATE DIR --graphs N [--seed S]
+        (N of the fuzzer's graphs for the cuda backend, fuzz_<seed>.fg)
+
+FILE arguments may be folders (every .fg under them). A graph's set is its
+folder's name under the repository (tests/lit/*, repros/fg, ...) or "random".
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import fg_torch  # noqa: E402
+
+POLICIES = {"default": None, "max-autotune": "max-autotune-no-cudagraphs"}
+# Inductor's count compared: the Triton kernels it wrote that ran, less GEMM
+# templates (under default that equals metrics.generated_kernel_count)
+KEY = {"default": "triton", "max-autotune": "triton"}
+
+
+def expand(paths):
+    out = []
+    for p in paths:
+        if os.path.isdir(p):
+            for d, dirs, files in os.walk(p):
+                dirs[:] = sorted(x for x in dirs if x != "Output")
+                out += [os.path.join(d, f) for f in sorted(files) if f.endswith(".fg")]
+        else:
+            out.append(p)
+    return [os.path.abspath(p) for p in out]
+
+
+def set_of(path):
+    rel = os.path.relpath(path, ROOT)
+    if rel.startswith(".."):
+        return "random" if os.path.basename(path).startswith("fuzz_") else "other"
+    return os.path.dirname(rel)
+
+
+# --- Inductor's side ---
+def inductor_counts(files, policies, out_json):
+    os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
+    os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
+    import torch
+    import torch._dynamo
+    from torch._inductor import metrics
+    import torch._inductor.config as iconfig
+    iconfig.fx_graph_cache = False
+    torch._dynamo.config.cache_size_limit = 64
+    from torch.profiler import ProfilerActivity, profile
+    rows = []
+    for path in files:
+        row = {"file": path, "set": set_of(path), "counts": {}}
+        try:
+            g = fg_torch.parse_file(path)[0]
+            fn = fg_torch.build(g, device="cuda")
+            host = fg_torch.make_inputs(g)
+            row["ops"] = sorted(g.ops())
+        except fg_torch.Untranslatable as e:
+            row["untranslatable"] = str(e)
+            rows.append(row)
+            continue
+        except Exception as e:  # the translator failed: say so, keep going
+            row["error"] = f"translate: {type(e).__name__}: {e}"
+            rows.append(row)
+            continue
+        for policy in policies:
+            c = {}
+            try:
+                torch._dynamo.reset()
+                metrics.reset()
+                compiled = torch.compile(fn, mode=POLICIES[policy], dynamic=False)
+                args = [x.to("cuda") for x in (host[r] for r, _, _, _ in g.inputs)]
+                t0 = time.time()
+                compiled(*[a.clone() for a in args])
+                torch.cuda.synchronize()
+                c["compile_s"] = round(time.time() - t0, 2)
+                c["generated"] = int(metrics.generated_kernel_count)
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    compiled(*[a.clone() for a in args])
+                    torch.cuda.synchronize()
+                names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+                c["launches"] = sum(1 for n in names if not n.startswith(("Memcpy", "Memset")))
+                # the kernels Inductor wrote that ran (metrics count every
+                # candidate max-autotune compiled): its GEMM templates apart
+                c["triton"] = sum(1 for n in names if n.startswith("triton_") and not n.startswith("triton_tem"))
+                c["templates"] = sum(1 for n in names if n.startswith("triton_tem"))
+                c["kernels"] = names
+            except Exception as e:
+                c["error"] = f"{type(e).__name__}: {str(e)[:400]}"
+                c["trace"] = traceback.format_exc()[-1500:]
+            row["counts"][policy] = c
+        rows.append(row)
+        if len(rows) % 10 == 0 or len(rows) == len(files):
+            # written as it goes: a run stopped by a time limit keeps what it measured
+            meta = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
+                    "date": time.strftime("%Y-%m-%d", time.gmtime()), "policies": policies,
+                    "complete": len(rows) == len(files)}
+            with open(out_json + ".tmp", "w") as f:
+                json.dump({"meta": meta, "rows": rows}, f, indent=1)
+            os.replace(out_json + ".tmp", out_json)
+            print(f"inductor: {len(rows)} of {len(files)}", file=sys.stderr, flush=True)
+
+
+def inductor_parallel(files, policies, out_json, jobs):
+    """`jobs` processes, each a share of the files (compiling is host work)."""
+    if jobs <= 1:
+        return inductor_counts(files, policies, out_json)
+    procs = []
+    for k in range(jobs):
+        part = files[k::jobs]
+        if not part:
+            continue
+        lst = f"{out_json}.part{k}.list"
+        with open(lst, "w") as f:
+            f.write("\n".join(part))
+        env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS=os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "2"))
+        procs.append((subprocess.Popen([sys.executable, __file__, "inductor", "--list", lst, "--json",
+                                        f"{out_json}.part{k}", "--policies", ",".join(policies)], env=env),
+                      f"{out_json}.part{k}", lst))
+    rows, meta, bad = [], None, 0
+    for p, part, lst in procs:
+        if p.wait() != 0 or not os.path.exists(part):
+            bad += 1
+            continue
+        with open(part) as f:
+            j = json.load(f)
+        rows += j["rows"]
+        meta = j["meta"]
+        os.remove(part)
+        os.remove(lst)
+    order = {f: i for i, f in enumerate(files)}
+    rows.sort(key=lambda r: order.get(r["file"], 0))
+    with open(out_json + ".tmp", "w") as f:
+        json.dump({"meta": meta, "rows": rows, "lost_jobs": bad}, f, indent=1)
+    os.replace(out_json + ".tmp", out_json)
+    return 1 if bad else 0
+
+
+# --- fusegate's side ---
+CASE = re.compile(rb"#fusegate-explain-case (\d+) exit (-?\d+) out (\d+) err (\d+)\n")
+COUNT = re.compile(r"(\d+) launches: (\d+) generated, (\d+) extern/collective")
+
+
+def fusegate_counts(fusegate, files, policies, out_json):
+    cases = [(f, p) for f in files for p in policies]
+    text = "\n".join(f"--graph {f} --backend cuda --fusion {p}" for f, p in cases) + "\n"
+    res = subprocess.run([fusegate, "explain", "--batch", "-"], input=text.encode(), capture_output=True)
+    data, pos, got = res.stdout, 0, {}
+    while True:
+        m = CASE.search(data, pos)
+        if not m:
+            break
+        n, rc, no, ne = (int(x) for x in m.groups())
+        out = data[m.end():m.end() + no].decode(errors="replace")
+        err = data[m.end() + no:m.end() + no + ne].decode(errors="replace")
+        pos = m.end() + no + ne
+        f, p = cases[n]
+        counts = COUNT.findall(out)
+        c = {"exit": rc}
+        if rc == 0 and counts:
+            launches, gen, ext = (int(x) for x in counts[-1])
+            c.update(launches=launches, generated=gen, extern=ext, graphs=len(counts))
+            if len(counts) > 1:
+                c["generated"] = sum(int(x[1]) for x in counts)
+                c["launches"] = sum(int(x[0]) for x in counts)
+        else:
+            c["error"] = (err or out).strip()[-400:]
+        got.setdefault(f, {})[p] = c
+    rows = [{"file": f, "set": set_of(f), "counts": got.get(f, {})} for f in files]
+    with open(out_json + ".tmp", "w") as fh:
+        json.dump({"meta": {"fusegate": fusegate}, "rows": rows}, fh, indent=1)
+    os.replace(out_json + ".tmp", out_json)
+    missing = sum(1 for r in rows for p in policies if p not in r["counts"])
+    if missing:
+        print(f"fusegate: {missing} cases gave no answer (explain --batch exit {res.returncode})", file=sys.stderr)
+        return 1
+    return 0
+
+
+# --- the comparison ---
+# A divergence's class, read from the kernels Inductor ran and the graph's
+# ops: the first rule that holds names it (a rule is a lead for a fix, the
+# smallest graph of the class its test case).
+def divergence_class(row, ic, fc):
+    names = [n for n in ic.get("kernels", []) if not n.startswith(("Memcpy", "Memset"))]
+    ops = set(row.get("ops", []))
+    joined = " ".join(names)
+    if "sdpa" in ops and ("_safe_softmax" in joined or "prepare_softmax" in joined):
+        return "sdpa: Inductor runs the math decomposition (no fused kernel takes the shape/dtype)"
+    if "sdpa" in ops and "flash_attention_constant" in joined:
+        return "sdpa: Inductor pads the head dim for the flash kernel"
+    if "var" in ops and "welford" in joined:
+        return "var: Welford reduction in Inductor"
+    if ops & {"sort", "argsort", "topk", "cumsum"}:
+        return "sort/topk/cumsum in the graph"
+    if ops & {"linear", "matmul"}:
+        return "GEMM in the graph"
+    if ops & {"amax", "amin", "sum", "mean", "var", "softmax", "log_softmax", "rms_norm", "layer_norm", "argmax"}:
+        return "reductions only"
+    return "pointwise only"
+
+
+
+def compare(ind_json, fg_json, markdown):
+    with open(ind_json) as f:
+        ind = json.load(f)
+    with open(fg_json) as f:
+        fgj = json.load(f)
+    fgc = {os.path.basename(r["file"]) + "|" + r["set"]: r["counts"] for r in fgj["rows"]}
+    policies = ind["meta"]["policies"]
+    table = {}  # (set, policy) -> [equal, compared, untranslatable, errors]
+    diffs = []
+    for r in ind["rows"]:
+        key = os.path.basename(r["file"]) + "|" + r["set"]
+        for p in policies:
+            t = table.setdefault((r["set"], p), [0, 0, 0, 0])
+            if "untranslatable" in r:
+                t[2] += 1
+                continue
+            ic = r["counts"].get(p, {})
+            fc = fgc.get(key, {}).get(p, {})
+            if "error" in r or "error" in ic or "generated" not in fc:
+                t[3] += 1
+                diffs.append((r, p, ic, fc, "error"))
+                continue
+            t[1] += 1
+            if ic[KEY[p]] == fc["generated"]:
+                t[0] += 1
+            else:
+                diffs.append((r, p, ic, fc, "more" if fc["generated"] > ic[KEY[p]] else "fewer"))
+    meta = ind["meta"]
+    lines = [f"Inductor: torch {meta['torch']} on {meta['gpu']}, {meta['date']}", "",
+             "| set | policy | equal | compared | % | untranslatable | errors |", "|---|---|---|---|---|---|---|"]
+    for (s, p), (eq, n, u, e) in sorted(table.items()):
+        pct = f"{100.0 * eq / n:.1f}" if n else "-"
+        lines.append(f"| {s} | {p} | {eq} | {n} | {pct} | {u} | {e} |")
+    classes = {}
+    for r, p, ic, fc, kind in diffs:
+        if kind == "error":
+            continue
+        cl = classes.setdefault((p, divergence_class(r, ic, fc)), [0, None])
+        cl[0] += 1
+        size = len(fg_torch.parse_file(r["file"])[0].body)
+        if cl[1] is None or size < cl[1][0]:
+            cl[1] = (size, r, ic, fc)
+    lines += ["", "| policy | class | graphs | smallest (nodes): fusegate / Inductor |", "|---|---|---|---|"]
+    for (p, name), (n, (size, r, ic, fc)) in sorted(classes.items(), key=lambda x: (x[0][0], -x[1][0])):
+        lines.append(f"| {p} | {name} | {n} | {os.path.basename(r['file'])} ({size}): {fc['generated']} / "
+                     f"{ic[KEY[p]]} |")
+    lines += ["", "| graph | policy | fusegate | Inductor | ops |", "|---|---|---|---|---|"]
+    for r, p, ic, fc, kind in sorted(diffs, key=lambda d: (d[4], len(d[0].get("ops", [])))):
+        fcs = fc.get("generated", fc.get("error", "?"))
+        ics = ic.get(KEY[p], ic.get("error", r.get("error", "?")))
+        lines.append(f"| {os.path.relpath(r['file'], ROOT) if r['set'] != 'random' else os.path.basename(r['file'])}"
+                     f" | {p} | {fcs} | {str(ics)[:120]} | {' '.join(r.get('ops', []))} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if markdown:
+        with open(markdown, "w") as f:
+            f.write(text)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("inductor")
+    a.add_argument("files", nargs="*")
+    a.add_argument("--list", help="a file naming the .fg files, one a line")
+    a.add_argument("--json", required=True)
+    a.add_argument("--policies", default="default,max-autotune")
+    a.add_argument("--jobs", type=int, default=1)
+    b = sub.add_parser("fusegate")
+    b.add_argument("fusegate")
+    b.add_argument("files", nargs="+")
+    b.add_argument("--json", required=True)
+    b.add_argument("--policies", default="default,max-autotune")
+    c = sub.add_parser("compare")
+    c.add_argument("inductor_json")
+    c.add_argument("fusegate_json")
+    c.add_argument("--markdown")
+    e = sub.add_parser("emit")
+    e.add_argument("fusegate")
+    e.add_argument("dir")
+    e.add_argument("--graphs", type=int, required=True)
+    e.add_argument("--seed", default="1")
+    args = ap.parse_args()
+    if args.cmd == "inductor":
+        files = expand(args.files)
+        if args.list:
+            with open(args.list) as f:
+                files += [x for x in f.read().split("\n") if x]
+        return inductor_parallel(files, args.policies.split(","), args.json, args.jobs) or 0
+    if args.cmd == "fusegate":
+        return fusegate_counts(args.fusegate, expand(args.files), args.policies.split(","), args.json)
+    if args.cmd == "compare":
+        return compare(args.inductor_json, args.fusegate_json, args.markdown)
+    return subprocess.run([args.fusegate, "fuzz", "--emit", args.dir, "--graphs", str(args.graphs), "--seed",
+                           args.seed, "--backend", "cuda"]).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
