@@ -64,7 +64,7 @@ def set_of(path):
 
 
 # --- Inductor's side ---
-def inductor_counts(files, policies, out_json):
+def inductor_counts(files, policies, out_json, config=()):
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
     import torch
@@ -72,6 +72,15 @@ def inductor_counts(files, policies, out_json):
     from torch._inductor import metrics
     import torch._inductor.config as iconfig
     iconfig.fx_graph_cache = False
+    for item in config:  # --config KEY=VALUE: an Inductor setting (JSON value), said in the output's meta
+        key, _, value = item.partition("=")
+        obj = iconfig
+        *path, last = key.split(".")
+        for part in path:
+            obj = getattr(obj, part)
+        if not hasattr(obj, last):
+            raise SystemExit(f"inductor_parity: torch {torch.__version__} has no Inductor setting {key}")
+        setattr(obj, last, json.loads(value))
     torch._dynamo.config.cache_size_limit = 64
     from torch.profiler import ProfilerActivity, profile
     rows = []
@@ -120,7 +129,7 @@ def inductor_counts(files, policies, out_json):
         if len(rows) % 10 == 0 or len(rows) == len(files):
             # written as it goes: a run stopped by a time limit keeps what it measured
             meta = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
-                    "date": time.strftime("%Y-%m-%d", time.gmtime()), "policies": policies,
+                    "date": time.strftime("%Y-%m-%d", time.gmtime()), "policies": policies, "config": list(config),
                     "complete": len(rows) == len(files)}
             with open(out_json + ".tmp", "w") as f:
                 json.dump({"meta": meta, "rows": rows}, f, indent=1)
@@ -128,10 +137,10 @@ def inductor_counts(files, policies, out_json):
             print(f"inductor: {len(rows)} of {len(files)}", file=sys.stderr, flush=True)
 
 
-def inductor_parallel(files, policies, out_json, jobs):
+def inductor_parallel(files, policies, out_json, jobs, config=()):
     """`jobs` processes, each a share of the files (compiling is host work)."""
     if jobs <= 1:
-        return inductor_counts(files, policies, out_json)
+        return inductor_counts(files, policies, out_json, config)
     procs = []
     for k in range(jobs):
         part = files[k::jobs]
@@ -142,7 +151,8 @@ def inductor_parallel(files, policies, out_json, jobs):
             f.write("\n".join(part))
         env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS=os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "2"))
         procs.append((subprocess.Popen([sys.executable, __file__, "inductor", "--list", lst, "--json",
-                                        f"{out_json}.part{k}", "--policies", ",".join(policies)], env=env),
+                                        f"{out_json}.part{k}", "--policies", ",".join(policies)] +
+                                       [f"--config={c}" for c in config], env=env),
                       f"{out_json}.part{k}", lst))
     rows, meta, bad = [], None, 0
     for p, part, lst in procs:
@@ -297,6 +307,8 @@ def main():
     a.add_argument("--json", required=True)
     a.add_argument("--policies", default="default,max-autotune")
     a.add_argument("--jobs", type=int, default=1)
+    a.add_argument("--config", action="append", default=[], metavar="KEY=JSON",
+                   help="set an Inductor setting (torch._inductor.config) first, e.g. loop_ordering_after_fusion=false")
     b = sub.add_parser("fusegate")
     b.add_argument("fusegate")
     b.add_argument("files", nargs="+")
@@ -317,7 +329,7 @@ def main():
         if args.list:
             with open(args.list) as f:
                 files += [x for x in f.read().split("\n") if x]
-        return inductor_parallel(files, args.policies.split(","), args.json, args.jobs) or 0
+        return inductor_parallel(files, args.policies.split(","), args.json, args.jobs, args.config) or 0
     if args.cmd == "fusegate":
         return fusegate_counts(args.fusegate, expand(args.files), args.policies.split(","), args.json)
     if args.cmd == "compare":

@@ -31,6 +31,10 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   std::vector<LedgerEntry> rewrites;
   c.decomposed = eliminate_dead_code(c.decomposed, &rewrites);
   verify(c.decomposed);
+  // a GEMM epilogue the graph itself gives is split off: the program as a
+  // user writes it (max-autotune on cuda folds it back below)
+  c.decomposed = split_gemm_epilogues(c.decomposed, &rewrites);
+  verify(c.decomposed);
 
   // hand-written fast paths first: the max-autotune rewrites below then see
   // them as the extern nodes they are

@@ -48,11 +48,10 @@ Graph eliminate_dead_code(const Graph& g, std::vector<LedgerEntry>* ledger) {
     ledger->push_back(e);
   }
   // a cast to its input's own dtype is its input, as x.to(x.dtype) is x
-  // (a value the graph returns keeps its node: an output is its own buffer)
+  // (returned, too: torch.compile returns the input itself)
   std::vector<bool> noop(g.nodes.size(), false);
   for (const Node& n : g.nodes) {
-    if (n.op != Op::Cast || !live[static_cast<size_t>(n.id)] || n.type.dtype != g.node(n.inputs[0]).type.dtype ||
-        std::find(g.outputs.begin(), g.outputs.end(), n.id) != g.outputs.end())
+    if (n.op != Op::Cast || !live[static_cast<size_t>(n.id)] || n.type.dtype != g.node(n.inputs[0]).type.dtype)
       continue;
     noop[static_cast<size_t>(n.id)] = any = true;
     if (!ledger) continue;

@@ -92,6 +92,7 @@ const char* reject_code(Reject r) {
     case Reject::FaultRefused: return "fault_refused";
     case Reject::DeadCodeRemoved: return "dead_code_removed";
     case Reject::NoOpCastRemoved: return "noop_cast_removed";
+    case Reject::GemmEpilogueSplit: return "gemm_epilogue_split";
     case Reject::CollectiveKept: return "collective_kept";
   }
   return "?";
@@ -157,6 +158,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::BisectLimit: return "not applied: past its FUSEGATE_BISECT limit";
     case Reject::FaultRefused: return "refused by FUSEGATE_FAULT=refuse_fusion:reduction (a test of the gate)";
     case Reject::DeadCodeRemoved: return "removed before scheduling: nothing reads its value (dead code)";
+    case Reject::GemmEpilogueSplit:
+      return "the graph gave the GELU as the GEMM's epilogue: a kernel of its own, as Inductor runs the program a user "
+             "writes (max-autotune on cuda folds it back into the GEMM)";
     case Reject::NoOpCastRemoved:
       return "removed before scheduling: a cast to the dtype its input has is that input (torch returns the tensor "
              "itself; Inductor runs no kernel for it)";

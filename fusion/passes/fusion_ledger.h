@@ -37,6 +37,8 @@ enum class Reject {
   DeadCodeRemoved, CollectiveKept,
   // a cast to the dtype its input has (passes/dead_code.h)
   NoOpCastRemoved,
+  // a GEMM epilogue a graph gave, split off (passes/gemm_epilogue.h)
+  GemmEpilogueSplit,
 };
 const char* reject_code(Reject r);  // "memory_deps_mismatch"
 // In words ("memory deps did not match"); a reason that names a threshold

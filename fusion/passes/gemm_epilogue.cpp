@@ -50,4 +50,32 @@ Graph fuse_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger) {
   });
 }
 
+Graph split_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger) {
+  bool any = false;
+  for (const Node& n : g.nodes) any = any || (n.op == Op::Linear && n.attrs.count("epilogue"));
+  if (!any) return g;
+  return rebuild(g, [&](const Node& n, const std::vector<int>& in, const std::vector<int>&, Graph& out) {
+    if (n.op != Op::Linear || !n.attrs.count("epilogue")) return copy_node(out, n, in);
+    Attrs plain = n.attrs;
+    plain.erase("epilogue");
+    // the GEMM keeps the node's name; the GELU, new, is named after it (an
+    // unnamed node takes a name by its id, which a node copied later may
+    // already hold once ids have moved)
+    const int gemm = out.add(Op::Linear, in, plain, &n.type, n.name, n.loc);
+    std::string name = "gelu_" + (n.name.empty() ? std::to_string(n.id) : n.name);
+    while (g.has_name(name) || out.has_name(name)) name += "_";
+    const int gelu = out.add(Op::Gelu, {gemm}, {{"approximate", std::string("tanh")}}, &n.type, name, n.loc);
+    if (ledger) {
+      LedgerEntry e;
+      e.first = "gemm epilogue";
+      e.second = g.ref(n.id) + " (linear {epilogue = \"gelu_tanh\"})";
+      e.add_source(n.loc);
+      e.fused = false;
+      e.reason = Reject::GemmEpilogueSplit;
+      ledger->push_back(e);
+    }
+    return gelu;
+  });
+}
+
 }  // namespace fg

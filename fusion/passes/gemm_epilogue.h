@@ -20,4 +20,12 @@ namespace fg {
 
 Graph fuse_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger);
 
+// The inverse, for every backend and policy, before anything is matched: a
+// linear that a graph gives with {epilogue = "gelu_tanh"} (a .fg written
+// after this pass, a fuzz graph) becomes the linear and a GELU (tanh) of its
+// own, the program a user writes and Inductor runs (the GELU a kernel);
+// fuse_gemm_epilogues folds it back where it applies. Each split is a ledger
+// entry (gemm_epilogue_split).
+Graph split_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger);
+
 }  // namespace fg
