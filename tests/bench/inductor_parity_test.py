@@ -1,0 +1,84 @@
+"""bench/inductor_parity.py without a GPU: fusegate's counts read from
+`explain --batch`, the comparison with Inductor's counts (made up here) and
+the divergence classes. FUSEGATE: the binary (argv[1]); no torch."""
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import unittest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+import inductor_parity  # noqa: E402
+
+FUSEGATE = None
+MEAN = str(ROOT / "tests/lit/inductor/mean_of_5x5_is_one_kernel.fg")           # 1 generated
+GEMM = str(ROOT / "tests/lit/ops/cast_to_its_own_dtype_is_no_kernel.fg")       # 0 generated, 1 extern
+BREAK = str(ROOT / "tests/lit/breaks/data_dependent_branch.fg")                # explain refuses it
+
+
+def inductor_row(path, triton, kernels=(), ops=()):
+    return {"file": path, "set": inductor_parity.set_of(path), "ops": list(ops),
+            "counts": {"default": {"generated": triton, "triton": triton, "launches": len(kernels),
+                                   "kernels": list(kernels)}}}
+
+
+class FusegateSide(unittest.TestCase):
+    def test_counts_are_explains(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "f.json")
+            rc = inductor_parity.fusegate_counts(FUSEGATE, [MEAN, GEMM, BREAK], ["default"], out)
+            rows = {os.path.basename(r["file"]): r["counts"]["default"] for r in json.load(open(out))["rows"]}
+        self.assertEqual(rc, 0)
+        self.assertEqual((rows["mean_of_5x5_is_one_kernel.fg"]["generated"],
+                          rows["mean_of_5x5_is_one_kernel.fg"]["extern"]), (1, 0))
+        self.assertEqual((rows["cast_to_its_own_dtype_is_no_kernel.fg"]["generated"],
+                          rows["cast_to_its_own_dtype_is_no_kernel.fg"]["extern"]), (0, 1))
+        # a graph explain cannot take is an error with explain's reason, never a count
+        self.assertNotIn("generated", rows["data_dependent_branch.fg"])
+        self.assertIn("host op", rows["data_dependent_branch.fg"]["error"])
+
+
+class Comparison(unittest.TestCase):
+    def test_equal_different_and_errors_are_counted_apart(self):
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "f.json")
+            inductor_parity.fusegate_counts(FUSEGATE, [MEAN, GEMM, BREAK], ["default"], f)
+            i = os.path.join(d, "i.json")
+            rows = [inductor_row(MEAN, 1, ["triton_per_fused_mean_0"], ["mean"]),
+                    inductor_row(GEMM, 2, ["triton_poi_fused_clone_0", "triton_poi_fused_1", "sm90_gemm"],
+                                 ["cast", "linear"]),
+                    inductor_row(BREAK, 2, ["triton_poi_a", "triton_poi_b"], ["if"])]
+            json.dump({"meta": {"torch": "2.x", "gpu": "test", "date": "today", "policies": ["default"]},
+                       "rows": rows}, open(i, "w"))
+            md = os.path.join(d, "p.md")
+            inductor_parity.compare(i, f, md)
+            text = open(md).read()
+        # inductor: MEAN equal; ops: GEMM differs (fusegate 0, Inductor 2); breaks: an error
+        self.assertRegex(text, r"\| tests/lit/inductor \| default \| 1 \| 1 \| 100.0 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/breaks \| default \| 0 \| 0 \| - \| 0 \| 1 \|")
+        self.assertRegex(text, r"\| default \| GEMM: Inductor copies an operand to row-major first \| 1 \| "
+                               r"cast_to_its_own_dtype_is_no_kernel.fg \(\d+\): 0 / 2 \|")
+
+    def test_classes_read_the_kernels_first(self):
+        sdpa = {"ops": ["sdpa", "softmax"]}
+        self.assertTrue(inductor_parity.divergence_class(
+            sdpa, {"kernels": ["triton_per_fused__safe_softmax_0"]}, {}).startswith("sdpa: Inductor runs the math"))
+        self.assertTrue(inductor_parity.divergence_class(
+            sdpa, {"kernels": ["triton_poi_fused__scaled_dot_product_flash_attention_constant_pad_nd_0"]},
+            {}).startswith("sdpa: Inductor pads"))
+        self.assertEqual(inductor_parity.divergence_class({"ops": ["sort", "gather"]}, {"kernels": []}, {}),
+                         "sort/topk/cumsum in the graph")
+        self.assertEqual(inductor_parity.divergence_class({"ops": ["relu"]}, {"kernels": []}, {}), "pointwise only")
+        self.assertTrue(inductor_parity.divergence_class(
+            {"ops": ["linear", "permute"]}, {"kernels": ["triton_poi_fused_clone_permute_0", "sm90_gemm"]},
+            {}).startswith("GEMM: Inductor copies"))
+        self.assertTrue(inductor_parity.divergence_class(
+            {"ops": ["linear"]}, {"kernels": ["triton_poi_fused_mm_t_1", "nvjet_gemm"]}, {}).startswith("GEMM: Inductor pads"))
+
+
+if __name__ == "__main__":
+    FUSEGATE = sys.argv.pop(1)
+    unittest.main()
