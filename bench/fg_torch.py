@@ -206,6 +206,8 @@ _BINARY = {"add": "torch.add", "sub": "torch.sub", "mul": "torch.mul", "div": "t
            "pow": "torch.pow", "maximum": "torch.maximum", "minimum": "torch.minimum",
            "eq": "torch.eq", "ne": "torch.ne", "lt": "torch.lt", "le": "torch.le", "gt": "torch.gt",
            "ge": "torch.ge"}
+# ops whose torch call takes the first operand, the dim, then the others
+_ALONG_DIM = {"index_select", "gather", "softmax", "log_softmax", "scatter", "scatter_add", "index_add"}
 _REDUCE = {"sum": "torch.sum", "mean": "torch.mean", "amax": "torch.amax", "amin": "torch.amin"}
 
 
@@ -219,6 +221,8 @@ def _expr(s, shapes):
         return f"{_UNARY[op]}({a[0]})"
     if op in _BINARY:
         return f"{_BINARY[op]}({a[0]}, {a[1]})"
+    if op in _ALONG_DIM:  # torch.OP(x, dim, the other operands)
+        return f"torch.{op}({', '.join([a[0], str(at['dim'])] + a[1:])})"
     if op in _REDUCE:
         dims = at.get("dims") or list(range(len(shapes[s.args[0]])))
         return f"{_REDUCE[op]}({a[0]}, dim={dims}, keepdim={bool(at.get('keepdim', 0))})"
@@ -242,10 +246,6 @@ def _expr(s, shapes):
                 f"dtype={dt}, device=DEVICE)")
     if op == "pad":
         return f"F.pad({a[0]}, {at['pad']}, value={_lit(float(at.get('value', 0)))})"
-    if op == "index_select":
-        return f"torch.index_select({a[0]}, {at['dim']}, {a[1]})"
-    if op == "gather":
-        return f"torch.gather({a[0]}, {at['dim']}, {a[1]})"
     if op == "one_hot":
         return f"F.one_hot({a[0]}, {at['num_classes']})"
     if op == "argmax":
@@ -253,10 +253,6 @@ def _expr(s, shapes):
         return f"torch.argmax({a[0]}, dim={d}, keepdim={bool(at.get('keepdim', 0))})"
     if op == "cumsum":
         return f"torch.cumsum({a[0]}, {at['dim']}, dtype={dt})"
-    if op == "softmax":
-        return f"torch.softmax({a[0]}, {at['dim']})"
-    if op == "log_softmax":
-        return f"torch.log_softmax({a[0]}, {at['dim']})"
     if op == "rms_norm":
         return f"_rms_norm({a[0]}, {a[1]}, {_lit(float(at.get('eps', 1e-6)))})"
     if op == "layer_norm":
@@ -297,12 +293,6 @@ def _expr(s, shapes):
         return a[0]
     if op == "copy_":
         return f"{a[0]}.copy_({a[1]})"
-    if op == "scatter":
-        return f"torch.scatter({a[0]}, {at['dim']}, {a[1]}, {a[2]})"
-    if op == "scatter_add":
-        return f"torch.scatter_add({a[0]}, {at['dim']}, {a[1]}, {a[2]})"
-    if op == "index_add":
-        return f"torch.index_add({a[0]}, {at['dim']}, {a[1]}, {a[2]})"
     if op == "print":
         return f"_print({a[0]})"
     if op == "item":
