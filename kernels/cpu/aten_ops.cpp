@@ -241,8 +241,15 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     case Op::Mean: return K(at::mean(arg(0), dims(), keep));
     case Op::Amax: return K(at::amax(arg(0), dims(), keep));
     case Op::Var: {
-      bool unbiased = attr_int_or(a, "correction", 1) != 0;
-      return K(at::var(arg(0), dims(), unbiased, keep));
+      // correction 0 and 1 as ATen's unbiased flag; any other, the biased
+      // variance scaled to n - correction (the flag alone had taken every
+      // correction but 0 as 1, so eager and the fp64 reference were wrong
+      // for 2 and more, and a right compiled run failed against them)
+      const int64_t c = attr_int_or(a, "correction", 1);
+      if (c == 0 || c == 1) return K(at::var(arg(0), dims(), c == 1, keep));
+      int64_t n = 1;
+      for (int64_t d : dims()) n *= arg(0).size(d);
+      return K(K(at::var(arg(0), dims(), false, keep)) * (static_cast<double>(n) / static_cast<double>(n - c)));
     }
     case Op::Softmax: return K(at::softmax(arg(0), attr_int(a, "dim", n.op)));
     case Op::RmsNorm: {
