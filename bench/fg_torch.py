@@ -384,10 +384,22 @@ def _matmul(a, b):
     return torch.matmul(a.to(t), b.to(t))
 
 
+def version_tuple(version):
+    """(major, minor) of a torch version: "2.11.0+cu130" is (2, 11), later than
+    (2, 5), which a comparison of the strings would not say."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2)))
+
+
+def torch_version():
+    import torch
+    return version_tuple(torch.__version__)
+
+
 def _sdpa(q, k, v, causal):
     import torch
     import torch.nn.functional as F
-    if hasattr(F, "scaled_dot_product_attention") and torch.__version__ >= "2.5":
+    if hasattr(F, "scaled_dot_product_attention") and torch_version() >= (2, 5):
         # grouped-query attention as the model codebases call it (torch 2.5 on)
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
     if k.shape[1] != q.shape[1]:

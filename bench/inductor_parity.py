@@ -13,6 +13,7 @@ count is the "N launches: G generated, E extern/collective" line of `explain
 (`explain --batch`). The comparison is of generated kernels.
 
     inductor_parity.py inductor FILE.fg ... --json I.json [--policies default,max-autotune] [--jobs N]
+                       [--config KEY=JSON] [--code DIR]
         (on a GPU with torch 2.x: Inductor's counts)
     inductor_parity.py fusegate FUSEGATE FILE.fg ... --json F.json
         (anywhere: explain's counts; the cpu build gives the same)
@@ -64,7 +65,7 @@ def set_of(path):
 
 
 # --- Inductor's side ---
-def inductor_counts(files, policies, out_json, config=()):
+def inductor_counts(files, policies, out_json, config=(), code_dir=None):
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
     import torch
@@ -82,6 +83,23 @@ def inductor_counts(files, policies, out_json, config=()):
             raise SystemExit(f"inductor_parity: torch {torch.__version__} has no Inductor setting {key}")
         setattr(obj, last, json.loads(value))
     torch._dynamo.config.cache_size_limit = 64
+    # Inductor pads a compute-bound GEMM's operands when timing says the
+    # padded GEMM is faster (fx_passes/pad_mm.py): counted, so that a count
+    # that depends on a timing is said (it can differ from one run to the next)
+    timed = {"n": 0}
+    try:
+        from torch._inductor.fx_passes import pad_mm
+        cached = pad_mm.get_cached_should_pad
+
+        def counted_cache(key):
+            v = cached(key)
+            if v is not None:
+                timed["n"] += 1
+            return v
+        pad_mm.get_cached_should_pad = counted_cache
+    except (ImportError, AttributeError):
+        pad_mm = None
+    from torch._dynamo.utils import counters
     from torch.profiler import ProfilerActivity, profile
     rows = []
     for path in files:
@@ -104,13 +122,23 @@ def inductor_counts(files, policies, out_json, config=()):
             try:
                 torch._dynamo.reset()
                 metrics.reset()
+                timed["n"] = 0
+                benched = counters["inductor"]["pad_mm_bench"]
                 compiled = torch.compile(fn, mode=POLICIES[policy], dynamic=False)
                 args = [x.to("cuda") for x in (host[r] for r, _, _, _ in g.inputs)]
                 t0 = time.time()
-                compiled(*[a.clone() for a in args])
+                if code_dir:  # the first call also hands back the source Inductor wrote
+                    from torch._inductor.utils import run_and_get_code
+                    _, sources = run_and_get_code(compiled, *[a.clone() for a in args])
+                    stem = os.path.splitext(os.path.basename(path))[0]
+                    with open(os.path.join(code_dir, f"{set_of(path).replace('/', '_')}.{stem}.{policy}.py"), "w") as f:
+                        f.write("\n\n# ---- next graph ----\n\n".join(sources))
+                else:
+                    compiled(*[a.clone() for a in args])
                 torch.cuda.synchronize()
                 c["compile_s"] = round(time.time() - t0, 2)
                 c["generated"] = int(metrics.generated_kernel_count)
+                c["padding_timed"] = timed["n"] + counters["inductor"]["pad_mm_bench"] - benched
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:
                     compiled(*[a.clone() for a in args])
                     torch.cuda.synchronize()
@@ -137,10 +165,12 @@ def inductor_counts(files, policies, out_json, config=()):
             print(f"inductor: {len(rows)} of {len(files)}", file=sys.stderr, flush=True)
 
 
-def inductor_parallel(files, policies, out_json, jobs, config=()):
+def inductor_parallel(files, policies, out_json, jobs, config=(), code_dir=None):
     """`jobs` processes, each a share of the files (compiling is host work)."""
+    if code_dir:
+        os.makedirs(code_dir, exist_ok=True)
     if jobs <= 1:
-        return inductor_counts(files, policies, out_json, config)
+        return inductor_counts(files, policies, out_json, config, code_dir)
     procs = []
     for k in range(jobs):
         part = files[k::jobs]
@@ -152,7 +182,8 @@ def inductor_parallel(files, policies, out_json, jobs, config=()):
         env = dict(os.environ, TORCHINDUCTOR_COMPILE_THREADS=os.environ.get("TORCHINDUCTOR_COMPILE_THREADS", "2"))
         procs.append((subprocess.Popen([sys.executable, __file__, "inductor", "--list", lst, "--json",
                                         f"{out_json}.part{k}", "--policies", ",".join(policies)] +
-                                       [f"--config={c}" for c in config], env=env),
+                                       [f"--config={c}" for c in config] +
+                                       ([f"--code={code_dir}"] if code_dir else []), env=env),
                       f"{out_json}.part{k}", lst))
     rows, meta, bad = [], None, 0
     for p, part, lst in procs:
@@ -215,11 +246,16 @@ def fusegate_counts(fusegate, files, policies, out_json):
 
 
 # --- the comparison ---
+TIMED = "GEMM padding decided by timing (Inductor benchmarks the padded GEMM; the count can change between runs)"
+
+
 # A divergence's class, read from the kernels Inductor ran and the graph's
 # ops: the first rule that holds names it (a rule is a lead for a fix, the
 # smallest graph of the class its test case).
 def divergence_class(row, ic, fc):
     names = [n for n in ic.get("kernels", []) if not n.startswith(("Memcpy", "Memset"))]
+    if ic.get("padding_timed"):
+        return TIMED
     ops = set(row.get("ops", []))
     joined = " ".join(names)
     if "sdpa" in ops and ("_safe_softmax" in joined or "prepare_softmax" in joined):
@@ -250,12 +286,12 @@ def compare(ind_json, fg_json, markdown):
         fgj = json.load(f)
     fgc = {os.path.basename(r["file"]) + "|" + r["set"]: r["counts"] for r in fgj["rows"]}
     policies = ind["meta"]["policies"]
-    table = {}  # (set, policy) -> [equal, compared, untranslatable, errors]
+    table = {}  # (set, policy) -> [equal, compared, untranslatable, errors, timed, equal and not timed]
     diffs = []
     for r in ind["rows"]:
         key = os.path.basename(r["file"]) + "|" + r["set"]
         for p in policies:
-            t = table.setdefault((r["set"], p), [0, 0, 0, 0])
+            t = table.setdefault((r["set"], p), [0, 0, 0, 0, 0, 0])
             if "untranslatable" in r:
                 t[2] += 1
                 continue
@@ -266,16 +302,20 @@ def compare(ind_json, fg_json, markdown):
                 diffs.append((r, p, ic, fc, "error"))
                 continue
             t[1] += 1
+            t[4] += 1 if ic.get("padding_timed") else 0
             if ic[KEY] == fc["generated"]:
                 t[0] += 1
+                t[5] += 0 if ic.get("padding_timed") else 1
             else:
                 diffs.append((r, p, ic, fc, "more" if fc["generated"] > ic[KEY] else "fewer"))
     meta = ind["meta"]
     lines = [f"Inductor: torch {meta['torch']} on {meta['gpu']}, {meta['date']}", "",
-             "| set | policy | equal | compared | % | untranslatable | errors |", "|---|---|---|---|---|---|---|"]
-    for (s, p), (eq, n, u, e) in sorted(table.items()):
+             "| set | policy | equal | compared | % | untranslatable | errors | padding timed | % of the rest |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (s, p), (eq, n, u, e, tm, equ) in sorted(table.items()):
         pct = f"{100.0 * eq / n:.1f}" if n else "-"
-        lines.append(f"| {s} | {p} | {eq} | {n} | {pct} | {u} | {e} |")
+        rest = f"{100.0 * equ / (n - tm):.1f}" if n - tm else "-"
+        lines.append(f"| {s} | {p} | {eq} | {n} | {pct} | {u} | {e} | {tm} | {rest} |")
     classes = {}
     for r, p, ic, fc, kind in diffs:
         if kind == "error":
@@ -316,6 +356,8 @@ def main():
     a.add_argument("--jobs", type=int, default=1)
     a.add_argument("--config", action="append", default=[], metavar="KEY=JSON",
                    help="set an Inductor setting (torch._inductor.config) first, e.g. loop_ordering_after_fusion=false")
+    a.add_argument("--code", metavar="DIR", help="write the source Inductor generated for each graph and policy "
+                   "into DIR (SET.STEM.POLICY.py)")
     b = sub.add_parser("fusegate")
     b.add_argument("fusegate")
     b.add_argument("files", nargs="+")
@@ -331,7 +373,8 @@ def main():
         if args.list:
             with open(args.list) as f:
                 files += [x for x in f.read().split("\n") if x]
-        return inductor_parallel(files, args.policies.split(","), args.json, args.jobs, args.config) or 0
+        return inductor_parallel(files, args.policies.split(","), args.json, args.jobs, args.config,
+                                 args.code) or 0
     if args.cmd == "fusegate":
         return fusegate_counts(args.fusegate, expand(args.files), args.policies.split(","), args.json)
     return compare(args.inductor_json, args.fusegate_json, args.markdown)

@@ -128,6 +128,24 @@ std::set<int> ex_buffers(const ExprP& e) {
   return r;
 }
 
+InlineStats ex_inline_stats(const ExprP& e) {
+  std::set<const Expr*> seen;
+  std::set<std::string> keys;
+  InlineStats st;
+  std::function<void(const ExprP&)> walk = [&](const ExprP& x) {
+    if (!seen.insert(x.get()).second) return;
+    for (const auto& a : x->args) walk(a);
+    if (!keys.insert(x->key).second) return;
+    ++st.values;
+    if (x->kind == Expr::Load) {
+      ++st.loads;
+      if (!x->index->terms.empty()) ++st.nontrivial_loads;
+    }
+  };
+  walk(e);
+  return st;
+}
+
 void ex_loads(const ExprP& e, std::map<std::string, std::pair<int, IndexP>>* out) {
   std::set<const Expr*> seen;
   std::function<void(const ExprP&)> walk = [&](const ExprP& x) {

@@ -51,6 +51,16 @@ ExprP ex_index_value(IndexP index, DType t);
 
 // Distinct buffers read by loads.
 std::set<int> ex_buffers(const ExprP& e);
+// What inlining decides on, counted as Inductor's op counter counts a
+// Loops body: distinct loads (buffer and index), those of them whose index
+// is not a constant, and distinct values (loads and constants included),
+// each common subexpression once.
+struct InlineStats {
+  int loads = 0;
+  int nontrivial_loads = 0;
+  int values = 0;
+};
+InlineStats ex_inline_stats(const ExprP& e);
 // Every (buffer, index) load, de-duplicated by key.
 void ex_loads(const ExprP& e, std::map<std::string, std::pair<int, IndexP>>* out);
 // `e` with every load whose index uses variable `name` reading it as the

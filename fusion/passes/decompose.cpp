@@ -115,9 +115,16 @@ class Decomposer {
     DType ct = type(xf).dtype;
     int64_t last = static_cast<int64_t>(type(x).shape.size()) - 1;
     Attrs red{{"dims", std::vector<int64_t>{last}}, {"keepdim", int64_t{1}}};
+    // As Inductor lowers var_mean: the variance takes deviations of its own
+    // (the normalization's are another node); a row shorter than 8 is two
+    // unrolled sums, and then the mean is stored for the normalization
+    // (realized) unless the whole tensor is one row.
+    const int64_t r = type(x).shape.empty() ? 1 : type(x).shape.back();
     int mu = mean(xf, red);
+    if (r < 8 && numel(type(x).shape) != r) out_.nodes[static_cast<size_t>(mu)].attrs["@realize"] = int64_t{1};
+    int dv = emit(Op::Sub, {xf, mu});
+    int v = mean(emit(Op::Mul, {dv, dv}), red);
     int d = emit(Op::Sub, {xf, mu});
-    int v = mean(emit(Op::Mul, {d, d}), red);
     int y = emit(Op::Mul, {d, emit(Op::Rsqrt, {emit(Op::Add, {v, scalar(eps, ct)})})});
     if (type(y).dtype != t) y = emit(Op::Cast, {y}, {{"to", std::string(dtype_name(t))}});
     return emit(Op::Add, {emit(Op::Mul, {y, w}), b});

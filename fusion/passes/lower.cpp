@@ -159,7 +159,11 @@ LoweredGraph Lowerer::run() {
     loc_ = n.loc;
     values_.push_back(lower_node(n));
     Value& v = values_.back();
-    if (!v.storage() && fusion_kind(n.op) == FusionKind::Pointwise && should_realize(n, v)) v = realize(v);
+    // a pointwise value, or a reduction unrolled into one
+    const FusionKind k = fusion_kind(n.op);
+    if (!v.storage() && (k == FusionKind::Pointwise || k == FusionKind::Reduction) &&
+        (n.attrs.count("@realize") || should_realize(n, v)))
+      v = realize(v);
   }
   for (int o : g_.outputs) {
     Value v = values_[static_cast<size_t>(o)];
@@ -170,11 +174,14 @@ LoweredGraph Lowerer::run() {
 }
 
 bool Lowerer::should_realize(const Node& n, const Value& v) {
-  ExprP e = (*v.load)(ix_coords("i", v.type.shape));
-  size_t reads = ex_buffers(e).size();
-  int ops = e->op_count;
-  if (reads > 8 || ops > 100) return true;
-  return uses(n.id) > 1 && (reads > 4 || ops > 30);
+  // Inductor's store-or-recompute rules, on its op counter's figures:
+  // reused with > 4 loads or > 30 values (mark_reuse); > 8 loads or > 30
+  // values when more than one load has a varying index (realize_hint of
+  // has_exceeded_max_reads); > 100 values always.
+  const InlineStats st = ex_inline_stats((*v.load)(ix_coords("i", v.type.shape)));
+  if (st.values > 100) return true;
+  if (uses(n.id) > 1 && (st.loads > 4 || st.values > 30)) return true;
+  return (st.loads > 8 || st.values > 30) && st.nontrivial_loads > 1;
 }
 
 int Lowerer::new_buffer(const std::string& name, DType t, const Layout& layout, int input_index) {

@@ -2,9 +2,14 @@
 //
 // Pointwise results are inlined into each consumer (recomputed) unless
 // realized into a buffer. Realized: reductions (always); inputs of extern
-// kernels and collectives; graph outputs; a value with several users whose
-// body reads > 4 buffers or has > 30 ops; a pointwise with > 8 reads; one
-// with > 100 ops. Views (reshape, permute, transpose, slice, expand) become
+// kernels and collectives; graph outputs; what the decomposition marks
+// (`@realize`: a layer norm's mean over rows shorter than 8); and, on
+// Inductor's figures for a body (distinct loads by buffer and index,
+// distinct values, an FX node's distinct users): a value with several
+// users and > 4 loads or > 30 values; one with > 8 loads or > 30 values
+// and more than one load of varying index; one with > 100 values. A
+// reduction unrolled into a pointwise value is held to the same rules.
+// Views (reshape, permute, transpose, slice, expand) become
 // index arithmetic, or stay strided views of a buffer when they can, so
 // they cost no kernel. Reductions with fewer than 8 elements are unrolled
 // into pointwise code; with `split` on, a reduction Inductor would split

@@ -100,9 +100,13 @@ class Lowerer {
   LoweredGraph run();
 
  private:
+  // Nodes that use the value, each once (mul(d, d) is one user), and the
+  // graph's output once: what Inductor's reuse heuristic counts (an FX
+  // node's users).
   int uses(int id) const {
-    auto it = extra_uses_.find(id);
-    return static_cast<int>(users_[static_cast<size_t>(id)].size()) + (it == extra_uses_.end() ? 0 : it->second);
+    const auto& u = users_[static_cast<size_t>(id)];
+    const std::set<int> distinct(u.begin(), u.end());
+    return static_cast<int>(distinct.size()) + (extra_uses_.count(id) ? 1 : 0);
   }
 
   bool should_realize(const Node& n, const Value& v);

@@ -24,6 +24,16 @@ def inductor_row(path, triton, kernels=(), ops=()):
                                    "kernels": list(kernels)}}}
 
 
+class Translator(unittest.TestCase):
+    def test_torch_versions_compare_as_numbers(self):
+        # 2.11 takes SDPA with enable_gqa (2.5 on); as strings "2.11" < "2.5"
+        # and the translation fell back to attention written by hand
+        import fg_torch
+        self.assertGreaterEqual(fg_torch.version_tuple("2.11.0+cu130"), (2, 5))
+        self.assertLess(fg_torch.version_tuple("1.13.0a0"), (2, 5))
+        self.assertEqual(fg_torch.version_tuple("2.5.1"), (2, 5))
+
+
 class FusegateSide(unittest.TestCase):
     def test_counts_are_explains(self):
         with tempfile.TemporaryDirectory() as d:
@@ -41,26 +51,40 @@ class FusegateSide(unittest.TestCase):
 
 
 class Comparison(unittest.TestCase):
-    def test_equal_different_and_errors_are_counted_apart(self):
+    @staticmethod
+    def compared(rows):
+        """compare's markdown for Inductor's `rows` (made up) against explain's counts of their graphs"""
         with tempfile.TemporaryDirectory() as d:
             f = os.path.join(d, "f.json")
-            inductor_parity.fusegate_counts(FUSEGATE, [MEAN, GEMM, BREAK], ["default"], f)
+            inductor_parity.fusegate_counts(FUSEGATE, [r["file"] for r in rows], ["default"], f)
             i = os.path.join(d, "i.json")
-            rows = [inductor_row(MEAN, 1, ["triton_per_fused_mean_0"], ["mean"]),
-                    inductor_row(GEMM, 2, ["triton_poi_fused_clone_0", "triton_poi_fused_1", "sm90_gemm"],
-                                 ["cast", "linear"]),
-                    inductor_row(BREAK, 2, ["triton_poi_a", "triton_poi_b"], ["if"])]
             json.dump({"meta": {"torch": "2.x", "gpu": "test", "date": "today", "policies": ["default"]},
                        "rows": rows}, open(i, "w"))
             md = os.path.join(d, "p.md")
             inductor_parity.compare(i, f, md)
-            text = open(md).read()
+            return open(md).read()
+
+    def test_equal_different_and_errors_are_counted_apart(self):
+        text = self.compared([inductor_row(MEAN, 1, ["triton_per_fused_mean_0"], ["mean"]),
+                              inductor_row(GEMM, 2, ["triton_poi_fused_clone_0", "triton_poi_fused_1", "sm90_gemm"],
+                                           ["cast", "linear"]),
+                              inductor_row(BREAK, 2, ["triton_poi_a", "triton_poi_b"], ["if"])])
         # inductor: MEAN equal; ops: GEMM differs (fusegate 0, Inductor 2); breaks: an error
-        self.assertRegex(text, r"\| tests/lit/inductor \| default \| 1 \| 1 \| 100.0 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/inductor \| default \| 1 \| 1 \| 100.0 \| 0 \| 0 \| 0 \| 100.0 \|")
         self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 0 \|")
         self.assertRegex(text, r"\| tests/lit/breaks \| default \| 0 \| 0 \| - \| 0 \| 1 \|")
         self.assertRegex(text, r"\| default \| GEMM: Inductor copies an operand to row-major first \| 1 \| "
                                r"cast_to_its_own_dtype_is_no_kernel.fg \(\d+\): 0 / 2 \|")
+
+    def test_a_count_decided_by_timing_is_said_apart(self):
+        rows = [inductor_row(MEAN, 1, ["triton_per_fused_mean_0"], ["mean"]),
+                inductor_row(GEMM, 2, ["triton_poi_fused_mm_t_0", "triton_poi_fused_1", "sm90_gemm"],
+                             ["cast", "linear"])]
+        rows[1]["counts"]["default"]["padding_timed"] = 1
+        text = self.compared(rows)
+        # ops: one graph compared, its count timed, none left to compare
+        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 0 \| 1 \| - \|")
+        self.assertIn(f"| default | {inductor_parity.TIMED} | 1 |", text)
 
     def test_classes_read_the_kernels_first(self):
         sdpa = {"ops": ["sdpa", "softmax"]}
