@@ -97,8 +97,8 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
                 timed["n"] += 1
             return v
         pad_mm.get_cached_should_pad = counted_cache
-    except (ImportError, AttributeError):
-        pad_mm = None
+    except (ImportError, AttributeError):  # a torch without pad_mm: nothing is timed
+        pass
     from torch._dynamo.utils import counters
     from torch.profiler import ProfilerActivity, profile
     rows = []
