@@ -265,7 +265,7 @@ def _expr(s, shapes):
     if op == "matmul":
         return f"_matmul({a[0]}, {a[1]})"
     if op == "sdpa":
-        return f"_sdpa({a[0]}, {a[1]}, {a[2]}, {bool(at.get('causal', 1))})"
+        return f"_sdpa({a[0]}, {a[1]}, {a[2]}, {bool(at.get('causal', 1))}, {_lit(float(at['scale'])) if 'scale' in at else None})"
     if op == "embedding":
         return f"F.embedding({a[1]}, {a[0]})"
     if op == "topk":
@@ -396,16 +396,23 @@ def torch_version():
     return version_tuple(torch.__version__)
 
 
-def _sdpa(q, k, v, causal):
+# Whether _sdpa calls F.scaled_dot_product_attention: decided by build(),
+# outside the traced function (a regex there is a graph break in Dynamo, and
+# the attention then a graph of its own that is never dead code)
+_SDPA_FUSED = False
+
+
+def _sdpa(q, k, v, causal, scale=None):
     import torch
     import torch.nn.functional as F
-    if hasattr(F, "scaled_dot_product_attention") and torch_version() >= (2, 5):
+    if _SDPA_FUSED:
         # grouped-query attention as the model codebases call it (torch 2.5 on)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=k.shape[1] != q.shape[1])
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale,
+                                              enable_gqa=k.shape[1] != q.shape[1])
     if k.shape[1] != q.shape[1]:
         k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
         v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
-    s = torch.matmul(q.float(), k.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    s = torch.matmul(q.float(), k.float().transpose(-2, -1)) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
     if causal:
         L, S = q.shape[-2], k.shape[-2]
         s = s.masked_fill(torch.ones(L, S, dtype=torch.bool, device=q.device).triu(1), -math.inf)
@@ -431,6 +438,8 @@ def build(g, device="cpu"):
     """The graph's function, compiled from source() with DEVICE set."""
     import torch
     import torch.nn.functional as F
+    global _SDPA_FUSED
+    _SDPA_FUSED = hasattr(F, "scaled_dot_product_attention") and torch_version() >= (2, 5)
     scope = {"torch": torch, "F": F, "math": math, "DEVICE": torch.device(device), "_rms_norm": _rms_norm,
              "_matmul": _matmul, "_sdpa": _sdpa, "_contiguous": _contiguous, "_print": _print,
              "_disable": _disable}

@@ -8,6 +8,7 @@
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
 #include "fusion/logs.h"
+#include "fusion/passes/attention.h"
 #include "fusion/passes/dead_code.h"
 #include "fusion/passes/decompose.h"
 #include "fusion/passes/gemm_epilogue.h"
@@ -23,12 +24,22 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   verify(g);
   if (log_enabled("graph")) log_write("graph", print_graph(g));
 
-  c.decomposed = decompose(g, &c.decompositions);
+  // on cuda, each attention as the kernel PyTorch picks for it runs it: a
+  // fused call, flash over a padded head dim, or the math form (whose
+  // softmax decompose then takes apart)
+  std::vector<LedgerEntry> rewrites;
+  const Graph* source = &g;
+  Graph chosen;
+  if (opts.backend == Backend::Cuda) {
+    chosen = lower_attention_choices(g, &rewrites);
+    verify(chosen);
+    source = &chosen;
+  }
+  c.decomposed = decompose(*source, &c.decompositions, opts.backend == Backend::Cuda);
   verify(c.decomposed);
 
   // dead code out first, as Inductor's graph is cleaned before lowering:
   // no fast path matches, and no kernel runs, for a value nothing reads
-  std::vector<LedgerEntry> rewrites;
   c.decomposed = eliminate_dead_code(c.decomposed, &rewrites);
   verify(c.decomposed);
   // a GEMM epilogue the graph itself gives is split off: the program as a
@@ -60,6 +71,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   LowerOptions lo{opts.input_layouts, opts.fusion == FusionPolicy::MaxAutotune && opts.backend == Backend::Cpu,
                   opts.template_gemms, {}};
   lo.split.enabled = opts.backend == Backend::Cuda;
+  lo.concat_kernels = opts.backend == Backend::Cuda;
   c.lowered = lower(c.decomposed, lo);
 
   const bool checked = verify_passes_enabled();

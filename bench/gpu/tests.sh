@@ -72,15 +72,19 @@ step_fuzz() {
 # parity: explain --backend cuda against TorchInductor (bench/inductor_parity.py)
 step_parity() {
   local n="${PARITY_GRAPHS:-1000}" seed="${PARITY_SEED:-1}" pol="${PARITY_POLICIES:-default,max-autotune}"
-  rm -rf "$OUTDIR/parity-graphs"
-  $FG fuzz --emit "$OUTDIR/parity-graphs" --graphs "$n" --seed "$seed" --backend cuda || { rc=1; return; }
-  local sets="tests/lit repros/fg bench/fg $OUTDIR/parity-graphs"
+  # the graphs outside $OUTDIR (a thousand files there crowd out what the
+  # device tool brings back), packed into it at the end
+  local gdir
+  gdir="$(mktemp -d)/parity-graphs"
+  $FG fuzz --emit "$gdir" --graphs "$n" --seed "$seed" --backend cuda || { rc=1; return; }
+  local sets="tests/lit repros/fg bench/fg $gdir"
   python3 bench/inductor_parity.py fusegate "$FG" $sets --json "$OUTDIR/parity-fusegate.json" --policies "$pol" ||
     rc=1
   TORCHINDUCTOR_COMPILE_THREADS=2 python3 bench/inductor_parity.py inductor $sets --json "$OUTDIR/parity-inductor.json" \
     --policies "$pol" --jobs "${PARITY_JOBS:-12}" 2>"$OUTDIR/parity-inductor.err" || rc=1
   python3 bench/inductor_parity.py compare "$OUTDIR/parity-inductor.json" "$OUTDIR/parity-fusegate.json" \
     --markdown "$OUTDIR/parity.md" | head -40
+  tar -C "$(dirname "$gdir")" -czf "$OUTDIR/parity-graphs.tgz" parity-graphs && rm -rf "$(dirname "$gdir")"
   phase "parity compared"
 }
 # seeds

@@ -161,9 +161,11 @@ std::vector<FastPathSite> match_rmsnorm_gate_up_swiglu(const Graph& g) {
 std::vector<FastPathSite> match_causal_attention(const Graph& g) {
   std::vector<FastPathSite> r;
   for (const Node& n : g.nodes) {
-    if (n.op != Op::Sdpa || attr_int_or(n.attrs, "causal", 1) == 0 || n.type.dtype != DType::BF16) continue;
-    // the kernel scales by 1 / sqrt(128), as sdpa does at head dim 128 (the
-    // op takes no other scale)
+    if (n.op != Op::Sdpa || attr_int_or(n.attrs, "causal", 1) == 0 || n.type.dtype != DType::BF16 ||
+        n.attrs.count("scale"))
+      continue;
+    // the kernel scales by 1 / sqrt(128), as sdpa does at head dim 128 (a
+    // call given its own scale is not matched)
     const Shape &q = g.node(n.inputs[0]).type.shape, &k = g.node(n.inputs[1]).type.shape;
     bool bf16 = true;
     for (int in : n.inputs) bf16 = bf16 && g.node(in).type.dtype == DType::BF16;

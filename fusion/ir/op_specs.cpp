@@ -126,8 +126,9 @@ std::vector<OpSpec> build() {
   add(Op::Matmul, "a: [..., M, K], b: [..., K, N]", "[batch broadcast, M, N]; dtype: the wider",
       "Batched matrix product: a library GEMM.");
   add(Op::Sdpa, "q: [B, H, S, D], k, v: [B, Hkv, L, D] (H a multiple of Hkv)", "[B, H, S, D of v] in q's dtype",
-      "Scaled dot-product attention, scale 1/sqrt(D); grouped-query when k and v have fewer heads.",
-      {opt("causal", K::Flag, "1", "mask keys after the query's position")});
+      "Scaled dot-product attention, scale 1/sqrt(D) unless given; grouped-query when k and v have fewer heads.",
+      {opt("causal", K::Flag, "1", "mask keys after the query's position"),
+       opt("scale", K::Number, "1/sqrt(D)", "the scores' factor (a padded head dim keeps its own)")});
   add(Op::Embedding, "weight: [V, D], indices: i64", "indices' shape + [D] in weight's dtype", "Row lookup.");
   add(Op::Topk, "x: a number (not bool)", "i64: x with dim of size k",
       "The positions of the k largest values along dim (smallest with largest = 0), best first; the values are "

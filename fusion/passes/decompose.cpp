@@ -11,7 +11,8 @@ namespace {
 // the original's location and an origin name.
 class Decomposer {
  public:
-  Decomposer(const Graph& in, Graph& out) : in_(in), out_(out) {}
+  Decomposer(const Graph& in, Graph& out, bool online_softmax)
+      : in_(in), out_(out), online_softmax_(online_softmax) {}
 
   int run(const Node& n, const std::vector<int>& a) {
     loc_ = n.loc;
@@ -83,6 +84,7 @@ class Decomposer {
     int m = emit(Op::Amax, {x}, red, "amax");
     int e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
     int s = emit(Op::Sum, {e}, red, "sum");
+    if (online_softmax_) e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
     return emit(Op::Div, {e, s}, {}, "div");
   }
   // x - m - log(sum(exp(x - m))), m the row's max: every piece named
@@ -93,6 +95,7 @@ class Decomposer {
     int m = emit(Op::Amax, {x}, red, o);
     int d = emit(Op::Sub, {x, m}, {}, o);
     int s = emit(Op::Sum, {emit(Op::Exp, {d}, {}, o)}, red, o);
+    if (online_softmax_) d = emit(Op::Sub, {x, m}, {}, o);
     return emit(Op::Sub, {d, emit(Op::Log, {s}, {}, o)}, {}, o);
   }
   // y = cast(xf * rsqrt(mean(xf^2) + eps), x.dtype) * w, computed in f32
@@ -132,6 +135,7 @@ class Decomposer {
 
   const Graph& in_;
   Graph& out_;
+  bool online_softmax_;
   SourceLoc loc_;
 };
 
@@ -146,7 +150,7 @@ bool decomposes(Op op) {
   }
 }
 
-Graph decompose(const Graph& g, std::vector<StageApplication>* applied) {
+Graph decompose(const Graph& g, std::vector<StageApplication>* applied, bool online_softmax) {
   const int64_t limit = bisect_limits().decompositions;
   // FUSEGATE_FAULT=broken_decomposition:OP: OP's rewrite gives 1.5x its
   // value (a miscompile `bisect` must name at this stage and rule)
@@ -172,7 +176,7 @@ Graph decompose(const Graph& g, std::vector<StageApplication>* applied) {
       if (n.loc.known()) a.lines.push_back(n.loc.str());
       applied->push_back(std::move(a));
     }
-    int id = Decomposer(g, out).run(n, in);
+    int id = Decomposer(g, out, online_softmax).run(n, in);
     if (broken == op_name(n.op)) {
       TensorType t{out.node(id).type.dtype, {}};
       const int k = out.add(Op::Full, {}, {{"value", 1.5}}, &t, {}, n.loc);

@@ -22,5 +22,11 @@
 namespace fg {
 // Whether decompose rewrites `op` (else it passes through unchanged).
 bool decomposes(Op op);
-Graph decompose(const Graph& g, std::vector<StageApplication>* applied = nullptr);
+// `online_softmax` (the cuda backend): a softmax's and a log-softmax's row
+// sum takes exp(x - max) of its own and the result another, as Inductor's
+// post-grad pattern rewrites them for Triton (prepare_softmax_online: the
+// max and the sum one reduction, the result a pointwise node that shares
+// nothing with the sum); without it the result reads the sum's exp(x - max),
+// as ATen's decomposition writes it and Inductor's C++ backend keeps it.
+Graph decompose(const Graph& g, std::vector<StageApplication>* applied = nullptr, bool online_softmax = false);
 }

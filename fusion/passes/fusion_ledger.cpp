@@ -94,6 +94,8 @@ const char* reject_code(Reject r) {
     case Reject::NoOpCastRemoved: return "noop_cast_removed";
     case Reject::GemmEpilogueSplit: return "gemm_epilogue_split";
     case Reject::CollectiveKept: return "collective_kept";
+    case Reject::AttentionMathForm: return "attention_math_form";
+    case Reject::AttentionHeadDimPadded: return "attention_head_dim_padded";
   }
   return "?";
 }
@@ -167,6 +169,13 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::CollectiveKept:
       return "kept though nothing reads its value: a collective runs as under torch.compile, where PyTorch "
              "registers the functional collectives' wait_tensor as side-effectful and Dynamo's graph keeps it";
+    case Reject::AttentionMathForm:
+      return "no fused attention kernel takes this call on an H100/H200 (dtype, head dim, or causal over more or "
+             "fewer keys than queries): PyTorch's math form, scaled q and k^T, a batched GEMM, the mask, a softmax, "
+             "a GEMM with v (kernels of their own around two library GEMMs)";
+    case Reject::AttentionHeadDimPadded:
+      return "flash attention pads a head dim that is not a multiple of 8: q, k and v copied with zeros (three "
+             "kernels), the result sliced back";
   }
   return "?";
 }

@@ -39,6 +39,8 @@ enum class Reject {
   NoOpCastRemoved,
   // a GEMM epilogue a graph gave, split off (passes/gemm_epilogue.h)
   GemmEpilogueSplit,
+  // an attention no fused kernel takes as it is (passes/attention.h)
+  AttentionMathForm, AttentionHeadDimPadded,
 };
 const char* reject_code(Reject r);  // "memory_deps_mismatch"
 // In words ("memory deps did not match"); a reason that names a threshold

@@ -344,7 +344,7 @@ Value Lowerer::lower_node(const Node& n) {
   }
   switch (kind) {
     case FusionKind::Input: return lower_input(n);
-    case FusionKind::Pointwise: return lower_pointwise(n);
+    case FusionKind::Pointwise: return n.op == Op::Cat && concat_as_kernel(n) ? lower_concat(n) : lower_pointwise(n);
     case FusionKind::Reduction: return lower_reduction(n);
     case FusionKind::View: return lower_view(n);
     case FusionKind::Extern: return lower_extern(n);

@@ -165,6 +165,9 @@ struct LowerOptions {
   bool gemm_templates = false;
   std::optional<std::set<std::string>> template_gemms;
   SplitReductions split;
+  // cat as Inductor lowers it for Triton: a buffer each piece is stored
+  // into where its rules say so (lower_cat.cpp), else one pointwise value
+  bool concat_kernels = false;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});

@@ -160,6 +160,16 @@ class Lowerer {
   Value lower_copy_into(const Node& n);
   Value lower_scatter(const Node& n);
 
+  // cat as a buffer its pieces are stored into, or one pointwise value
+  // (lower_cat.cpp: Inductor's rules)
+  bool concat_as_kernel(const Node& n);
+  Value lower_concat(const Node& n);
+  // Whether every user of node `id` is a pointwise op, views followed (a
+  // graph output is not one).
+  bool only_pointwise_uses(int id) const;
+  // Whether the node that last wrote `buffer` is of `kind`.
+  bool writer_is(int buffer, SNKind kind) const;
+
   const Graph& g_;
   const LowerOptions& opts_;
   std::vector<std::vector<int>> users_;

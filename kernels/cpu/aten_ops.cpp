@@ -69,12 +69,12 @@ struct Counter {
 // weighted sum, computed in f32 and rounded once. LibTorch 1.x has nothing
 // better; on 2.x it runs only when FUSEGATE_FAULT=attention_fallback asks,
 // so that the device-kernel count can be shown to catch it.
-at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
+at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                               c10::optional<double> scale) {
   // f32 math, or f64 in the fp64 reference
   const at::ScalarType acc = q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   at::Tensor qf = q.to(acc), kf = k.to(acc), vf = v.to(acc);
-  double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  at::Tensor s = at::matmul(qf, kf.transpose(-2, -1)) * scale;
+  at::Tensor s = at::matmul(qf, kf.transpose(-2, -1)) * scale.value_or(1.0 / std::sqrt(static_cast<double>(q.size(-1))));
   if (causal) {
     at::Tensor mask = at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).triu(1);
     s = s.masked_fill(mask, -std::numeric_limits<float>::infinity());
@@ -82,20 +82,22 @@ at::Tensor composite_attention(const at::Tensor& q, const at::Tensor& k, const a
   return at::matmul(at::softmax(s, -1), vf).to(q.scalar_type());
 }
 
-// Grouped-query attention: q has `group` heads for each k/v head.
-at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal, Counter& K) {
+// Grouped-query attention: q has `group` heads for each k/v head. `scale`:
+// the scores' factor, 1/sqrt(D) when not given.
+at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal,
+                     c10::optional<double> scale, Counter& K) {
   const bool gqa = q.size(1) != k.size(1);
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
   // the fused kernels read each k/v head for its whole group (enable_gqa)
   if (!fault_active("attention_fallback"))
-    return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, c10::nullopt, gqa));
+    return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, scale, gqa));
 #elif TORCH_VERSION_MAJOR >= 2
-  if (!fault_active("attention_fallback") && !gqa)
+  if (!fault_active("attention_fallback") && !gqa && !scale)
     return K(at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal));
 #endif
-  if (!gqa) return K(composite_attention(q, k, v, causal));
+  if (!gqa) return K(composite_attention(q, k, v, causal, scale));
   const int64_t group = q.size(1) / k.size(1);
-  return K(composite_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal));
+  return K(composite_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), causal, scale));
 }
 
 // LibTorch's deterministic algorithms while it lives, as they were after.
@@ -272,7 +274,11 @@ at::Tensor aten_op(const Node& n, const std::vector<at::Tensor>& in, EagerContex
     case Op::LinearAddRank0:
       return K(linear_batch(in[0], {in[1]}, at::Tensor(), in[2], ctx.rank == 0 ? 1.0f : 0.0f)[0].view(n.type.shape));
     case Op::Matmul: return K(at::matmul(arg(0), arg(1)));
-    case Op::Sdpa: return attention(in[0], in[1], in[2], attr_int_or(a, "causal", 1) != 0, K);
+    case Op::Sdpa: {
+      const c10::optional<double> scale =
+          a.count("scale") ? c10::optional<double>(attr_float_or(a, "scale", 0.0)) : c10::nullopt;
+      return attention(in[0], in[1], in[2], attr_int_or(a, "causal", 1) != 0, scale, K);
+    }
     case Op::Embedding: return K(at::embedding(in[0], in[1]));
     case Op::Reshape: {
       at::Tensor r = in[0].reshape(n.type.shape);

@@ -180,7 +180,7 @@ def run(fusegate, files, jobs):
 
 
 def self_test(fusegate, jobs):
-    files = [os.path.join(ROOT, "tests/lit/inductor/rms_norm_then_rope_with_cat_is_one_kernel.fg"),
+    files = [os.path.join(ROOT, "tests/lit/inductor/rms_norm_then_rope_with_cat_stores_its_halves.fg"),
              os.path.join(ROOT, "tests/lit/inductor/strided_var_mean_5x5_is_one_kernel.fg")]
     if run(fusegate, files, jobs) != 0:
         print("self-test: the true translation failed")
