@@ -128,7 +128,7 @@ Graph lower_attention_choices(const Graph& g, std::vector<LedgerEntry>* ledger) 
     e.first = "attention";
     e.second = g.ref(n.id) + " (sdpa, " + attention_kernel_name(kernel) + ")";
     e.add_source(n.loc);
-    e.fused = false;
+    e.fused = true;  // a rewrite made, as dead_code's and no-op casts' entries
     e.reason = pad ? Reject::AttentionHeadDimPadded : Reject::AttentionMathForm;
     if (ledger) ledger->push_back(e);
     AttentionWriter w(out, n);

@@ -58,6 +58,7 @@ Graph rewritten(const Graph& g, Reject expected) {
   EXPECT_EQ(ledger.size(), 1u);
   if (!ledger.empty()) {
     EXPECT_EQ(ledger[0].reason, expected);
+    EXPECT_TRUE(ledger[0].fused);  // applied, as the ledger's other rewrites
   }
   return r;
 }
