@@ -1,7 +1,9 @@
 #include "fusion/codegen/expr.h"
 
+#include <algorithm>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "fusion/ir/text.h"
 
@@ -25,13 +27,10 @@ ExprP finish(Expr e) {
   }
   if (!e.args.empty()) {
     k += "(";
-    for (size_t i = 0; i < e.args.size(); ++i) {
-      k += (i ? ", " : "") + e.args[i]->key;
-      e.op_count += e.args[i]->op_count;
-    }
+    for (size_t i = 0; i < e.args.size(); ++i) k += (i ? ", " : "") + e.args[i]->key;
     k += ")";
   }
-  if (e.kind == Expr::Unary || e.kind == Expr::Binary || e.kind == Expr::Where || e.kind == Expr::Cast) e.op_count += 1;
+  e.key_hash = std::hash<std::string>{}(k);
   e.key = std::move(k);
   return std::make_shared<Expr>(std::move(e));
 }
@@ -128,21 +127,79 @@ std::set<int> ex_buffers(const ExprP& e) {
   return r;
 }
 
+namespace {
+// An open-addressing set of values, kept between calls (the lowering asks
+// for the figures of every value it makes; node-based sets spent most of
+// that time in the allocator). `Same` says two entries are one.
+template <class Hash, class Same>
+class ValueSet {
+ public:
+  // false where an entry the same as `x` is in already
+  bool insert(const Expr* x) {
+    if ((used_.size() + 1) * 2 > slots_.size()) grow();
+    size_t i = Hash{}(x) & (slots_.size() - 1);
+    while (slots_[i]) {
+      if (Same{}(slots_[i], x)) return false;
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i] = x;
+    used_.push_back(i);
+    return true;
+  }
+  void clear() {
+    for (size_t i : used_) slots_[i] = nullptr;
+    used_.clear();
+  }
+
+ private:
+  void grow() {
+    std::vector<const Expr*> old;
+    for (size_t i : used_) old.push_back(slots_[i]);
+    slots_.assign(std::max<size_t>(64, slots_.size() * 2), nullptr);
+    used_.clear();
+    for (const Expr* x : old) insert(x);
+  }
+  std::vector<const Expr*> slots_;
+  std::vector<size_t> used_;
+};
+struct ByAddress {
+  size_t operator()(const Expr* x) const { return std::hash<const Expr*>{}(x) * 0x9E3779B97F4A7C15ull >> 7; }
+};
+struct SameAddress {
+  bool operator()(const Expr* a, const Expr* b) const { return a == b; }
+};
+struct ByKey {
+  size_t operator()(const Expr* x) const { return x->key_hash; }
+};
+// a chain's keys share long prefixes: texts are compared only where their
+// hashes match (a value met twice)
+struct SameKey {
+  bool operator()(const Expr* a, const Expr* b) const { return a->key_hash == b->key_hash && a->key == b->key; }
+};
+}  // namespace
+
 InlineStats ex_inline_stats(const ExprP& e) {
-  std::set<const Expr*> seen;
-  std::set<std::string> keys;
+  // what is counted is the set of distinct keys reachable from e, so any
+  // order of the walk gives the same figures
+  thread_local ValueSet<ByAddress, SameAddress> seen;
+  thread_local ValueSet<ByKey, SameKey> keys;
+  thread_local std::vector<const Expr*> todo;
+  seen.clear();
+  keys.clear();
+  todo.assign(1, e.get());
   InlineStats st;
-  std::function<void(const ExprP&)> walk = [&](const ExprP& x) {
-    if (!seen.insert(x.get()).second) return;
-    for (const auto& a : x->args) walk(a);
-    if (!keys.insert(x->key).second) return;
+  while (!todo.empty()) {
+    const Expr* x = todo.back();
+    todo.pop_back();
+    if (!seen.insert(x)) continue;
+    for (const auto& a : x->args) todo.push_back(a.get());
+    if (!keys.insert(x)) continue;
     ++st.values;
     if (x->kind == Expr::Load) {
       ++st.loads;
       if (!x->index->terms.empty()) ++st.nontrivial_loads;
     }
-  };
-  walk(e);
+  }
   return st;
 }
 
@@ -180,10 +237,7 @@ ExprP ex_bind_indirect(const ExprP& e, const std::string& name, int64_t size, co
       }
     }
     ExprP r = x;
-    if (changed) {
-      c.op_count = 0;
-      r = finish(std::move(c));
-    }
+    if (changed) r = finish(std::move(c));
     memo[x.get()] = r;
     return r;
   };
@@ -210,7 +264,6 @@ struct Substituter {
       }
     }
     for (auto& a : c.args) a = go(a);
-    c.op_count = 0;
     ExprP r = finish(std::move(c));
     memo[x.get()] = r;
     return r;

@@ -32,7 +32,7 @@ struct Expr {
   // value args[k] clamped to [0, size): the kernel computes it first.
   std::vector<std::pair<std::string, int64_t>> indirect;
   std::string key;
-  int op_count = 0;          // computing ops in the tree (inline heuristics)
+  size_t key_hash = 0;       // std::hash of key, so sets of values compare texts only on a match
 };
 
 ExprP ex_load(int buffer, DType t, IndexP index);

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <set>
+#include <unordered_set>
 
 #include "fusion/errors.h"
 #include "fusion/ir/text.h"
@@ -131,7 +132,9 @@ void verify(const Graph& g, bool as_user) {
     if (as_user) user_error(m);
     internal_error(m);
   };
-  std::set<std::string> names;
+  std::unordered_set<std::string> names;
+  names.reserve(g.nodes.size());
+  std::vector<TensorType> ts;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
     if (n.id != static_cast<int>(i)) fail(&n, "id does not match its position");
@@ -154,7 +157,7 @@ void verify(const Graph& g, bool as_user) {
       if (!check_attrs(n.op, n.attrs, &bad)) fail(&n, bad.message);
       continue;
     }
-    std::vector<TensorType> ts;
+    ts.clear();
     for (int in : n.inputs) ts.push_back(g.node(in).type);
     TensorType t;
     try {

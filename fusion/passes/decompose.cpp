@@ -76,6 +76,7 @@ class Decomposer {
     int d = emit(Op::Sub, {x, m}, {}, "var");
     int sq = emit(Op::Mul, {d, d}, {}, "var");
     int s = emit(Op::Sum, {sq}, red, "var");
+    out_.nodes[static_cast<size_t>(s)].attrs["@welford"] = int64_t{1};
     double n = static_cast<double>(reduced_numel(x, attrs)) - static_cast<double>(attr_int_or(attrs, "correction", 1));
     return emit(Op::Div, {s, scalar(n, type(x).dtype)}, {}, "var");
   }
@@ -127,6 +128,7 @@ class Decomposer {
     if (r < 8 && numel(type(x).shape) != r) out_.nodes[static_cast<size_t>(mu)].attrs["@realize"] = int64_t{1};
     int dv = emit(Op::Sub, {xf, mu});
     int v = mean(emit(Op::Mul, {dv, dv}), red);
+    out_.nodes[static_cast<size_t>(out_.nodes[static_cast<size_t>(v)].inputs[0])].attrs["@welford"] = int64_t{1};
     int d = emit(Op::Sub, {xf, mu});
     int y = emit(Op::Mul, {d, emit(Op::Rsqrt, {emit(Op::Add, {v, scalar(eps, ct)})})});
     if (type(y).dtype != t) y = emit(Op::Cast, {y}, {{"to", std::string(dtype_name(t))}});

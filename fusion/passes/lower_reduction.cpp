@@ -81,7 +81,12 @@ Value Lowerer::lower_reduction(const Node& n) {
   const int64_t split = op == Op::Argmax || op == Op::Cumsum
                             ? 1
                             : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
-  if (split > 1) return lower_split_reduction(n, x, dims, r, split, origins, lines);
+  if (split > 1) {
+    const int mean_sum = op == Op::Sum ? welford_mean_sum(n, dims) : -1;
+    if (mean_sum >= 0 && split_partials_.at(mean_sum).split == split && split_partials_.at(mean_sum).r == r)
+      return lower_welford_split(n, mean_sum, dims, r, split, origins, lines);
+    return lower_split_reduction(n, x, dims, r, split, origins, lines);
+  }
   Layout l = Layout::contiguous(n.type.shape);
   int b = new_buffer("", n.type.dtype, l);
   SchedNode sn;
@@ -172,9 +177,94 @@ Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::v
   Shape mid = outer;
   mid.push_back(split);
   Value partial = add_reduction(s1, body1, acc, mid);
+  split_partials_[n.id] = SplitPartial{partial, dims, r, split};
   // stage 2 over [outer..., split], accumulated as stage 1, rounded once
   // into the reduction's own shape and dtype
   return add_reduction(mid, (*partial.load)(ix_coords("i", mid)), t, n.type.shape);
+}
+
+int Lowerer::welford_mean_sum(const Node& n, const std::vector<int64_t>& dims) const {
+  // sum(d * d) {@welford}, d = x - m, m = sum(x) / N with the same dims,
+  // as decompose writes a variance (var, layer_norm)
+  if (n.op != Op::Sum || !n.attrs.count("@welford")) return -1;
+  const Node& sq = g_.node(n.inputs[0]);
+  if (sq.op != Op::Mul || sq.inputs[0] != sq.inputs[1]) return -1;
+  const Node& d = g_.node(sq.inputs[0]);
+  if (d.op != Op::Sub) return -1;
+  const Node& m = g_.node(d.inputs[1]);
+  if (m.op != Op::Div) return -1;
+  const Node& s0 = g_.node(m.inputs[0]);
+  if (s0.op != Op::Sum || s0.inputs[0] != d.inputs[0]) return -1;
+  auto it = split_partials_.find(s0.id);
+  if (it == split_partials_.end() || it->second.dims != dims) return -1;
+  return s0.id;
+}
+
+Value Lowerer::lower_welford_split(const Node& n, int mean_sum, const std::vector<int64_t>& dims, int64_t r,
+                                   int64_t split, const std::set<std::string>& origins, const SourceLines& lines) {
+  const Node& d = g_.node(g_.node(n.inputs[0]).inputs[0]);
+  const Value& x = values_[static_cast<size_t>(d.inputs[0])];
+  const Value& mean = values_[static_cast<size_t>(d.inputs[1])];
+  const Value& sums = split_partials_.at(mean_sum).partial;
+  const Shape& s = x.type.shape;
+  const DType t = n.type.dtype;
+  const DType acc = (t == DType::BF16 || t == DType::F16) ? DType::F32 : t;
+  const int64_t block = (r + split - 1) / split;
+  auto reduced = [&dims](size_t i) { return std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end(); };
+  Shape outer, rshape;
+  for (size_t i = 0; i < s.size(); ++i) (reduced(i) ? rshape : outer).push_back(s[i]);
+  auto add_reduction = [&](const Shape& shape, ExprP body, const Shape& out_shape, DType dt) {
+    Layout l = Layout::contiguous(out_shape);
+    const int b = new_buffer("", dt, l);
+    SchedNode sn;
+    sn.kind = SNKind::Reduction;
+    sn.out_buffer = b;
+    sn.shape = shape;
+    sn.reduce_dims = {static_cast<int64_t>(shape.size()) - 1};
+    sn.reduce_op = Op::Sum;
+    sn.body = std::move(body);
+    sn.store = l;
+    sn.writes = {b};
+    sn.origins.assign(origins.begin(), origins.end());
+    sn.lines = lines.flat();
+    add_node(std::move(sn));
+    return from_storage(b, l, dt);
+  };
+  // block b of an output holds min(block, r - b * block) elements (none
+  // past r); its mean is its sum over that count
+  auto count = [&](const IndexP& b) { return ix_clamp(ix_add(ix_const(r), ix_mul(b, -block)), 0, block); };
+  auto block_mean = [&](const Coords& at) {
+    const IndexP b = at.back();
+    return ex_binary(Op::Div, ex_cast((*sums.load)(at), acc),
+                     ex_index_value(ix_clamp(ix_add(ix_const(r), ix_mul(b, -block)), 1, block), acc), acc);
+  };
+  // first kernel over [outer..., split, block]: each block's squared
+  // deviations from its own mean
+  Shape s1 = outer;
+  s1.push_back(split);
+  s1.push_back(block);
+  const Coords c1 = ix_coords("i", s1);
+  const IndexP flat = ix_add(ix_mul(c1[outer.size()], block), c1[outer.size() + 1]);
+  const Coords rc = ix_unflatten(split * block == r ? flat : ix_clamp(flat, 0, r - 1), rshape);
+  Coords full;
+  size_t oi = 0, ri = 0;
+  for (size_t i = 0; i < s.size(); ++i) full.push_back(reduced(i) ? rc[ri++] : c1[oi++]);
+  const Coords at_block(c1.begin(), c1.end() - 1);
+  const ExprP dev = ex_binary(Op::Sub, ex_cast((*x.load)(full), acc), block_mean(at_block), acc);
+  ExprP body1 = ex_binary(Op::Mul, dev, dev, acc);
+  if (split * block != r) body1 = ex_where(ex_index_lt(flat, r), body1, ex_const(0, acc), acc);
+  Shape mid = outer;
+  mid.push_back(split);
+  const Value m2 = add_reduction(s1, body1, mid, acc);
+  // second kernel over [outer..., split]: the blocks combined about the
+  // whole mean (read at its keepdim coordinates)
+  const Coords c2 = ix_coords("i", mid);
+  Coords at_mean;
+  oi = 0;
+  for (size_t i = 0; i < s.size(); ++i) at_mean.push_back(reduced(i) ? ix_const(0) : c2[oi++]);
+  const ExprP shift = ex_binary(Op::Sub, block_mean(c2), ex_cast((*mean.load)(at_mean), acc), acc);
+  const ExprP weighted = ex_binary(Op::Mul, ex_index_value(count(c2.back()), acc), ex_binary(Op::Mul, shift, shift, acc), acc);
+  return add_reduction(mid, ex_binary(Op::Add, ex_cast((*m2.load)(c2), acc), weighted, acc), n.type.shape, t);
 }
 
 }  // namespace fg::lowering

@@ -150,6 +150,24 @@ class Lowerer {
   // buffer for 16-bit types; the second reduces the blocks.
   Value lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
                               int64_t split, const std::set<std::string>& origins, const SourceLines& lines);
+  // A variance's sum of squared deviations split as Inductor splits a
+  // Welford reduction (WelfordReduction.create_multilayer): each block's
+  // own mean from the block sums of the mean's first kernel and its squared
+  // deviations from it, summed in the same kernel; then the blocks combined
+  // (Chan: M2 = sum M2_b + n_b (mean_b - mean)^2) beside the mean's second
+  // kernel. Two kernels, where a sum of (x - mean)^2 split on its own is a
+  // third and a fourth after the mean's two. -1 where `n` is not such a
+  // sum or its mean was not split alike.
+  int welford_mean_sum(const Node& n, const std::vector<int64_t>& dims) const;
+  Value lower_welford_split(const Node& n, int mean_sum, const std::vector<int64_t>& dims, int64_t r, int64_t split,
+                            const std::set<std::string>& origins, const SourceLines& lines);
+  // The first kernel of each split reduction, by node: its block sums.
+  struct SplitPartial {
+    Value partial;
+    std::vector<int64_t> dims;
+    int64_t r = 0, split = 0;
+  };
+  std::map<int, SplitPartial> split_partials_;
   Value lower_view(const Node& n);
 
   // out = A W^T (+ bias) as a generated kernel: A is read through its

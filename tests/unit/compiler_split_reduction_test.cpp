@@ -3,6 +3,8 @@
 // backend, like Inductor's C++ one, never splits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fusion/compile.h"
 #include "fusion/ir/text.h"
 
@@ -104,13 +106,27 @@ namespace {
 // the first's partial sums with the second's partial squares. With the
 // second's partial sums already fused to the first's squares, that closes a
 // cycle through a group entered at one node and left at another; the cycle
-// check walks groups, so it is refused and the program compiles.
+// check walks groups, so it is refused and the program compiles. (A `var`
+// now splits as a Welford reduction, its squares beside its sums: the
+// variances are written out here, as the two-pass sums they were.)
 TEST(SplitReduction, FusionAcrossTwoSplitVariancesMakesNoCycle) {
   const char* text = R"(
 graph fuzz(%x1: bf16[129,2]) {
-  %1 = var(%x1) {correction = 0, dims = [-2]} : bf16[2]
-  %2 = var(%x1) {correction = 0, dims = [-2], keepdim = 1} : bf16[1,2]
-  return %1, %2
+  %x = cast(%x1) {to = "f32"} : f32[129,2]
+  %n = full() {value = 129} : f32[]
+  %m1 = mean(%x) {dims = [-2], keepdim = 1} : f32[1,2]
+  %d1 = sub(%x, %m1) : f32[129,2]
+  %q1 = mul(%d1, %d1) : f32[129,2]
+  %s1 = sum(%q1) {dims = [-2]} : f32[2]
+  %v1 = div(%s1, %n) : f32[2]
+  %m2 = mean(%x) {dims = [-2], keepdim = 1} : f32[1,2]
+  %d2 = sub(%x, %m2) : f32[129,2]
+  %q2 = mul(%d2, %d2) : f32[129,2]
+  %s2 = sum(%q2) {dims = [-2], keepdim = 1} : f32[1,2]
+  %v2 = div(%s2, %n) : f32[1,2]
+  %o1 = cast(%v1) {to = "bf16"} : bf16[2]
+  %o2 = cast(%v2) {to = "bf16"} : bf16[1,2]
+  return %o1, %o2
 }
 )";
   CompiledProgram c;
@@ -123,6 +139,57 @@ graph fuzz(%x1: bf16[129,2]) {
   EXPECT_TRUE(fused) << print_ledger(c.schedule);
   EXPECT_TRUE(refused) << print_ledger(c.schedule);
   EXPECT_EQ(c.program.kernels.size(), 7u);
+}
+
+// A variance split on cuda is a Welford reduction split as Inductor splits
+// one (WelfordReduction.create_multilayer): each block's squares about its
+// own mean in the kernel of the block sums, the blocks combined in the
+// kernel of the mean; a sum of squares written out is two split sums.
+TEST(SplitReduction, VarianceSplitsAsWelfordInTwoKernels) {
+  // seed 46 of the parity graphs: Inductor 2 kernels (torch 2.11, H200)
+  CompiledProgram v = compile_for(R"(
+graph g(%x: f32[8,5,2,129]) {
+  %1 = var(%x) {correction = 0, dims = [-3, 3, 0, 2]} : f32[]
+  return %1
+}
+)", Backend::Cuda);
+  auto r = reductions(v);
+  ASSERT_EQ(r.size(), 4u) << print_lowered(v.lowered);
+  EXPECT_EQ(v.program.kernels.size(), 2u) << print_lowered(v.lowered);
+  // the squares' first kernel (after the mean's two) reads the block sums,
+  // over the same blocks
+  EXPECT_EQ(r[2]->numel(), r[0]->numel());
+  EXPECT_EQ(r[2]->rnumel(), r[0]->rnumel());
+  EXPECT_EQ(std::count(r[2]->reads.begin(), r[2]->reads.end(), r[0]->out_buffer), 1) << print_lowered(v.lowered);
+  // a layer norm's variance too: its statistics in two kernels, the
+  // normalization a third
+  CompiledProgram ln = compile_for(R"(
+graph g(%x: bf16[2,65536], %w: bf16[65536], %b: bf16[65536]) {
+  %3 = layer_norm(%x, %w, %b) {eps = 1e-5} : bf16[2,65536]
+  return %3
+}
+)", Backend::Cuda);
+  EXPECT_EQ(ln.program.kernels.size(), 3u) << print_lowered(ln.lowered);
+  // the same squares written out: two sums split on their own, four kernels
+  CompiledProgram two = compile_for(R"(
+graph g(%x: f32[8,5,2,129]) {
+  %n = full() {value = 10320} : f32[]
+  %m = mean(%x) {keepdim = 1} : f32[1,1,1,1]
+  %d = sub(%x, %m) : f32[8,5,2,129]
+  %q = mul(%d, %d) : f32[8,5,2,129]
+  %s = sum(%q) : f32[]
+  %v = div(%s, %n) : f32[]
+  return %v
+}
+)", Backend::Cuda);
+  EXPECT_EQ(two.program.kernels.size(), 4u) << print_lowered(two.lowered);
+  // cpu: one reduction kernel, mean and squares in two loops
+  EXPECT_EQ(compile_for(R"(
+graph g(%x: f32[8,5,2,129]) {
+  %1 = var(%x) {correction = 0} : f32[]
+  return %1
+}
+)", Backend::Cpu).program.kernels.size(), 1u);
 }
 
 }  // namespace

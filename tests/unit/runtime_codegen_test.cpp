@@ -207,6 +207,30 @@ graph g(%x: f32[300,257], %b: bf16[12289]) {
 )", 1e-4, 1e-3);
 }
 
+// Variances over few outputs: on cuda split as Welford reductions (block
+// means and squares, the blocks combined about the whole mean), blocks of
+// unequal length, a 16-bit input, a layer norm over long rows; on cpu one
+// pass each. Inputs with a large mean, where a sum of squares less the
+// squared sum would lose the digits.
+TEST(Codegen, SplitVariancesMatchEager) {
+  expect_same(R"(
+graph g(%x: f32[8,5,2,129], %b: bf16[12289]) {
+  %k = full() {value = 100} : f32[]
+  %xs = add(%x, %k) : f32[8,5,2,129]
+  %5 = var(%xs) {correction = 0, dims = [-3, 3, 0, 2]} : f32[]
+  %6 = var(%b) {correction = 1} : bf16[]
+  %7 = var(%xs) {dims = [0, 1, 3], keepdim = 1} : f32[1,1,2,1]
+  return %5, %6, %7
+}
+)", 1e-4, 1e-3);
+  expect_same(R"(
+graph g(%y: f32[2,65536], %w: f32[65536], %c: f32[65536]) {
+  %3 = layer_norm(%y, %w, %c) {eps = 1e-5} : f32[2,65536]
+  return %3
+}
+)", 1e-4, 1e-4);
+}
+
 // argmax: the first largest value's index, NaN the largest, over rows,
 // over a short dim (unrolled) and over the whole tensor; ties come from
 // values rounded to halves, NaN from a mask.
