@@ -10,7 +10,11 @@ cache off, so every graph is compiled; under max-autotune that metric counts
 every candidate it compiled), and its launches all CUDA kernels of that call. fusegate's
 count is the "N launches: G generated, E extern/collective" line of `explain
 --graph F --backend cuda --fusion default|max-autotune`, run in one process
-(`explain --batch`). The comparison is of generated kernels.
+(`explain --batch`). The comparison is of generated kernels. Where Inductor
+timed the padding of a GEMM (pad_mm: its count then depends on a benchmark),
+the graph is compiled again with every such timing answering "not faster",
+the program explain models, and compared with that count ("pinned"); the
+count as Inductor ran is shown beside it.
 
     inductor_parity.py inductor FILE.fg ... --json I.json [--policies default,max-autotune] [--jobs N]
                        [--config KEY=JSON] [--code DIR]
@@ -84,22 +88,37 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
         setattr(obj, last, json.loads(value))
     torch._dynamo.config.cache_size_limit = 64
     # Inductor pads a compute-bound GEMM's operands when timing says the
-    # padded GEMM is faster (fx_passes/pad_mm.py): counted, so that a count
-    # that depends on a timing is said (it can differ from one run to the next)
-    timed = {"n": 0}
+    # padded GEMM is faster (fx_passes/pad_mm.py): counted, and each answer
+    # kept (from a timing or from the cache of earlier timings), so that a
+    # count that depends on a timing is said (it can differ from one run or
+    # GPU to the next). Such a graph is compiled a second time with every
+    # timing's answer pinned to "not faster" (`_should_pad`, which the
+    # pattern's check calls after its deterministic checks), the program
+    # explain models: its count is `unpadded`.
+    timed = {"n": 0, "answers": [], "pinned": False}
     try:
         from torch._inductor.fx_passes import pad_mm
-        cached = pad_mm.get_cached_should_pad
+        should = pad_mm._should_pad
 
-        def counted_cache(key):
-            v = cached(key)
-            if v is not None:
+        # the pattern's check calls _should_pad once its deterministic
+        # checks hold; past them only a compute-bound GEMM is timed (or
+        # answered from earlier timings, on disk or in memory)
+        def pinned_should(match, mat1, mat2, op, input=None):
+            if op is torch.ops.aten.bmm:
+                m, k, n = mat1.shape[1], mat1.shape[2], mat2.shape[2]
+            else:
+                m, k, n = mat1.shape[0], mat1.shape[1], mat2.shape[1]
+            bound = pad_mm.is_mm_compute_bound(int(m), int(k), int(n), mat1.dtype)
+            if timed["pinned"]:
+                return False
+            v = should(match, mat1, mat2, op, input)
+            if bound and not iconfig.force_shape_pad:
                 timed["n"] += 1
+                timed["answers"].append(bool(v))
             return v
-        pad_mm.get_cached_should_pad = counted_cache
+        pad_mm._should_pad = pinned_should
     except (ImportError, AttributeError):  # a torch without pad_mm: nothing is timed
         pass
-    from torch._dynamo.utils import counters
     from torch.profiler import ProfilerActivity, profile
     rows = []
     for path in files:
@@ -123,7 +142,7 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
                 torch._dynamo.reset()
                 metrics.reset()
                 timed["n"] = 0
-                benched = counters["inductor"]["pad_mm_bench"]
+                timed["answers"] = []
                 compiled = torch.compile(fn, mode=POLICIES[policy], dynamic=False)
                 args = [x.to("cuda") for x in (host[r] for r, _, _, _ in g.inputs)]
                 t0 = time.time()
@@ -138,7 +157,8 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
                 torch.cuda.synchronize()
                 c["compile_s"] = round(time.time() - t0, 2)
                 c["generated"] = int(metrics.generated_kernel_count)
-                c["padding_timed"] = timed["n"] + counters["inductor"]["pad_mm_bench"] - benched
+                c["padding_timed"] = timed["n"]
+                c["padding_answers"] = list(timed["answers"])
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:
                     compiled(*[a.clone() for a in args])
                     torch.cuda.synchronize()
@@ -149,6 +169,8 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
                 c["triton"] = sum(1 for n in names if n.startswith("triton_") and not n.startswith("triton_tem"))
                 c["templates"] = sum(1 for n in names if n.startswith("triton_tem"))
                 c["kernels"] = names
+                if c["padding_timed"]:
+                    c.update(pinned_counts(torch, fn, args, policy, timed, metrics))
             except Exception as e:
                 c["error"] = f"{type(e).__name__}: {str(e)[:400]}"
                 c["trace"] = traceback.format_exc()[-1500:]
@@ -163,6 +185,27 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
                 json.dump({"meta": meta, "rows": rows}, f, indent=1)
             os.replace(out_json + ".tmp", out_json)
             print(f"inductor: {len(rows)} of {len(files)}", file=sys.stderr, flush=True)
+
+
+def pinned_counts(torch, fn, args, policy, timed, metrics):
+    """The graph compiled again with padding's timings answering "not
+    faster": Inductor's program where explain's model of it holds."""
+    from torch.profiler import ProfilerActivity, profile
+    torch._dynamo.reset()
+    metrics.reset()
+    timed["pinned"] = True
+    try:
+        compiled = torch.compile(fn, mode=POLICIES[policy], dynamic=False)
+        compiled(*[a.clone() for a in args])
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            compiled(*[a.clone() for a in args])
+            torch.cuda.synchronize()
+    finally:
+        timed["pinned"] = False
+    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return {"unpadded": sum(1 for n in names if n.startswith("triton_") and not n.startswith("triton_tem")),
+            "unpadded_kernels": names}
 
 
 def inductor_parallel(files, policies, out_json, jobs, config=(), code_dir=None):
@@ -254,7 +297,7 @@ TIMED = "GEMM padding decided by timing (Inductor benchmarks the padded GEMM; th
 # smallest graph of the class its test case).
 def divergence_class(row, ic, fc):
     names = [n for n in ic.get("kernels", []) if not n.startswith(("Memcpy", "Memset"))]
-    if ic.get("padding_timed"):
+    if ic.get("padding_timed") and "unpadded" not in ic:  # an older run's counts: no pinned compile
         return TIMED
     ops = set(row.get("ops", []))
     joined = " ".join(names)
@@ -279,6 +322,12 @@ def divergence_class(row, ic, fc):
 
 
 
+def modelled(ic):
+    """Inductor's count of the program explain models: where a GEMM's
+    padding was timed, the count with the timings pinned to "not faster"."""
+    return ic["unpadded"] if ic.get("padding_timed") and "unpadded" in ic else ic[KEY]
+
+
 def compare(ind_json, fg_json, markdown):
     with open(ind_json) as f:
         ind = json.load(f)
@@ -286,12 +335,14 @@ def compare(ind_json, fg_json, markdown):
         fgj = json.load(f)
     fgc = {os.path.basename(r["file"]) + "|" + r["set"]: r["counts"] for r in fgj["rows"]}
     policies = ind["meta"]["policies"]
-    table = {}  # (set, policy) -> [equal, compared, untranslatable, errors, timed, equal and not timed]
+    # (set, policy) -> [equal as Inductor ran, compared, untranslatable,
+    # errors, timed, equal with padding's timings pinned, padded by them]
+    table = {}
     diffs = []
     for r in ind["rows"]:
         key = os.path.basename(r["file"]) + "|" + r["set"]
         for p in policies:
-            t = table.setdefault((r["set"], p), [0, 0, 0, 0, 0, 0])
+            t = table.setdefault((r["set"], p), [0, 0, 0, 0, 0, 0, 0])
             if "untranslatable" in r:
                 t[2] += 1
                 continue
@@ -302,20 +353,25 @@ def compare(ind_json, fg_json, markdown):
                 diffs.append((r, p, ic, fc, "error"))
                 continue
             t[1] += 1
-            t[4] += 1 if ic.get("padding_timed") else 0
-            if ic[KEY] == fc["generated"]:
-                t[0] += 1
-                t[5] += 0 if ic.get("padding_timed") else 1
+            t[0] += 1 if ic[KEY] == fc["generated"] else 0
+            if ic.get("padding_timed"):
+                t[4] += 1
+                t[6] += 1 if any(ic.get("padding_answers", [])) else 0
+            want = modelled(ic)
+            if want == fc["generated"]:
+                t[5] += 1
             else:
-                diffs.append((r, p, ic, fc, "more" if fc["generated"] > ic[KEY] else "fewer"))
+                diffs.append((r, p, ic, fc, "more" if fc["generated"] > want else "fewer"))
     meta = ind["meta"]
     lines = [f"Inductor: torch {meta['torch']} on {meta['gpu']}, {meta['date']}", "",
-             "| set | policy | equal | compared | % | untranslatable | errors | padding timed | % of the rest |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for (s, p), (eq, n, u, e, tm, equ) in sorted(table.items()):
-        pct = f"{100.0 * eq / n:.1f}" if n else "-"
-        rest = f"{100.0 * equ / (n - tm):.1f}" if n - tm else "-"
-        lines.append(f"| {s} | {p} | {eq} | {n} | {pct} | {u} | {e} | {tm} | {rest} |")
+             "`equal`: as Inductor ran; `pinned`: with each timing of a GEMM's padding answering "
+             "\"not faster\" (the program explain models; the same count where nothing was timed)", "",
+             "| set | policy | pinned: equal | compared | % | as run: equal | padding timed | padded by the timing "
+             "| untranslatable | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for (s_, p), (eq, n, u, e, tm, eqp, padded) in sorted(table.items()):
+        pct = f"{100.0 * eqp / n:.1f}" if n else "-"
+        lines.append(f"| {s_} | {p} | {eqp} | {n} | {pct} | {eq} | {tm} | {padded} | {u} | {e} |")
     classes = {}
     for r, p, ic, fc, kind in diffs:
         if kind == "error":
@@ -330,11 +386,11 @@ def compare(ind_json, fg_json, markdown):
     lines += ["", "| policy | class | graphs | smallest (nodes): fusegate / Inductor |", "|---|---|---|---|"]
     for (p, name), (n, (size, r, ic, fc)) in sorted(classes.items(), key=lambda x: (x[0][0], -x[1][0])):
         lines.append(f"| {p} | {name} | {n} | {os.path.basename(r['file'])} ({size}): {fc['generated']} / "
-                     f"{ic[KEY]} |")
+                     f"{modelled(ic)} |")
     lines += ["", "| graph | policy | fusegate | Inductor | ops |", "|---|---|---|---|---|"]
     for r, p, ic, fc, kind in sorted(diffs, key=lambda d: (d[4], len(d[0].get("ops", [])))):
         fcs = fc.get("generated", fc.get("error", "?"))
-        ics = ic.get(KEY, ic.get("error", r.get("error", "?")))
+        ics = modelled(ic) if KEY in ic else ic.get("error", r.get("error", "?"))
         lines.append(f"| {os.path.relpath(r['file'], ROOT) if r['set'] != 'random' else os.path.basename(r['file'])}"
                      f" | {p} | {fcs} | {str(ics)[:120]} | {' '.join(r.get('ops', []))} |")
     text = "\n".join(lines) + "\n"
