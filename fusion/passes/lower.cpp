@@ -167,6 +167,12 @@ LoweredGraph Lowerer::run() {
   }
   for (int o : g_.outputs) {
     Value v = values_[static_cast<size_t>(o)];
+    if (!v.storage() && opts_.output_views_of_base && v.view_base >= 0 &&
+        fusion_kind(g_.node(v.view_base).op) == FusionKind::Pointwise) {
+      Value& base = values_[static_cast<size_t>(v.view_base)];
+      if (!base.storage()) base = realize(base);
+      if (std::optional<Layout> l = v.relayout(base.layout)) v = from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
+    }
     if (!v.storage()) v = realize(v);
     out_.outputs.push_back({v.buffer, v.layout});
   }

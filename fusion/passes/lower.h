@@ -168,6 +168,12 @@ struct LowerOptions {
   // cat as Inductor lowers it for Triton: a buffer each piece is stored
   // into where its rules say so (lower_cat.cpp), else one pointwise value
   bool concat_kernels = false;
+  // a graph output that is a view of a value no buffer holds yet stores
+  // that value and is a strided view of its buffer (Inductor: a view keeps
+  // its base's StorageBox, and realize_input of an output realizes the
+  // base and returns a ReinterpretView), so a view of another output costs
+  // no kernel; else the view is stored on its own, as the cpu backend does
+  bool output_views_of_base = false;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});

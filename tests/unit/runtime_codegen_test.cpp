@@ -231,6 +231,25 @@ graph g(%y: f32[2,65536], %w: f32[65536], %c: f32[65536]) {
 )", 1e-4, 1e-4);
 }
 
+// Outputs that are views of values no buffer holds: on cuda the value is
+// stored once and each view returned as a strided view of its buffer (a
+// step, an offset, a transpose, a broadcast); the same values as eager.
+TEST(Codegen, OutputViewsOfOneStoredValue) {
+  expect_same(R"(
+graph g(%x: bf16[4,7,31,1], %y: f32[8,16]) {
+  %1 = sin(%x) : bf16[4,7,31,1]
+  %2 = cat(%1, %x, %x) {dim = 0} : bf16[12,7,31,1]
+  %3 = reshape(%2) {shape = [12, 217, 1]} : bf16[12,217,1]
+  %4 = slice(%3) {dim = 0, end = 12, start = 5, step = 2} : bf16[4,217,1]
+  %5 = relu(%y) : f32[8,16]
+  %6 = transpose(%5) {dim0 = 0, dim1 = 1} : f32[16,8]
+  %7 = reshape(%5) {shape = [8, 1, 16]} : f32[8,1,16]
+  %8 = expand(%7) {shape = [8, 3, 16]} : f32[8,3,16]
+  return %4, %3, %6, %8
+}
+)", 1.6e-2, 1e-2);
+}
+
 // argmax: the first largest value's index, NaN the largest, over rows,
 // over a short dim (unrolled) and over the whole tensor; ties come from
 // values rounded to halves, NaN from a mask.
