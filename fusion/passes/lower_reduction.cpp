@@ -129,58 +129,78 @@ bool Lowerer::reads_inner(const ExprP& body, const Shape& s, const std::vector<i
   return inner > outer;
 }
 
+namespace {
+// A split reduction's iteration spaces: the first kernel's [outer...,
+// split, block] (each output's elements in `split` blocks of ceil(r /
+// split)), the input's coordinates there and the element's flat place among
+// the r reduced ones, and the second kernel's [outer..., split].
+struct SplitFrame {
+  Shape s1, mid;
+  Coords c1, full;
+  IndexP flat;
+  int64_t block = 0;
+  bool even = true;  // split * block == r: no block runs past the end
+};
+
+SplitFrame split_frame(const Shape& s, const std::vector<int64_t>& dims, int64_t r, int64_t split) {
+  auto reduced = [&dims](size_t i) { return std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end(); };
+  SplitFrame f;
+  f.block = (r + split - 1) / split;
+  f.even = split * f.block == r;
+  Shape outer, rshape;
+  for (size_t i = 0; i < s.size(); ++i) (reduced(i) ? rshape : outer).push_back(s[i]);
+  f.s1 = outer;
+  f.s1.push_back(split);
+  f.s1.push_back(f.block);
+  f.mid = outer;
+  f.mid.push_back(split);
+  f.c1 = ix_coords("i", f.s1);
+  f.flat = ix_add(ix_mul(f.c1[outer.size()], f.block), f.c1[outer.size() + 1]);
+  const Coords rc = ix_unflatten(f.even ? f.flat : ix_clamp(f.flat, 0, r - 1), rshape);
+  size_t oi = 0, ri = 0;
+  for (size_t i = 0; i < s.size(); ++i) f.full.push_back(reduced(i) ? rc[ri++] : f.c1[oi++]);
+  return f;
+}
+}  // namespace
+
+Value Lowerer::add_split_stage(const Shape& shape, ExprP body, Op op, DType dt, const Shape& out_shape,
+                               const std::set<std::string>& origins, const SourceLines& lines) {
+  Layout l = Layout::contiguous(out_shape);
+  const int b = new_buffer("", dt, l);
+  SchedNode sn;
+  sn.kind = SNKind::Reduction;
+  sn.out_buffer = b;
+  sn.shape = shape;
+  sn.reduce_dims = {static_cast<int64_t>(shape.size()) - 1};
+  sn.reduce_op = op;
+  sn.body = std::move(body);
+  sn.store = l;
+  sn.writes = {b};
+  sn.origins.assign(origins.begin(), origins.end());
+  sn.lines = lines.flat();
+  add_node(std::move(sn));
+  return from_storage(b, l, dt);
+}
+
 Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
                                      int64_t split, const std::set<std::string>& origins,
                                      const SourceLines& lines) {
-  const Shape& s = x.type.shape;
   const DType t = n.type.dtype;
   const Op op = n.op;
-  const int64_t block = (r + split - 1) / split;
-  Shape outer, rshape;
-  for (size_t i = 0; i < s.size(); ++i)
-    (std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end() ? rshape : outer).push_back(s[i]);
   const DType acc = (t == DType::BF16 || t == DType::F16) ? DType::F32 : t;
   const bool fp = is_floating(acc);
   const double identity = op == Op::Sum    ? 0.0
                           : op == Op::Amin ? (fp ? INFINITY : static_cast<double>(std::numeric_limits<int64_t>::max()))
                                            : (fp ? -INFINITY : static_cast<double>(std::numeric_limits<int64_t>::min()));
-  auto add_reduction = [&](const Shape& shape, ExprP body, DType dt, const Shape& out_shape) {
-    Layout l = Layout::contiguous(out_shape);
-    const int b = new_buffer("", dt, l);
-    SchedNode sn;
-    sn.kind = SNKind::Reduction;
-    sn.out_buffer = b;
-    sn.shape = shape;
-    sn.reduce_dims = {static_cast<int64_t>(shape.size()) - 1};
-    sn.reduce_op = op;
-    sn.body = std::move(body);
-    sn.store = l;
-    sn.writes = {b};
-    sn.origins.assign(origins.begin(), origins.end());
-    sn.lines = lines.flat();
-    add_node(std::move(sn));
-    return from_storage(b, l, dt);
-  };
+  const SplitFrame f = split_frame(x.type.shape, dims, r, split);
   // stage 1 over [outer..., split, block]
-  Shape s1 = outer;
-  s1.push_back(split);
-  s1.push_back(block);
-  Coords c1 = ix_coords("i", s1);
-  IndexP flat = ix_add(ix_mul(c1[outer.size()], block), c1[outer.size() + 1]);
-  Coords rc = ix_unflatten(split * block == r ? flat : ix_clamp(flat, 0, r - 1), rshape);
-  Coords full;
-  size_t oi = 0, ri = 0;
-  for (size_t i = 0; i < s.size(); ++i)
-    full.push_back(std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end() ? rc[ri++] : c1[oi++]);
-  ExprP body1 = ex_cast(ex_cast((*x.load)(full), t), acc);
-  if (split * block != r) body1 = ex_where(ex_index_lt(flat, r), body1, ex_const(identity, acc), acc);
-  Shape mid = outer;
-  mid.push_back(split);
-  Value partial = add_reduction(s1, body1, acc, mid);
+  ExprP body1 = ex_cast(ex_cast((*x.load)(f.full), t), acc);
+  if (!f.even) body1 = ex_where(ex_index_lt(f.flat, r), body1, ex_const(identity, acc), acc);
+  Value partial = add_split_stage(f.s1, body1, op, acc, f.mid, origins, lines);
   split_partials_[n.id] = SplitPartial{partial, dims, r, split};
   // stage 2 over [outer..., split], accumulated as stage 1, rounded once
   // into the reduction's own shape and dtype
-  return add_reduction(mid, (*partial.load)(ix_coords("i", mid)), t, n.type.shape);
+  return add_split_stage(f.mid, (*partial.load)(ix_coords("i", f.mid)), op, t, n.type.shape, origins, lines);
 }
 
 int Lowerer::welford_mean_sum(const Node& n, const std::vector<int64_t>& dims) const {
@@ -206,65 +226,38 @@ Value Lowerer::lower_welford_split(const Node& n, int mean_sum, const std::vecto
   const Value& x = values_[static_cast<size_t>(d.inputs[0])];
   const Value& mean = values_[static_cast<size_t>(d.inputs[1])];
   const Value& sums = split_partials_.at(mean_sum).partial;
-  const Shape& s = x.type.shape;
   const DType t = n.type.dtype;
   const DType acc = (t == DType::BF16 || t == DType::F16) ? DType::F32 : t;
-  const int64_t block = (r + split - 1) / split;
-  auto reduced = [&dims](size_t i) { return std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end(); };
-  Shape outer, rshape;
-  for (size_t i = 0; i < s.size(); ++i) (reduced(i) ? rshape : outer).push_back(s[i]);
-  auto add_reduction = [&](const Shape& shape, ExprP body, const Shape& out_shape, DType dt) {
-    Layout l = Layout::contiguous(out_shape);
-    const int b = new_buffer("", dt, l);
-    SchedNode sn;
-    sn.kind = SNKind::Reduction;
-    sn.out_buffer = b;
-    sn.shape = shape;
-    sn.reduce_dims = {static_cast<int64_t>(shape.size()) - 1};
-    sn.reduce_op = Op::Sum;
-    sn.body = std::move(body);
-    sn.store = l;
-    sn.writes = {b};
-    sn.origins.assign(origins.begin(), origins.end());
-    sn.lines = lines.flat();
-    add_node(std::move(sn));
-    return from_storage(b, l, dt);
-  };
+  const SplitFrame f = split_frame(x.type.shape, dims, r, split);
+  const int64_t block = f.block;
   // block b of an output holds min(block, r - b * block) elements (none
   // past r); its mean is its sum over that count
-  auto count = [&](const IndexP& b) { return ix_clamp(ix_add(ix_const(r), ix_mul(b, -block)), 0, block); };
+  auto count = [&](const IndexP& b, int64_t least) {
+    return ix_clamp(ix_add(ix_const(r), ix_mul(b, -block)), least, block);
+  };
   auto block_mean = [&](const Coords& at) {
-    const IndexP b = at.back();
-    return ex_binary(Op::Div, ex_cast((*sums.load)(at), acc),
-                     ex_index_value(ix_clamp(ix_add(ix_const(r), ix_mul(b, -block)), 1, block), acc), acc);
+    return ex_binary(Op::Div, ex_cast((*sums.load)(at), acc), ex_index_value(count(at.back(), 1), acc), acc);
   };
   // first kernel over [outer..., split, block]: each block's squared
   // deviations from its own mean
-  Shape s1 = outer;
-  s1.push_back(split);
-  s1.push_back(block);
-  const Coords c1 = ix_coords("i", s1);
-  const IndexP flat = ix_add(ix_mul(c1[outer.size()], block), c1[outer.size() + 1]);
-  const Coords rc = ix_unflatten(split * block == r ? flat : ix_clamp(flat, 0, r - 1), rshape);
-  Coords full;
-  size_t oi = 0, ri = 0;
-  for (size_t i = 0; i < s.size(); ++i) full.push_back(reduced(i) ? rc[ri++] : c1[oi++]);
-  const Coords at_block(c1.begin(), c1.end() - 1);
-  const ExprP dev = ex_binary(Op::Sub, ex_cast((*x.load)(full), acc), block_mean(at_block), acc);
+  const Coords at_block(f.c1.begin(), f.c1.end() - 1);
+  const ExprP dev = ex_binary(Op::Sub, ex_cast((*x.load)(f.full), acc), block_mean(at_block), acc);
   ExprP body1 = ex_binary(Op::Mul, dev, dev, acc);
-  if (split * block != r) body1 = ex_where(ex_index_lt(flat, r), body1, ex_const(0, acc), acc);
-  Shape mid = outer;
-  mid.push_back(split);
-  const Value m2 = add_reduction(s1, body1, mid, acc);
+  if (!f.even) body1 = ex_where(ex_index_lt(f.flat, r), body1, ex_const(0, acc), acc);
+  const Value m2 = add_split_stage(f.s1, body1, Op::Sum, acc, f.mid, origins, lines);
   // second kernel over [outer..., split]: the blocks combined about the
   // whole mean (read at its keepdim coordinates)
-  const Coords c2 = ix_coords("i", mid);
+  const Coords c2 = ix_coords("i", f.mid);
   Coords at_mean;
-  oi = 0;
-  for (size_t i = 0; i < s.size(); ++i) at_mean.push_back(reduced(i) ? ix_const(0) : c2[oi++]);
+  size_t oi = 0;
+  for (size_t i = 0; i < x.type.shape.size(); ++i)
+    at_mean.push_back(std::find(dims.begin(), dims.end(), static_cast<int64_t>(i)) != dims.end() ? ix_const(0)
+                                                                                                : c2[oi++]);
   const ExprP shift = ex_binary(Op::Sub, block_mean(c2), ex_cast((*mean.load)(at_mean), acc), acc);
-  const ExprP weighted = ex_binary(Op::Mul, ex_index_value(count(c2.back()), acc), ex_binary(Op::Mul, shift, shift, acc), acc);
-  return add_reduction(mid, ex_binary(Op::Add, ex_cast((*m2.load)(c2), acc), weighted, acc), n.type.shape, t);
+  const ExprP weighted =
+      ex_binary(Op::Mul, ex_index_value(count(c2.back(), 0), acc), ex_binary(Op::Mul, shift, shift, acc), acc);
+  return add_split_stage(f.mid, ex_binary(Op::Add, ex_cast((*m2.load)(c2), acc), weighted, acc), Op::Sum, t,
+                         n.type.shape, origins, lines);
 }
 
 }  // namespace fg::lowering

@@ -150,6 +150,10 @@ class Lowerer {
   // buffer for 16-bit types; the second reduces the blocks.
   Value lower_split_reduction(const Node& n, const Value& x, const std::vector<int64_t>& dims, int64_t r,
                               int64_t split, const std::set<std::string>& origins, const SourceLines& lines);
+  // One kernel of a split reduction: `op` over the last dim of `shape`
+  // into a row-major buffer of `out_shape`.
+  Value add_split_stage(const Shape& shape, ExprP body, Op op, DType dt, const Shape& out_shape,
+                        const std::set<std::string>& origins, const SourceLines& lines);
   // A variance's sum of squared deviations split as Inductor splits a
   // Welford reduction (WelfordReduction.create_multilayer): each block's
   // own mean from the block sums of the mean's first kernel and its squared
