@@ -495,23 +495,31 @@ Value Lowerer::lower_copy_into(const Node& n) {
         break;
       }
   }
+  add_store(dst.buffer, dst.layout, n.type.shape,
+            ex_cast((*src.load)(broadcast_coords(ix_coords("i", n.type.shape), n.type.shape, src.type.shape)),
+                    n.type.dtype),
+            src, n, "copy_", "mut");
+  return dst;
+}
+
+void Lowerer::add_store(int buffer, const Layout& layout, const Shape& shape, ExprP body, const Value& src,
+                        const Node& n, const char* origin, const char* prefix) {
   SchedNode sn;
   sn.kind = SNKind::Pointwise;
   sn.mutation = true;
-  sn.out_buffer = dst.buffer;
-  sn.shape = n.type.shape;
-  sn.body = ex_cast((*src.load)(broadcast_coords(ix_coords("i", n.type.shape), n.type.shape, src.type.shape)), n.type.dtype);
-  sn.store = dst.layout;
-  sn.writes = {dst.buffer};
+  sn.out_buffer = buffer;
+  sn.shape = shape;
+  sn.body = std::move(body);
+  sn.store = layout;
+  sn.writes = {buffer};
   std::set<std::string> o = src.origins;
-  o.insert("copy_");
+  o.insert(origin);
   sn.origins.assign(o.begin(), o.end());
   SourceLines lines = src.lines;
   merge(lines, line_of(n));
   sn.lines = lines.flat();
-  sn.name = "mut" + std::to_string(out_.nodes.size());
+  sn.name = prefix + std::to_string(out_.nodes.size());
   add_node(std::move(sn));
-  return dst;
 }
 
 }  // namespace lowering

@@ -92,22 +92,8 @@ Value Lowerer::lower_concat(const Node& n) {
     const Value& v = in(n, k);
     Layout slice{v.type.shape, whole.strides, start * whole.strides[d]};
     start += v.type.shape[d];
-    SchedNode sn;
-    sn.kind = SNKind::Pointwise;
-    sn.mutation = true;  // one slice of a buffer the others write too
-    sn.out_buffer = b;
-    sn.shape = v.type.shape;
-    sn.body = ex_cast((*v.load)(ix_coords("i", v.type.shape)), t);
-    sn.store = slice;
-    sn.writes = {b};
-    std::set<std::string> o = v.origins;
-    o.insert("cat");
-    sn.origins.assign(o.begin(), o.end());
-    SourceLines l = v.lines;
-    merge(l, line_of(n));
-    sn.lines = l.flat();
-    sn.name = "cat" + std::to_string(out_.nodes.size());
-    add_node(std::move(sn));
+    // one slice of a buffer the other pieces write too
+    add_store(b, slice, v.type.shape, ex_cast((*v.load)(ix_coords("i", v.type.shape)), t), v, n, "cat", "cat");
     merge(origins, v.origins);
     merge(lines, v.lines);
   }

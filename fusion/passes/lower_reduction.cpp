@@ -82,9 +82,8 @@ Value Lowerer::lower_reduction(const Node& n) {
                             ? 1
                             : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
   if (split > 1) {
-    const int mean_sum = op == Op::Sum ? welford_mean_sum(n, dims) : -1;
-    if (mean_sum >= 0 && split_partials_.at(mean_sum).split == split && split_partials_.at(mean_sum).r == r)
-      return lower_welford_split(n, mean_sum, dims, r, split, origins, lines);
+    const int mean_sum = welford_mean_sum(n, dims, r, split);
+    if (mean_sum >= 0) return lower_welford_split(n, mean_sum, dims, r, split, origins, lines);
     return lower_split_reduction(n, x, dims, r, split, origins, lines);
   }
   Layout l = Layout::contiguous(n.type.shape);
@@ -203,7 +202,7 @@ Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::v
   return add_split_stage(f.mid, (*partial.load)(ix_coords("i", f.mid)), op, t, n.type.shape, origins, lines);
 }
 
-int Lowerer::welford_mean_sum(const Node& n, const std::vector<int64_t>& dims) const {
+int Lowerer::welford_mean_sum(const Node& n, const std::vector<int64_t>& dims, int64_t r, int64_t split) const {
   // sum(d * d) {@welford}, d = x - m, m = sum(x) / N with the same dims,
   // as decompose writes a variance (var, layer_norm)
   if (n.op != Op::Sum || !n.attrs.count("@welford")) return -1;
@@ -216,7 +215,8 @@ int Lowerer::welford_mean_sum(const Node& n, const std::vector<int64_t>& dims) c
   const Node& s0 = g_.node(m.inputs[0]);
   if (s0.op != Op::Sum || s0.inputs[0] != d.inputs[0]) return -1;
   auto it = split_partials_.find(s0.id);
-  if (it == split_partials_.end() || it->second.dims != dims) return -1;
+  if (it == split_partials_.end() || it->second.dims != dims || it->second.r != r || it->second.split != split)
+    return -1;
   return s0.id;
 }
 

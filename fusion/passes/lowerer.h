@@ -161,8 +161,8 @@ class Lowerer {
   // (Chan: M2 = sum M2_b + n_b (mean_b - mean)^2) beside the mean's second
   // kernel. Two kernels, where a sum of (x - mean)^2 split on its own is a
   // third and a fourth after the mean's two. -1 where `n` is not such a
-  // sum or its mean was not split alike.
-  int welford_mean_sum(const Node& n, const std::vector<int64_t>& dims) const;
+  // sum or its mean was not split alike (dims, r and split).
+  int welford_mean_sum(const Node& n, const std::vector<int64_t>& dims, int64_t r, int64_t split) const;
   Value lower_welford_split(const Node& n, int mean_sum, const std::vector<int64_t>& dims, int64_t r, int64_t split,
                             const std::set<std::string>& origins, const SourceLines& lines);
   // The first kernel of each split reduction, by node: its block sums.
@@ -180,6 +180,12 @@ class Lowerer {
   Value lower_extern(const Node& n);
   Value lower_collective(const Node& n);
   Value lower_copy_into(const Node& n);
+  // A pointwise node storing `body` over `shape` into `layout` of `buffer`,
+  // a buffer other nodes write too (a mutation: copy_ into an input, a
+  // cat's piece); origins and lines are `src`'s and `n`'s, its name
+  // `prefix` and its place.
+  void add_store(int buffer, const Layout& layout, const Shape& shape, ExprP body, const Value& src, const Node& n,
+                 const char* origin, const char* prefix);
   Value lower_scatter(const Node& n);
 
   // cat as a buffer its pieces are stored into, or one pointwise value
