@@ -32,7 +32,7 @@ bool is_rank(const std::string& s) {
 
 std::vector<Item> parse() {
   static const char* const with_arg[] = {"crash", "hang", "hang_before_collective", "crash_in_fast_path", "diverge_fusion", "crash_at"};
-  static const char* const plain[] = {"attention_fallback", "occupancy_spill"};
+  static const char* const plain[] = {"attention_fallback", "occupancy_spill", "exec_ranks"};
   std::vector<Item> out;
   const char* env = std::getenv("FUSEGATE_FAULT");
   if (!env || !*env) return out;

@@ -12,6 +12,9 @@
 //   occupancy_spill     cuda: every module with a row kernel held to full
 //                       occupancy is compiled again without the bound, as
 //                       when such a kernel spills (kernels/cuda/cuda_module.cpp)
+//   exec_ranks          every CPU rank is forked and exec'd, not forked by
+//                       the rank spawner (harness/run/spawner.h): the two
+//                       must record the same run
 //   fastpath_edit:NAME  fast path NAME's kernel source gets one more line, as
 //                       an edit of its file would: its proof must be
 //                       invalidated, and so must the proof of a fast path

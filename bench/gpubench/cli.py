@@ -17,6 +17,7 @@ from .config import (B, BLOCK, BLOCKS, FLOOR, FUSEGATE_CONFIGS, GRAPHS, HEAD_DIM
 from .floors import floor_lines
 from .fusegate_side import fusegate_profile, fusegate_rows
 from .helpers import best, dump_json, slim_record
+from .results import entry as results_entry
 from .kernels import copy_bandwidth, kernel_gbps, kernel_lines
 from .report import fusegate_profile_lines, headline, main_table, rounds_lines, torch_trace_lines, warmup_line
 from .rounds import interleaved_rounds, rounds_only
@@ -180,6 +181,9 @@ def main(doc):
         tmp = pathlib.Path(a.out, "bench.md.tmp")
         tmp.write_text(text + "\n")
         os.replace(tmp, pathlib.Path(a.out, "bench.md"))
+        # the headline as data, for bench/record_results.py
+        e = results_entry(gpu, f"{ngpu} x {gpu}", started[:10], world, BLOCK, torch.__version__, fg_rows, torch_rows, floors)
+        dump_json(pathlib.Path(a.out, "results_entry.json"), e)
         return text
 
     # the interleaved rounds, after the sweep's report is on disk: a call

@@ -60,14 +60,33 @@ TORCH_CONFIGS = [
     ("torch.compile default + whole-forward CUDA graph", GRAPHS, "default+graph"),
     ("torch.compile max-autotune-no-cudagraphs", HOST, "max-autotune-no-cudagraphs"),
 ]
+# The strongest all-reduce a PyTorch user can ask for today, each with the
+# whole forward in one CUDA graph (torch_configs.py says how each is built);
+# only where there is something to reduce (world size 2 and more):
+# - Inductor's own lowering of the all-reduce to symmetric memory's one-shot
+#   kernel (config._collective.auto_select, its size threshold raised to the
+#   block's message, the group enabled for symmetric memory);
+# - each of the two GEMMs before an all-reduce written straight into a
+#   symmetric-memory buffer and reduced there by symm_mem's one-shot or
+#   two-shot kernel (a custom op around the GEMM and the exchange).
+TORCH_SYMM_CONFIGS = [
+    ("torch.compile default + symm-mem one-shot (Inductor's lowering) + whole-forward CUDA graph", GRAPHS,
+     "symm-inductor+graph"),
+    ("torch.compile default + GEMM into symm-mem + one-shot all-reduce + whole-forward CUDA graph", GRAPHS,
+     "symm-one-shot+graph"),
+    ("torch.compile default + GEMM into symm-mem + two-shot all-reduce + whole-forward CUDA graph", GRAPHS,
+     "symm-two-shot+graph"),
+]
+TORCH_CONFIGS += TORCH_SYMM_CONFIGS
 if QUICK:
     TORCH_CONFIGS = [c for c in TORCH_CONFIGS if c[2] != "eager"]
 # the compiled host-launch configurations the headline compares against
 TORCH_COMPILED_HOST = ("torch.compile default", "torch.compile max-autotune-no-cudagraphs")
 
 
-def torch_configs():
-    """TORCH_CONFIGS, or the one an interleaved round asks for
-    (GPU_BENCH_TORCH_ONLY, set before the workers are spawned)."""
+def torch_configs(world):
+    """TORCH_CONFIGS at this world size (the symmetric-memory ones from 2),
+    or the one an interleaved round asks for (GPU_BENCH_TORCH_ONLY, set
+    before the workers are spawned)."""
     only = os.environ.get("GPU_BENCH_TORCH_ONLY")
-    return [c for c in TORCH_CONFIGS if not only or c[0] == only]
+    return [c for c in TORCH_CONFIGS if (not only or c[0] == only) and (world > 1 or c not in TORCH_SYMM_CONFIGS)]

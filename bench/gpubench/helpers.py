@@ -53,6 +53,21 @@ def timeline(events):
     return out, {"span_us": span, "busy_us": busy, "idle_us": span - busy}
 
 
+def all_reduce_kernels(events):
+    """Which all-reduce ran in a traced forward, from its device kernels'
+    names: e.g. "NCCL x2", "symm-mem two-shot x2", "none"."""
+    kinds = {}
+    for e in events:
+        n = e["name"].lower()
+        if n.startswith("triton_"):
+            continue  # a generated kernel named after the ops it fused (an op named "linear_two_shot")
+        kind = ("symm-mem one-shot" if "one_shot_all_reduce" in n else "symm-mem two-shot" if "two_shot_all_reduce" in n
+                else "multimem" if "multimem_all_reduce" in n else "NCCL" if "nccl" in n and "allreduce" in n else None)
+        if kind:
+            kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())) or "none"
+
+
 def best(rows, pred=lambda r: True):
     """The fastest row among those that ran and satisfy pred, or None."""
     ok = [r for r in rows if r.get("ms") is not None and pred(r)]

@@ -44,16 +44,26 @@ def rms_norm(x, w, eps=1e-6):
     return y.to(x.dtype) * w
 
 
-def block(x, ln1, w_qkv, w_o, ln2, w_gate, w_up, w_down):
-    world = dist.get_world_size()
-    local = HEADS // world * HEAD_DIM
-    qkv = F.linear(rms_norm(x, ln1), w_qkv)
-    q, k, v = (t.view(B, S, HEADS // world, HEAD_DIM).transpose(1, 2) for t in qkv.split(local, -1))
-    a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    o = F.linear(a.transpose(1, 2).reshape(B, S, local), w_o)
+def linear_all_reduce(a, w):
+    """A row-parallel linear: the GEMM, then NCCL's all-reduce of its output."""
+    o = F.linear(a, w)
     dist.all_reduce(o)
-    x2 = x + o
-    h2 = rms_norm(x2, ln2)
-    d = F.linear(F.silu(F.linear(h2, w_gate)) * F.linear(h2, w_up), w_down)
-    dist.all_reduce(d)
-    return x2 + d
+    return o
+
+
+def make_block(linear_reduce=linear_all_reduce):
+    """The block, its two row-parallel linears (the GEMM and the all-reduce
+    after it) done by linear_reduce(a, w)."""
+    def blk(x, ln1, w_qkv, w_o, ln2, w_gate, w_up, w_down):
+        world = dist.get_world_size()
+        local = HEADS // world * HEAD_DIM
+        qkv = F.linear(rms_norm(x, ln1), w_qkv)
+        q, k, v = (t.view(B, S, HEADS // world, HEAD_DIM).transpose(1, 2) for t in qkv.split(local, -1))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x2 = x + linear_reduce(a.transpose(1, 2).reshape(B, S, local), w_o)
+        h2 = rms_norm(x2, ln2)
+        return x2 + linear_reduce(F.silu(F.linear(h2, w_gate)) * F.linear(h2, w_up), w_down)
+    return blk
+
+
+block = make_block()

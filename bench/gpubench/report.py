@@ -132,6 +132,9 @@ def main_table(rows, torch_rows):
     notes = energy_notes((r["name"], r.get("energy")) for r in rows)
     if notes:
         lines += [""] + notes
+    ran = [f"{r['name']}: {r['all_reduce']}" for r in torch_rows if r.get("all_reduce")]
+    if ran:
+        lines += ["", "all-reduce kernels a torch forward ran (its trace): " + "; ".join(ran)]
     if torch_rows:
         lines.append("")
         lines.append("torch best of its class: " + "; ".join(

@@ -7,7 +7,8 @@ import traceback
 import torch
 
 from .helpers import exc_line
-from .model import block
+from . import symm
+from .model import block, make_block
 from .timing import kernel_trace, time_ms
 
 
@@ -45,7 +46,21 @@ def build(kind, args):
         # static inputs
         c = torch.compile(block, fullgraph=True)
         return whole_graph(lambda: c(*args))
+    if kind == "symm-inductor+graph":
+        # Inductor lowers the all-reduce to symm_mem's one-shot kernel (its
+        # threshold raised to the block's message: the residual's bytes)
+        x = args[0]
+        _UNDO.append(symm.inductor_one_shot(x.numel() * x.element_size()))
+        c = torch.compile(block, fullgraph=True)
+        return whole_graph(lambda: c(*args))
+    if kind in ("symm-one-shot+graph", "symm-two-shot+graph"):
+        op = symm.linear_op(two_shot=kind.startswith("symm-two"))
+        c = torch.compile(make_block(op), fullgraph=True)
+        return whole_graph(lambda: c(*args))
     raise ValueError(kind)
+
+
+_UNDO = []  # what a configuration changed in torch's settings, undone after it
 
 
 def whole_graph(fn):
@@ -102,3 +117,5 @@ def run_torch_config(kind, args, ref, traced):
             pass
         fn = None
         gc.collect()
+        while _UNDO:
+            _UNDO.pop()()

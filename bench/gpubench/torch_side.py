@@ -15,7 +15,7 @@ from rank_wait import wait_for_ranks  # bench/rank_wait.py: no torch, tested in 
 
 from .config import FLOOR, GRAPHS, HOST, TORCH_EXIT_GRACE_S, TORCH_TIMEOUT_S, torch_configs
 from .floors import FLOOR_CONFIGS, floor_inputs, floor_rows, run_floors
-from .helpers import dump_json, exc_line, free_port, last_line, log, timeline
+from .helpers import all_reduce_kernels, dump_json, exc_line, free_port, last_line, log, timeline
 from .model import block, inputs
 from .torch_configs import run_torch_config
 
@@ -45,7 +45,7 @@ def torch_worker(rank, world, port, out):
         timed = {}
         # an interleaved round times one configuration and traces none
         trace = not os.environ.get("GPU_BENCH_TORCH_ONLY")
-        for label, cls, kind in torch_configs():
+        for label, cls, kind in torch_configs(world):
             if rank == 0:
                 log(f"torch: {label}")
             timed[label] = run_torch_config(kind, args, ref, traced=False)
@@ -68,7 +68,7 @@ def torch_worker(rank, world, port, out):
             # kept at once: a worker that dies in the traces keeps them
             dump_json(pathlib.Path(out, "torch.json"), {"world_size": world, "rows": [], "traces": {},
                                                         "floors": floor})
-        for label, cls, kind in torch_configs():
+        for label, cls, kind in torch_configs(world):
             res = timed[label]
             if "error" not in res and trace:
                 res.update(run_torch_config(kind, args, ref, traced=True))
@@ -95,6 +95,7 @@ def torch_worker(rank, world, port, out):
                     row["class"] = HOST
                     row["note"] = (f"inductor skipped CUDA graphs for {res['cudagraph_skips']} graph(s); "
                                    "timed as it ran, with the host-launch class")
+                row["all_reduce"] = all_reduce_kernels(ev)
                 traces[label] = {"kernels": ev, **totals}
             rows.append(row)
             dump_json(pathlib.Path(out, "torch.json"),
@@ -125,7 +126,7 @@ def run_torch(world, out):
     the sweep did not reach them."""
     path = pathlib.Path(out, "torch.json")
     path.unlink(missing_ok=True)
-    want = {label for label, _, _ in torch_configs()}
+    want = {label for label, _, _ in torch_configs(world)}
     try:
         ctx = mp.spawn(torch_worker, args=(world, free_port(), out), nprocs=world, join=False)
         why, teardown = wait_for_ranks(ctx, path, want, TORCH_TIMEOUT_S, TORCH_EXIT_GRACE_S, log=log)
@@ -140,7 +141,7 @@ def run_torch(world, out):
     if teardown:
         for r in rows:
             r["teardown"] = teardown
-    for label, cls, _ in torch_configs():
+    for label, cls, _ in torch_configs(world):
         if label not in done:
             rows.append({"name": label, "class": cls, "source": "torch", "ms": None,
                          "note": f"failed: {why or 'no result'}"})

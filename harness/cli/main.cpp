@@ -47,7 +47,11 @@ using fg::cli::require_writable_file;
 using fg::cli::settle_fuzz_options;
 using fg::cli::explain_batch;
 
-int run_main(int argc, char** argv) {
+}  // namespace
+
+// The command line, parsed and run; errors as exceptions (entry.cpp turns
+// them into messages and exit codes).
+int fg::cli::run_main(int argc, char** argv) {
   using namespace fg;
   CLI::App app{"fusegate: a CI gate and compile-invariant harness for tensor-parallel transformer blocks"};
   app.require_subcommand(1);
@@ -555,44 +559,4 @@ int run_main(int argc, char** argv) {
     return cmd_bisect(spec, bisect_opts);
   }
   return 2;
-}
-
-}  // namespace
-
-namespace fg::cli {
-
-// One command line as a process of its own would run it: its exit code,
-// every error as the message and the code documented for it.
-int guarded_main(int argc, char** argv) {
-  try {
-    return run_main(argc, argv);
-  } catch (const fg::UserError& e) {
-    std::cerr << "fusegate: error: " << e.what() << "\n";
-    return 2;
-  } catch (const fg::RanksDisagree& e) {
-    std::cerr << "fusegate: ranks disagree: " << e.what() << "\n";
-    return 1;
-  } catch (const fg::InternalError& e) {
-    std::cerr << "fusegate: " << e.what() << "\n";
-    return 125;
-  } catch (const c10::Error& e) {
-    // LibTorch's own error (a bad attribute value an op passes on, an index
-    // out of range, memory): its message, without the backtrace that what()
-    // appends, whose last frames were all a rank's log showed (an audit,
-    // 2026-11-27)
-    std::string msg = e.what_without_backtrace();
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    std::cerr << "fusegate: cannot test: LibTorch: " << msg << "\n";
-    return 125;
-  } catch (const std::exception& e) {  // CannotTest and what else the libraries throw
-    std::cerr << "fusegate: cannot test: " << e.what() << "\n";
-    return 125;
-  }
-}
-
-}  // namespace fg::cli
-
-int main(int argc, char** argv) {
-  fg::cli::install_fatal_signal_handlers();
-  return fg::cli::guarded_main(argc, argv);
 }

@@ -6,8 +6,11 @@
 
 namespace fg::cli {
 
+// The command line parsed and run (harness/cli/main.cpp); errors thrown.
+int run_main(int argc, char** argv);
+
 // The command line's exit code, every error turned into its message and
-// documented code (harness/cli/main.cpp).
+// documented code (harness/cli/entry.cpp).
 int guarded_main(int argc, char** argv);
 
 // Makes a memory or arithmetic fault say where, on stderr, before the

@@ -33,6 +33,7 @@
 #include "harness/record/proofs.h"
 #include "harness/run/run.h"
 #include "harness/run/scratch.h"
+#include "harness/run/spawner.h"
 #include "fusion/fastpaths/catalog.h"
 #include "kernels/cpu/runtime.h"
 #include "repros/registry.h"
@@ -229,11 +230,13 @@ RunOutcome launch(const RunSpec& spec) {
       args.push_back("--store-prefix");
       args.push_back(spec.store_prefix);
     }
-    pid_t pid = fork();
+    const std::string log = dir + "/rank" + std::to_string(rank) + ".log";
+    // a CPU rank from the spawner (harness/run/spawner.h), else fork + exec
+    pid_t pid = spec.backend == Backend::Cpu ? spawn_rank(args, log) : -1;
+    if (pid < 0) pid = fork();
     if (pid == 0) {
       setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
-      std::string log = dir + "/rank" + std::to_string(rank) + ".log";
       FILE* f = freopen(log.c_str(), "w", stderr);
       (void)f;
       std::vector<char*> argv;

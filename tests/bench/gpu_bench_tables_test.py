@@ -16,7 +16,9 @@ torch = sys.modules["torch"]
 torch.distributed, torch.multiprocessing, torch.nn = (sys.modules["torch.distributed"],
                                                       sys.modules["torch.multiprocessing"], sys.modules["torch.nn"])
 torch.nn.functional = sys.modules["torch.nn.functional"]
-from gpubench.config import GRAPHS, HOST  # noqa: E402
+from gpubench.config import GRAPHS, HOST, TORCH_SYMM_CONFIGS, torch_configs  # noqa: E402
+from gpubench.helpers import all_reduce_kernels  # noqa: E402
+from gpubench.results import entry, merge  # noqa: E402
 from gpubench.floors import FLOOR_CONFIGS, floor_lines, floor_rows  # noqa: E402
 from gpubench.report import energy_cell, energy_notes, main_table, rounds_lines, warmup_line  # noqa: E402
 
@@ -216,6 +218,93 @@ class EnergyFloor(unittest.TestCase):
         self.assertTrue(cell("energy").startswith("(700 W), an estimate: 0.90 of torch's best"), cell("energy"))
         self.assertTrue(cell("floor").startswith("0.90 of torch's best is 0.233 ms"), cell("floor"))
         self.assertNotIn("energy", cell("floor"))
+
+
+class AllReduce(unittest.TestCase):
+    def test_the_trace_says_which_all_reduce_ran(self):
+        ev = [{"name": n} for n in ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "void two_shot_all_reduce_kernel<bf16>",
+                                    "void two_shot_all_reduce_kernel<bf16>", "sm90_xmma_gemm", "ncclDevKernel_AllGather",
+                                    "triton_poi_fused__unsafe_view_linear_two_shot_mul_silu_2",
+                                    "triton_poi_fused__unsafe_view_add_all_reduce_3")]
+        self.assertEqual(all_reduce_kernels(ev), "NCCL x1, symm-mem two-shot x2")
+        self.assertEqual(all_reduce_kernels([{"name": "sm90_xmma_gemm"}]), "none")
+
+    def test_each_torch_row_names_its_all_reduce(self):
+        th = [dict(row("torch.compile default + whole-forward CUDA graph", GRAPHS, 0.228, READ), all_reduce="NCCL x2"),
+              dict(row(TORCH_SYMM_CONFIGS[2][0], GRAPHS, 0.198, READ), all_reduce="symm-mem two-shot x2")]
+        text = "\n".join(main_table(th, th))
+        self.assertIn(TORCH_SYMM_CONFIGS[2][0] + ": symm-mem two-shot x2", text)
+        self.assertIn("CUDA graphs: " + TORCH_SYMM_CONFIGS[2][0] + " (0.198 ms)", text)
+
+    def test_symmetric_memory_only_where_there_is_a_peer(self):
+        self.assertTrue(all(c not in torch_configs(1) for c in TORCH_SYMM_CONFIGS))
+        self.assertTrue(all(c in torch_configs(2) for c in TORCH_SYMM_CONFIGS))
+        self.assertTrue(all(c[1] == GRAPHS for c in TORCH_SYMM_CONFIGS))
+
+
+class Results(unittest.TestCase):
+    def rows(self):
+        fg = [row("fusegate C max-autotune", HOST, 0.150, READ), row("fusegate C max-autotune + CUDA graphs", GRAPHS,
+                                                                   0.168, READ)]
+        th = [dict(row("torch.compile default + whole-forward CUDA graph", GRAPHS, 0.224, READ), all_reduce="NCCL x2"),
+              dict(row(TORCH_SYMM_CONFIGS[2][0], GRAPHS, 0.191, STEPPED_ONCE), all_reduce="symm-mem two-shot x2"),
+              row("torch.compile default", HOST, 0.100, READ)]
+        fl = [{"name": n, "kind": k, "class": GRAPHS, "ms": ms, "energy": READ}
+              for (n, k), ms in zip(FLOOR_CONFIGS, (0.117, 0.133))]
+        return fg, th, fl
+
+    def test_an_entry_is_the_best_graph_row_of_each_side_and_the_floors(self):
+        e = entry("NVIDIA H200", "2 x NVIDIA H200", "2026-11-29", 2, "h2048", "2.11.0+cu130", *self.rows())
+        self.assertEqual(e["fusegate_best"]["config"], "fusegate C max-autotune + CUDA graphs")
+        self.assertEqual(e["torch_best"]["config"], TORCH_SYMM_CONFIGS[2][0])
+        self.assertEqual(e["torch_best"]["all_reduce"], "symm-mem two-shot x2")
+        self.assertIsNone(e["torch_best"]["mj_per_forward"])  # not read: never a made-up figure
+        self.assertEqual(e["fusegate_best"]["mj_per_forward"], READ["mj_per_forward"])
+        self.assertEqual(e["fusegate_over_torch"], round(0.168 / 0.191, 4))
+        self.assertEqual(e["floor_gemms"]["ms"], 0.117)
+        self.assertEqual(e["fusegate_over_floor"], round(0.168 / 0.133, 4))
+
+    def test_a_side_that_never_ran_is_none(self):
+        fg, th, fl = self.rows()
+        e = entry("NVIDIA H200", "1 x NVIDIA H200", "2026-11-29", 1, "h2048", "2.11", fg, [], [])
+        self.assertIsNone(e["torch_best"])
+        self.assertIsNone(e["fusegate_over_torch"])
+        self.assertIsNone(e["floor_gemms"])
+
+    def test_merge_replaces_an_entry_of_the_same_key(self):
+        fg, th, fl = self.rows()
+        a = entry("NVIDIA H200", "2 x NVIDIA H200", "2026-11-29", 2, "h2048", "2.11", fg, th, fl)
+        b = dict(a, fusegate_over_torch=0.5)
+        c = dict(a, block="h4096")
+        out = merge([a, c], [b])
+        self.assertEqual(len(out), 2)
+        self.assertEqual([x["block"] for x in out], ["h2048", "h4096"])
+        self.assertEqual(out[0]["fusegate_over_torch"], 0.5)
+        with self.assertRaises(ValueError):
+            merge([], [dict(a, gpu="")])
+
+    def test_record_results_writes_the_file_or_nothing(self):
+        import json
+        import subprocess
+        import tempfile
+        script = pathlib.Path(__file__).resolve().parents[2] / "bench" / "record_results.py"
+        fg, th, fl = self.rows()
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            (d / "e.json").write_text(json.dumps(entry("NVIDIA H200", "2 x NVIDIA H200", "2026-11-29", 2, "h2048",
+                                                       "2.11", fg, th, fl)))
+            (d / "bad.json").write_text("{")
+            f = d / "results.json"
+            r = subprocess.run([sys.executable, str(script), str(d / "e.json"), "--file", str(f)],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(len(json.loads(f.read_text())), 1)
+            before = f.read_text()
+            r = subprocess.run([sys.executable, str(script), str(d / "e.json"), str(d / "bad.json"), "--file", str(f)],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("bad.json", r.stderr)
+            self.assertEqual(f.read_text(), before)
 
 
 class Warmup(unittest.TestCase):

@@ -38,6 +38,50 @@ case_rank_hang() {
     if pgrep -f "_worker ffn_allreduce.*$T" >/dev/null; then fail "rank processes left behind"; fi
 }
 
+case_spawned_ranks_as_execd() {
+    # CPU ranks are forked by the spawner (harness/run/spawner.h): they record
+    # what exec'd ranks record (FUSEGATE_FAULT=exec_ranks) and are the launcher's
+    # children with a rank's command line. (That they see the environment the
+    # launcher has when it starts them, not when it started the spawner, the
+    # bisect cases show: bisect sets FUSEGATE_BISECT between its runs.)
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --out "$T/spawned.json" >"$T/out" 2>&1
+    expect_rc $? 0
+    FUSEGATE_FAULT=exec_ranks "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --out "$T/execd.json" \
+      >"$T/out" 2>&1
+    expect_rc $? 0
+    python3 - "$T/spawned.json" "$T/execd.json" <<'PY' || fail "spawned and exec'd ranks recorded different things"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+keys = ("hashes", "outputs", "kernel_count", "aten_op_count", "graph_count", "accuracy")
+assert len(a["ranks"]) == len(b["ranks"]) == 2, (len(a["ranks"]), len(b["ranks"]))
+for ra, rb in zip(a["ranks"], b["ranks"]):
+    for k in keys:
+        assert ra[k] == rb[k], (k, ra[k], rb[k])
+assert a["env"] == b["env"]
+PY
+    for spawner in 1 0; do
+      FUSEGATE_FAULT=$([ $spawner = 0 ] && echo exec_ranks) "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 2 --timeout 60 \
+        --iters 1000000 >"$T/out" 2>&1 &
+      lp=$!
+      r1=""
+      for i in $(seq 1 1200); do
+        r1=$(pgrep -P $lp -f -- "_worker ffn_allreduce .*--rank 1 " | head -1)
+        [ -n "$r1" ] && break
+        sleep 0.05
+      done
+      sp=$(pgrep -P $lp -f -- "fusegate _spawner" | head -1)
+      kill -TERM $lp; wait $lp
+      [ -n "$r1" ] || fail "spawner $spawner: no rank 1 process, a child of launcher $lp, named as a rank"
+      if [ $spawner = 1 ]; then
+        [ -n "$sp" ] || fail "no spawner under launcher $lp"
+      else
+        [ -z "$sp" ] || fail "FUSEGATE_FAULT=exec_ranks and a spawner under launcher $lp"
+      fi
+    done
+    sleep 0.5
+    if pgrep -f "_worker ffn_allreduce.*$T" >/dev/null; then fail "rank processes left behind"; fi
+}
+
 case_hung_rank_named() {
     # a rank that stops answering (SIGSTOP) is the one named, not a rank
     # waiting on it in a collective: three tries, all right

@@ -1,0 +1,61 @@
+// The fusegate process: main(), the rank spawner's own entry
+// (harness/run/spawner.h), and every error a command throws turned into its
+// message and its documented exit code (0 pass, 1 regression, 2 bad usage or
+// bad input, 125 cannot test).
+#include <c10/util/Exception.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "fusion/errors.h"
+#include "harness/cli/process.h"
+#include "harness/run/spawner.h"
+
+namespace fg::cli {
+
+// One command line as a process of its own would run it: its exit code,
+// every error as the message and the code documented for it.
+int guarded_main(int argc, char** argv) {
+  try {
+    return run_main(argc, argv);
+  } catch (const fg::UserError& e) {
+    std::cerr << "fusegate: error: " << e.what() << "\n";
+    return 2;
+  } catch (const fg::RanksDisagree& e) {
+    std::cerr << "fusegate: ranks disagree: " << e.what() << "\n";
+    return 1;
+  } catch (const fg::InternalError& e) {
+    std::cerr << "fusegate: " << e.what() << "\n";
+    return 125;
+  } catch (const c10::Error& e) {
+    // LibTorch's own error (a bad attribute value an op passes on, an index
+    // out of range, memory): its message, without the backtrace that what()
+    // appends, whose last frames were all a rank's log showed (an audit,
+    // 2026-11-27)
+    std::string msg = e.what_without_backtrace();
+    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+    std::cerr << "fusegate: cannot test: LibTorch: " << msg << "\n";
+    return 125;
+  } catch (const std::exception& e) {  // CannotTest and what else the libraries throw
+    std::cerr << "fusegate: cannot test: " << e.what() << "\n";
+    return 125;
+  }
+}
+
+}  // namespace fg::cli
+
+namespace {
+
+int fusegate_main(int argc, char** argv) {
+  fg::cli::install_fatal_signal_handlers();
+  return fg::cli::guarded_main(argc, argv);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // the rank spawner: a process of its own, before any command line is read
+  if (argc > 1 && std::strcmp(argv[1], fg::kSpawnerCommand) == 0) return fg::spawner_main(argc, argv, &fusegate_main);
+  return fusegate_main(argc, argv);
+}
