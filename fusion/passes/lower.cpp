@@ -190,6 +190,26 @@ bool Lowerer::should_realize(const Node& n, const Value& v) {
   return (st.loads > 8 || st.values > 30) && st.nontrivial_loads > 1;
 }
 
+bool Lowerer::realize_on_reuse(const Value& v, int64_t users) const {
+  if (users <= 1) return false;
+  const InlineStats st = ex_inline_stats((*v.load)(ix_coords("i", v.type.shape)));
+  return st.loads > 4 || st.values > 30;
+}
+
+void Lowerer::mark_broadcast_reuse(const Node& n) {
+  const int64_t out = numel(n.type.shape);
+  for (int id : n.inputs) {
+    Value& x = values_[static_cast<size_t>(id)];
+    const FusionKind k = fusion_kind(g_.node(id).op);
+    if (x.storage() || (k != FusionKind::Pointwise && k != FusionKind::Reduction)) continue;
+    const int64_t own = numel(x.type.shape);
+    if (own <= 0 || x.type.shape == n.type.shape) continue;
+    // [511, 1] read as [511, 7]: each element 7 times (an rms_norm's rsqrt
+    // over 7 columns, its mean unrolled into 7 loads, is stored)
+    if (realize_on_reuse(x, out / own)) x = realize(x);
+  }
+}
+
 int Lowerer::new_buffer(const std::string& name, DType t, const Layout& layout, int input_index) {
   BufferInfo b;
   b.id = static_cast<int>(out_.buffers.size());

@@ -15,6 +15,9 @@ Value Lowerer::lower_pointwise(const Node& n) {
     v.origins.insert(origin_of(n));
     v.lines = line_of(n);
   }
+  // operands read broadcast (the generic path below), as Inductor's
+  // broadcasting lowerings read them: a heavy one is stored
+  if (n.inputs.size() > 1 && n.op != Op::Cat && n.op != Op::IndexSelect && n.op != Op::Gather) mark_broadcast_reuse(n);
   std::vector<Value> ins;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     ins.push_back(in(n, k));

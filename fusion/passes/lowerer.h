@@ -110,6 +110,13 @@ class Lowerer {
   }
 
   bool should_realize(const Node& n, const Value& v);
+  // Inductor's mark_reuse: a value used `users` times is stored when its
+  // body is heavy (> 4 loads or > 30 values)
+  bool realize_on_reuse(const Value& v, int64_t users) const;
+  // Inductor's broadcast of an operand (broadcast_tensors, then expand's
+  // mark_reuse): an unstored operand of n read broadcast, N elements of n's
+  // output to one of its own, counts N uses
+  void mark_broadcast_reuse(const Node& n);
   int new_buffer(const std::string& name, DType t, const Layout& layout, int input_index = -1);
   Value from_storage(int buffer, const Layout& l, DType t, std::set<std::string> origins = {},
                      SourceLines lines = {});
