@@ -10,6 +10,7 @@ import os
 import pathlib
 
 from .config import GRAPHS
+from .helpers import best
 
 KEY = ("gpu", "date", "world_size", "block")
 
@@ -33,10 +34,9 @@ def _ratio(a, b):
 def entry(gpu, machine, date, world, block, torch_version, fg_rows, torch_rows, floors):
     """The entry of one call: the best CUDA-graph row of each side (a
     host-launch row never enters a ratio with a graph one) and the floors."""
-    def best_graph(rows):
-        ok = [r for r in rows if r.get("ms") is not None and r.get("class") == GRAPHS]
-        return min(ok, key=lambda r: r["ms"]) if ok else None
-    fg, th = _side(best_graph(fg_rows)), _side(best_graph(torch_rows))
+    def graphs(r):
+        return r.get("class") == GRAPHS
+    fg, th = _side(best(fg_rows, graphs)), _side(best(torch_rows, graphs))
     fl = {f.get("kind"): _side(f) for f in floors}
     return {"gpu": gpu, "machine": machine, "date": date, "world_size": world, "block": block, "torch": torch_version,
             "fusegate_best": fg, "torch_best": th, "floor_gemms": fl.get("gemms"),

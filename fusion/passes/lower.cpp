@@ -186,14 +186,14 @@ bool Lowerer::should_realize(const Node& n, const Value& v) {
   // has_exceeded_max_reads); > 100 values always.
   const InlineStats st = ex_inline_stats((*v.load)(ix_coords("i", v.type.shape)));
   if (st.values > 100) return true;
-  if (uses(n.id) > 1 && (st.loads > 4 || st.values > 30)) return true;
+  if (heavy_on_reuse(st, uses(n.id))) return true;
   return (st.loads > 8 || st.values > 30) && st.nontrivial_loads > 1;
 }
 
+bool Lowerer::heavy_on_reuse(const InlineStats& st, int64_t users) { return users > 1 && (st.loads > 4 || st.values > 30); }
+
 bool Lowerer::realize_on_reuse(const Value& v, int64_t users) const {
-  if (users <= 1) return false;
-  const InlineStats st = ex_inline_stats((*v.load)(ix_coords("i", v.type.shape)));
-  return st.loads > 4 || st.values > 30;
+  return users > 1 && heavy_on_reuse(ex_inline_stats((*v.load)(ix_coords("i", v.type.shape))), users);
 }
 
 void Lowerer::mark_broadcast_reuse(const Node& n) {

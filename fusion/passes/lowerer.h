@@ -113,6 +113,7 @@ class Lowerer {
   // Inductor's mark_reuse: a value used `users` times is stored when its
   // body is heavy (> 4 loads or > 30 values)
   bool realize_on_reuse(const Value& v, int64_t users) const;
+  static bool heavy_on_reuse(const InlineStats& st, int64_t users);
   // Inductor's broadcast of an operand (broadcast_tensors, then expand's
   // mark_reuse): an unstored operand of n read broadcast, N elements of n's
   // output to one of its own, counts N uses
