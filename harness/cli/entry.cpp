@@ -4,6 +4,9 @@
 // bad input, 125 cannot test).
 #include <c10/util/Exception.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -47,9 +50,26 @@ int guarded_main(int argc, char** argv) {
 
 namespace {
 
+// A command's process leaves without static destructors. LibTorch's
+// deregister every operator it registered, writing to each dispatch table;
+// in a rank forked from the spawner (harness/run/spawner.h) every such page
+// is one it shares with the spawner, copied for the write: that teardown was
+// half of the CPU time of `run sp_gather_scatter --world-size 4` (4.0 s of
+// CPU in all its processes, 2.0 s without it; 2 cores, 2026-12-05).
+// Nothing of fusegate's waits for one: files are written and closed before
+// their command returns (write_atomic), scratch folders are removed by the
+// scopes that made them, and the spawner is reaped here.
+[[noreturn]] void leave(int rc) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  fg::reap_spawner();
+  _exit(rc);
+}
+
 int fusegate_main(int argc, char** argv) {
   fg::cli::install_fatal_signal_handlers();
-  return fg::cli::guarded_main(argc, argv);
+  leave(fg::cli::guarded_main(argc, argv));
 }
 
 }  // namespace
@@ -57,5 +77,5 @@ int fusegate_main(int argc, char** argv) {
 int main(int argc, char** argv) {
   // the rank spawner: a process of its own, before any command line is read
   if (argc > 1 && std::strcmp(argv[1], fg::kSpawnerCommand) == 0) return fg::spawner_main(argc, argv, &fusegate_main);
-  return fusegate_main(argc, argv);
+  fusegate_main(argc, argv);
 }

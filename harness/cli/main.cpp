@@ -45,7 +45,7 @@ using fg::cli::batch_depth;
 using fg::cli::require_writable_dir;
 using fg::cli::require_writable_file;
 using fg::cli::settle_fuzz_options;
-using fg::cli::explain_batch;
+using fg::cli::command_batch;
 
 }  // namespace
 
@@ -146,6 +146,12 @@ int fg::cli::run_main(int argc, char** argv) {
                   "timed ones, with its spread, GB/s or TFLOP/s against the device's ceilings, and the idle gaps "
                   "(JSON)");
   run->add_option("--save-tensors", spec.save_tensors, "write rank 0's inputs and the outputs here (raw, tensors.json)");
+  std::string run_batch_file;
+  run->add_option("--batch", run_batch_file,
+                  "FILE ('-': standard input) of runs, one a line (the arguments after `run`), run in this one "
+                  "process, each framed as explain --batch frames its cases ('#fusegate-run-case N exit C out "
+                  "BYTES err BYTES'; no other run argument with it)")
+      ->excludes(run_repro);
   add_nodes(run, &spec);
   add_common(run);
   add_fast(run);
@@ -366,6 +372,17 @@ int fg::cli::run_main(int argc, char** argv) {
     std::cout << text;
     return 0;
   }
+  // COMMAND --batch FILE: every other argument goes on the cases' lines
+  auto batch_of = [](CLI::App* c, const std::string& file) {
+    const std::string name = c->get_name();
+    if (batch_depth > 0) user_error("a case of " + name + " --batch holds --batch");
+    for (const auto* o : c->get_options())
+      if (o->get_name() != "--batch" && o->get_name() != "--help" && o->count() > 0)
+        user_error(name + " --batch takes its cases from " + file + ": " + o->get_name() +
+                   " goes on each case's line, not beside --batch");
+    return command_batch(name, file);
+  };
+  if (*run && run->count("--batch")) return batch_of(run, run_batch_file);
   for (const auto& d : extra_dirs) {
     // a folder that is not there checked only the shipped repros, and
     // passed (an audit, 2026-11-27)
@@ -497,14 +514,7 @@ int fg::cli::run_main(int argc, char** argv) {
   if (*check) return cmd_check(sel, copts);
   if (*bless) return cmd_bless(sel, why, bless_missing, bless_verbose);
   if (*explain) {
-    if (explain->count("--batch")) {
-      if (batch_depth > 0) user_error("a case of explain --batch holds --batch");
-      for (const auto* o : explain->get_options())
-        if (o->get_name() != "--batch" && o->get_name() != "--help" && o->count() > 0)
-          user_error("explain --batch takes its cases from " + batch_file + ": " + o->get_name() +
-                     " goes on each case's line, not beside --batch");
-      return explain_batch(batch_file);
-    }
+    if (explain->count("--batch")) return batch_of(explain, batch_file);
     if (!graph_file.empty())
       return cmd_explain(graph_file, sel.fusion, dot_dir, svg, sel.backend, sel.fast_paths, sel.golden_dir);
     if (erepro.empty()) user_error("explain needs a repro name or --graph FILE.fg");

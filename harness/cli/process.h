@@ -1,6 +1,6 @@
 // One fusegate process: the command line run as a process would run it, the
-// report a fatal signal leaves, and `explain --batch`, which runs many
-// command lines in one process.
+// report a fatal signal leaves, and `explain --batch` and `run --batch`,
+// which run many command lines in one process.
 #pragma once
 #include <string>
 
@@ -17,10 +17,10 @@ int guarded_main(int argc, char** argv);
 // process dies of the same signal (harness/cli/fatal_signal.cpp).
 void install_fatal_signal_handlers();
 
-// `explain --batch FILE` (harness/cli/explain_batch.cpp): each line an
-// explain case run through guarded_main, its output framed.
-int explain_batch(const std::string& file);
-// > 0 while explain_batch runs a case: no batch inside one.
+// `COMMAND --batch FILE` (harness/cli/batch.cpp; explain and run): each
+// line a case of COMMAND run through guarded_main, its output framed.
+int command_batch(const std::string& command, const std::string& file);
+// > 0 while command_batch runs a case: no batch inside one.
 extern int batch_depth;
 
 }  // namespace fg::cli

@@ -175,15 +175,11 @@ void set_title(const std::vector<std::string>& argv) {
   }
 }
 
-// At this process's exit: the spawner sees its socket close, leaves, and is
-// reaped here rather than left to init.
+// At this process's exit (reap_spawner, or a std::exit that runs static
+// destructors): the spawner sees its socket close, leaves, and is reaped here
+// rather than left to init.
 struct Reaper {
-  ~Reaper() {
-    if (g_fd < 0 || g_spawner <= 0) return;
-    close(g_fd);
-    g_fd = -1;
-    waitpid(g_spawner, nullptr, 0);
-  }
+  ~Reaper() { reap_spawner(); }
 } g_reaper;
 
 void drop_spawner() {
@@ -250,6 +246,15 @@ int spawner_main(int argc, char** argv, int (*entry)(int, char**)) {
     g_title_len = static_cast<size_t>(argv[argc - 1] + std::strlen(argv[argc - 1]) + 1 - argv[0]);
   }
   serve(std::atoi(argv[2]));
+}
+
+void reap_spawner() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_fd < 0 || g_spawner <= 0) return;
+  close(g_fd);
+  g_fd = -1;
+  waitpid(g_spawner, nullptr, 0);
+  g_spawner = -1;
 }
 
 pid_t spawn_rank(const std::vector<std::string>& argv, const std::string& stderr_log) {

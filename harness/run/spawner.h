@@ -31,9 +31,14 @@ namespace fg {
 inline constexpr const char* kSpawnerCommand = "_spawner";
 
 // The spawner's life: serves requests until its launcher closes the socket.
-// `entry` is what a spawned rank runs with its argv (fusegate's main); its
-// return value is the rank's exit code.
+// `entry` is what a spawned rank runs with its argv (fusegate's main, which
+// leaves the process itself: harness/cli/entry.cpp); a value it returns is
+// the rank's exit code.
 int spawner_main(int argc, char** argv, int (*entry)(int argc, char** argv));
+
+// This process's spawner told to leave (its socket closed) and waited for;
+// nothing where there is none. Called as the process leaves.
+void reap_spawner();
 
 // A rank process started by the spawner (started at the first call):
 // `argv` (argv[0] the binary), stderr redirected to `stderr_log`, in its own

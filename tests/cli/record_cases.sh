@@ -292,3 +292,65 @@ PY
       done
     done
 }
+
+case_run_batch() {
+    # run --batch: each run framed with its exit code; a case's record and
+    # saved tensors the same as its own process's (every field but the
+    # timings); a rejected case is its error and the next case still runs;
+    # the ranks of every case come from one spawner; bad batch input is exit 2
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --world-size 2 --mode C --out "$T/alone.json" >"$T/out" 2>&1
+    expect_rc $? 0
+    "$FG" run --graph "$T/repros/ffn_allreduce.fg" --mode A --iters 1 --save-tensors "$T/alone_t" \
+      --out "$T/alone_a.json" >"$T/out" 2>&1; expect_rc $? 0
+    printf '%s\n' "ffn_allreduce --repro-dir $T/repros --world-size 2 --mode C --out $T/b0.json" "" \
+      "no_such_repro --repro-dir $T/repros" \
+      "--graph $T/repros/ffn_allreduce.fg --mode A --iters 1 --save-tensors $T/b2_t --out $T/b2.json" \
+      "ffn_allreduce --repro-dir $T/repros --world-size 2 --mode C" "--batch=-" >"$T/cases"
+    strace_ok=0; command -v strace >/dev/null && strace_ok=1
+    if [ $strace_ok = 1 ]; then
+      strace -f -qq -e trace=execve -e signal=none -o "$T/execs" "$FG" run --batch "$T/cases" >"$T/batch" 2>"$T/out"
+    else
+      "$FG" run --batch "$T/cases" >"$T/batch" 2>"$T/out"
+    fi
+    expect_rc $? 0
+    python3 - "$T" >"$T/out" 2>&1 <<'PY' || fail "the batch's frames and records"
+import json, os, sys
+T = sys.argv[1]
+data = open(f"{T}/batch", "rb").read()
+cases, i = [], 0
+while i < len(data):
+    nl = data.index(b"\n", i)
+    head = data[i:nl].decode().split()
+    assert head[0] == "#fusegate-run-case" and int(head[1]) == len(cases), head
+    n_out, n_err = int(head[5]), int(head[7])
+    cases.append((int(head[3]), data[nl + 1 : nl + 1 + n_out], data[nl + 1 + n_out : nl + 1 + n_out + n_err]))
+    i = nl + 1 + n_out + n_err
+assert [c[0] for c in cases] == [0, 2, 0, 0, 2], [c[0] for c in cases]  # the blank line is no case
+assert b"unknown repro 'no_such_repro'" in cases[1][2], cases[1][2]
+assert b"holds --batch" in cases[4][2], cases[4][2]
+def same(a, b, what):
+    a, b = json.load(open(a)), json.load(open(b))
+    for r in a["ranks"] + b["ranks"]:
+        r.pop("times_ms")
+    assert a == b, f"{what}: the batch's record differs from its own process's"
+same(f"{T}/alone.json", f"{T}/b0.json", "case 0")
+same(f"{T}/alone_a.json", f"{T}/b2.json", "case 2")
+# case 3 wrote its record to standard output, as a run does
+assert json.loads(cases[3][1])["ranks"][0]["outputs"] == json.load(open(f"{T}/alone.json"))["ranks"][0]["outputs"]
+files = sorted(os.listdir(f"{T}/alone_t"))
+assert files and "tensors.json" in files and files == sorted(os.listdir(f"{T}/b2_t")), files
+for f in files:
+    assert open(f"{T}/alone_t/{f}", "rb").read() == open(f"{T}/b2_t/{f}", "rb").read(), f
+if os.path.exists(f"{T}/execs"):
+    execs = [l for l in open(f"{T}/execs") if "execve(" in l and "= 0" in l and "/fusegate" in l.split("execve(")[1][:400]]
+    spawners = [l for l in execs if '"_spawner"' in l]
+    assert len(execs) == 2 and len(spawners) == 1, execs  # the batch and one spawner for all its ranks
+print("batch ok")
+PY
+    expect_out "batch ok"
+    "$FG" run --batch - --world-size 2 </dev/null >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "--world-size goes on each case's line"
+    "$FG" run --batch "$T/none" >"$T/out" 2>&1; expect_rc $? 2
+    expect_out "cannot be read"
+    "$FG" run ffn_allreduce --batch "$T/cases" >"$T/out" 2>&1; expect_rc $? 2
+}

@@ -3,8 +3,9 @@
 
 For each .fg (default: every graph under tests/lit, repros/fg and bench/fg),
 `fusegate run --graph F --mode A --save-tensors D` (cpu, world size 1:
-eager, the same ATen kernels a PyTorch program calls) writes
-its inputs and outputs; the translation makes the inputs itself, which must
+eager, the same ATen kernels a PyTorch program calls; the runs go through
+`run --batch`, a few processes for all of them) writes its inputs and
+outputs; the translation makes the inputs itself, which must
 equal fusegate's bit for bit, and runs eagerly, whose outputs must equal
 fusegate's in dtype and shape and agree in value within the dtype's
 tolerance (exactly for integers and bool).
@@ -21,6 +22,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -110,8 +112,8 @@ def max_error(ours, theirs):
     return float(d.max()) if d.numel() else 0.0
 
 
-def check_one(fusegate, path, scratch):
-    """(verdict, detail): verdict 'ok', 'untranslatable' or 'FAIL'."""
+def prepare(path):
+    """(graph, program) or (verdict, detail) where there is nothing to run."""
     try:
         graphs = fg_torch.parse_file(path)
     except fg_torch.FgError as e:
@@ -123,12 +125,58 @@ def check_one(fusegate, path, scratch):
         fn = fg_torch.build(g)
     except fg_torch.Untranslatable as e:
         return "untranslatable", str(e)
-    d = tempfile.mkdtemp(dir=scratch)
-    cmd = [fusegate, "run", "--graph", path, "--mode", MODE, "--iters", "1", "--save-tensors",
-           os.path.join(d, "t"), "--out", os.path.join(d, "record.json")]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return "FAIL", f"fusegate run exit {p.returncode}: {(p.stderr or p.stdout).strip()[-400:]}"
+    return g, fn
+
+
+CASE = re.compile(rb"#fusegate-run-case (\d+) exit (-?\d+) out (\d+) err (\d+)\n")
+
+
+def run_args(path, d):
+    return ["--graph", path, "--mode", MODE, "--iters", "1", "--save-tensors", os.path.join(d, "t"),
+            "--out", os.path.join(d, "record.json")]
+
+
+def fusegate_runs(fusegate, cases, jobs):
+    """{path: (exit code, stderr)} of `fusegate run` for each (path, folder):
+    `jobs` processes, each a share of the cases through `run --batch` (one
+    start-up of fusegate and its rank spawner for all of them, where a
+    process a case costs two); a case whose paths hold white space, which a
+    batch line cannot carry, runs as a process of its own."""
+    got = {}
+    batchable = [c for c in cases if not any(ch.isspace() for a in run_args(*c) for ch in a)]
+    for path, d in cases:
+        if (path, d) not in batchable:
+            p = subprocess.run([fusegate, "run"] + run_args(path, d), capture_output=True, text=True)
+            got[path] = (p.returncode, p.stderr or p.stdout)
+
+    def one_batch(part):
+        text = "".join(" ".join(run_args(path, d)) + "\n" for path, d in part)
+        p = subprocess.run([fusegate, "run", "--batch", "-"], input=text.encode(), capture_output=True)
+        out, pos, n = p.stdout, 0, 0
+        while True:
+            m = CASE.search(out, pos)
+            if not m:
+                break
+            k, rc, no, ne = (int(x) for x in m.groups())
+            o, e = out[m.end():m.end() + no], out[m.end() + no:m.end() + no + ne]
+            pos = m.end() + no + ne
+            if k < len(part):
+                got[part[k][0]] = (rc, (e or o).decode(errors="replace"))
+                n += 1
+        for path, _ in part[n:]:  # the batch died before these cases
+            got.setdefault(path, (p.returncode, f"run --batch exit {p.returncode}: "
+                                               f"{p.stderr.decode(errors='replace').strip()[-400:]}"))
+
+    parts = [batchable[k::jobs] for k in range(max(1, jobs))]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        list(pool.map(one_batch, [p for p in parts if p]))
+    return got
+
+
+def judge(g, fn, d, rc, err):
+    """(verdict, detail) of one graph's translation against fusegate's run in d."""
+    if rc != 0:
+        return "FAIL", f"fusegate run exit {rc}: {err.strip()[-400:]}"
     with open(os.path.join(d, "t", "tensors.json"), encoding="utf-8") as f:
         saved = json.load(f)
     import torch
@@ -161,14 +209,23 @@ def check_one(fusegate, path, scratch):
 def run(fusegate, files, jobs):
     rel = lambda p: os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else os.path.basename(p)  # noqa: E731
     counts = {"ok": 0, "untranslatable": 0, "FAIL": 0}
-    with tempfile.TemporaryDirectory(prefix="fg-translate-") as scratch, \
-            concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(check_one, fusegate, f, scratch) for f in files]
-        for f, fut in zip(files, futures):
+    with tempfile.TemporaryDirectory(prefix="fg-translate-") as scratch:
+        prepared = {}
+        for f in files:
             try:
-                verdict, detail = fut.result()
+                prepared[f] = prepare(f)
             except Exception as e:  # a translation that raises is a failure of the translator
-                verdict, detail = "FAIL", f"{type(e).__name__}: {e}"
+                prepared[f] = ("FAIL", f"{type(e).__name__}: {e}")
+        folders = {f: tempfile.mkdtemp(dir=scratch) for f in files if not isinstance(prepared[f][0], str)}
+        ran = fusegate_runs(fusegate, list(folders.items()), jobs)
+        for f in files:
+            if f in folders:
+                try:
+                    verdict, detail = judge(*prepared[f], folders[f], *ran.get(f, (-1, "no answer from the batch")))
+                except Exception as e:
+                    verdict, detail = "FAIL", f"{type(e).__name__}: {e}"
+            else:
+                verdict, detail = prepared[f]
             counts[verdict] += 1
             print(f"{verdict:14} {rel(f)}: {detail}", flush=True)
     print(f"translation: {counts['ok']} agree, {counts['FAIL']} fail, {counts['untranslatable']} untranslatable "

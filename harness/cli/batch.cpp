@@ -28,7 +28,7 @@ namespace {
 class FdCapture {
  public:
   FdCapture() : out_(::dup(1)), err_(::dup(2)) {
-    if (out_ < 0 || err_ < 0) throw fg::InternalError("explain --batch: cannot duplicate stdout/stderr");
+    if (out_ < 0 || err_ < 0) throw fg::InternalError("--batch: cannot duplicate stdout/stderr");
   }
   ~FdCapture() {
     restore();
@@ -40,10 +40,10 @@ class FdCapture {
     std::fflush(nullptr);
     tmp_out_.reset(std::tmpfile());
     tmp_err_.reset(std::tmpfile());
-    if (!tmp_out_ || !tmp_err_) throw fg::InternalError("explain --batch: cannot make a temporary file");
+    if (!tmp_out_ || !tmp_err_) throw fg::InternalError("--batch: cannot make a temporary file");
     if (::dup2(::fileno(tmp_out_.get()), 1) < 0 || ::dup2(::fileno(tmp_err_.get()), 2) < 0) {
       restore();
-      throw fg::InternalError("explain --batch: cannot redirect stdout/stderr");
+      throw fg::InternalError("--batch: cannot redirect stdout/stderr");
     }
   }
   // the real descriptors back; what the case wrote to each
@@ -75,24 +75,31 @@ class FdCapture {
 
 }  // namespace
 
-// `explain --batch FILE`: each line of FILE an explain case, run here as
-// `fusegate explain LINE` would run as a process, its standard output and
-// error caught and written framed: what it writes through std::cout and
-// std::cerr first, then what reached the descriptors directly (FdCapture;
-// a process of its own would have them in the order written).
-// Starting fusegate costs about 0.6 s of CPU (LibTorch's shared libraries
-// and static initialisers), more than explaining most cases: the explain
-// snapshot test runs its 396 repro cases through a few of these. explain
-// keeps no state from one case to the next (each compiles from the repro or
-// file it is given); that test runs every 25th of those cases alone too and
-// fails where the bytes differ.
-int explain_batch(const std::string& file) {
+// `explain --batch FILE` and `run --batch FILE`: each line of FILE a case of
+// the command, run here as `fusegate COMMAND LINE` would run as a process,
+// its standard output and error caught and written framed: what it writes
+// through std::cout and std::cerr first, then what reached the descriptors
+// directly (FdCapture; a process of its own would have them in the order
+// written).
+// Starting fusegate costs about half a second of CPU (LibTorch's shared
+// libraries and static initialisers), more than explaining most cases or
+// running a small graph eagerly: the explain snapshot test runs its 396
+// repro cases through a few explain batches, the translation check
+// (tests/parity/check_translation.py) its 181 eager runs through run
+// batches. A case keeps nothing from the one before: explain compiles from
+// the repro or file it is given; a run launches its own ranks (the rank
+// spawner, harness/run/spawner.h, serves every case of the batch). The
+// explain snapshot test runs every 25th of its cases alone too, and the
+// cli test `run_batch` runs cases both ways, and fail where the bytes
+// differ.
+int command_batch(const std::string& command, const std::string& file) {
   std::ifstream f;
   std::istream* in = &std::cin;
   if (file != "-") {
-    if (std::filesystem::is_directory(file)) fg::user_error("explain --batch " + file + ": is a folder; give a file");
+    if (std::filesystem::is_directory(file))
+      fg::user_error(command + " --batch " + file + ": is a folder; give a file");
     f.open(file);
-    if (!f) fg::user_error("explain --batch " + file + ": cannot be read");
+    if (!f) fg::user_error(command + " --batch " + file + ": cannot be read");
     in = &f;
   }
   // the real streams, put back whatever a case throws
@@ -109,7 +116,7 @@ int explain_batch(const std::string& file) {
   std::string line;
   while (std::getline(*in, line)) {
     std::istringstream words(line);
-    std::vector<std::string> args = {"fusegate", "explain"};
+    std::vector<std::string> args = {"fusegate", command};
     for (std::string w; words >> w;) args.push_back(w);
     if (args.size() == 2) continue;  // a blank line
     std::vector<char*> argv;
@@ -126,11 +133,11 @@ int explain_batch(const std::string& file) {
     std::cout.rdbuf(real.out);
     std::cerr.rdbuf(real.err);
     const std::string o = out.str() + fd_out, e = err.str() + fd_err;
-    std::cout << "#fusegate-explain-case " << n++ << " exit " << rc << " out " << o.size() << " err " << e.size()
+    std::cout << "#fusegate-" << command << "-case " << n++ << " exit " << rc << " out " << o.size() << " err " << e.size()
               << "\n" << o << e;
   }
   if (in->bad())
-    fg::user_error("explain --batch " + file + ": reading it failed after " + std::to_string(n) + " case(s)");
+    fg::user_error(command + " --batch " + file + ": reading it failed after " + std::to_string(n) + " case(s)");
   std::cout.flush();
   return 0;
 }
