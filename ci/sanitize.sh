@@ -12,7 +12,7 @@ ninja -C build-sanitize -j "$(nproc)"
 # never a vacuous green: the binaries must really carry the sanitizers
 # (ldd's output is read whole first: `ldd | grep -q` under pipefail fails at
 # random, grep -q leaving at its first match and ldd dying of SIGPIPE.)
-for b in build-sanitize/harness/fusegate build-sanitize/tests/test_ir; do
+for b in build-sanitize/harness/fusegate build-sanitize/harness/fusegate-full build-sanitize/tests/test_ir; do
   deps="$(ldd "$b")"
   grep -q libasan <<<"$deps" && grep -q libubsan <<<"$deps" ||
     { echo "ci/sanitize.sh: $b is not built with ASan and UBSan"; exit 1; }

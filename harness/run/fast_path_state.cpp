@@ -11,27 +11,10 @@
 #include "fusion/fastpaths/catalog.h"
 #include "harness/record/proofs.h"
 #include "harness/run/run.h"
-#include "kernels/cpu/jit.h"
 #include "kernels/cpu/runtime.h"
 #include "kernels/fastpaths/sources.h"
 
 namespace fg {
-
-FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, bool check_gpu) {
-  FastPathProofs p;
-  if (golden_dir.empty()) return p;
-  std::vector<std::string> names;
-  for (const auto& f : fast_path_catalog()) names.push_back(f.name);
-  const std::string gpu = check_gpu && backend == Backend::Cuda ? cuda_device_name() : "";
-  auto states = read_proofs(golden_dir, backend_name(backend), world, names,
-                            [&](const std::string& n) { return fast_path_source_hash(n, backend); }, gpu,
-                            backend == Backend::Cpu ? jit_compiler_version() : "");
-  for (const auto& [name, st] : states) {
-    if (!st.invalid.empty()) p.invalid[name] = st.invalid;
-    else if (st.present) p.shape_classes[name] = st.shape_classes;
-  }
-  return p;
-}
 
 nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& graphs, const FastPathSelection& sel,
                                   const std::set<std::string>& forced) {

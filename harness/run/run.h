@@ -102,9 +102,10 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
 
 // What the proofs beside the goldens (<golden_dir>/proofs/<backend>/, read by
 // harness/record/proofs.h) allow at `world`: checked against the fast paths'
-// sources as built, the host compiler (cpu) and, with `check_gpu`, this
-// GPU's model (explain runs no device and passes false).
-FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, bool check_gpu);
+// sources as built, the host compiler (cpu) and, on cuda, the GPU model
+// `gpu` (a run passes its device's name, cuda_device_name(); explain runs no
+// device and passes "").
+FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, const std::string& gpu);
 
 // Each fast path's status in the graphs a forward ran, with the shape classes
 // of its sites: [{"name", "status", "shape_classes"}], by name.

@@ -211,7 +211,7 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
     o.fusion = p;
     o.backend = backend;
     o.fast_paths = fast;
-    o.proofs = fast_path_proofs(golden_dir, backend, 1, false);
+    o.proofs = fast_path_proofs(golden_dir, backend, 1, "");
     o.world_size = 1;
     // a .fg repro gives every rank the same inputs (repros/registry.cpp),
     // laid out in memory as their dim_order says
@@ -252,7 +252,7 @@ int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const s
     }
   }
   DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)), fast,
-                 fast_path_proofs(golden_dir, backend, world, false), apart);
+                 fast_path_proofs(golden_dir, backend, world, ""), apart);
   for (const auto& c : dry_capture(r, m, world, ex, true)) {
     std::cout << placement_note;
     explain_one(c, policy_name(p), dot_dir, svg);

@@ -69,7 +69,7 @@ PY
         [ -n "$r1" ] && break
         sleep 0.05
       done
-      sp=$(pgrep -P $lp -f -- "fusegate _spawner" | head -1)
+      sp=$(pgrep -P $lp -f -- "fusegate-full _spawner" | head -1)
       kill -TERM $lp; wait $lp
       [ -n "$r1" ] || fail "spawner $spawner: no rank 1 process, a child of launcher $lp, named as a rank"
       if [ $spawner = 1 ]; then

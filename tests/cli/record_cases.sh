@@ -342,9 +342,12 @@ assert files and "tensors.json" in files and files == sorted(os.listdir(f"{T}/b2
 for f in files:
     assert open(f"{T}/alone_t/{f}", "rb").read() == open(f"{T}/b2_t/{f}", "rb").read(), f
 if os.path.exists(f"{T}/execs"):
-    execs = [l for l in open(f"{T}/execs") if "execve(" in l and "= 0" in l and "/fusegate" in l.split("execve(")[1][:400]]
+    # the processes that load LibTorch: the batch (the front handed it to
+    # fusegate-full) and one spawner for all its ranks
+    execs = [l for l in open(f"{T}/execs") if "= 0" in l and 'execve("' in l
+             and l.split('execve("')[1].split('"')[0].endswith("/fusegate-full")]
     spawners = [l for l in execs if '"_spawner"' in l]
-    assert len(execs) == 2 and len(spawners) == 1, execs  # the batch and one spawner for all its ranks
+    assert len(execs) == 2 and len(spawners) == 1, execs
 print("batch ok")
 PY
     expect_out "batch ok"

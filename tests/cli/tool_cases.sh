@@ -482,3 +482,35 @@ PY
     "$FG" run --graph "$T/nan.fg" --save-tensors "$T/no/such/t" >"$T/out" 2>&1; expect_rc $? 2
     expect_out "--save-tensors .*does not exist"
 }
+
+case_front_hands_over() {
+    # fusegate is the front: explain, ops and list run there without
+    # LibTorch, with fusegate-full's output to the byte; every other command
+    # line is fusegate-full's (its exit code and message); without
+    # fusegate-full beside it, cannot test
+    full="$(dirname "$FG")/fusegate-full"
+    [ -x "$full" ] || fail "no fusegate-full beside $FG"
+    deps="$(ldd "$FG")"; grep -q libtorch <<<"$deps" && fail "the front links LibTorch"
+    deps="$(ldd "$full")"; grep -q libtorch <<<"$deps" || fail "fusegate-full does not link LibTorch"
+    for args in "ffn_allreduce --repro-dir $T/repros --world-size 2 --mode C" \
+                "--graph $T/repros/ffn_allreduce.fg --backend cuda --fusion max-autotune"; do
+      # shellcheck disable=SC2086
+      "$FG" explain $args >"$T/front" 2>&1; expect_rc $? 0
+      # shellcheck disable=SC2086
+      "$full" explain $args >"$T/whole" 2>&1; expect_rc $? 0
+      cmp -s "$T/front" "$T/whole" || fail "explain $args: the front's output differs from fusegate-full's"
+    done
+    "$FG" list >"$T/front" 2>&1; "$full" list >"$T/whole" 2>&1
+    cmp -s "$T/front" "$T/whole" || fail "list differs"
+    "$FG" ops where >"$T/front" 2>&1; "$full" ops where >"$T/whole" 2>&1
+    cmp -s "$T/front" "$T/whole" || fail "ops differs"
+    "$FG" run no_such_repro >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown repro 'no_such_repro'"
+    "$FG" explain no_such_repro >"$T/out" 2>&1; expect_rc $? 2; expect_out "unknown repro 'no_such_repro'"
+    "$FG" --help >"$T/out" 2>&1; expect_rc $? 0; expect_out "bisect"
+    "$FG" explain --no-such-flag >"$T/out" 2>&1; expect_rc $? 2
+    "$FG" run ffn_allreduce --repro-dir "$T/repros" --mode C --world-size 1 --out "$T/rec.json" >"$T/out" 2>&1
+    expect_rc $? 0; [ -s "$T/rec.json" ] || fail "run through the front wrote no record"
+    mkdir -p "$T/alone"; cp "$FG" "$T/alone/fusegate"
+    "$T/alone/fusegate" check >"$T/out" 2>&1; expect_rc $? 125; expect_out "cannot start .*fusegate-full"
+    "$T/alone/fusegate" explain ffn_allreduce --repro-dir "$T/repros" >"$T/out" 2>&1; expect_rc $? 0
+}
