@@ -50,7 +50,7 @@ set -- "${args[@]+"${args[@]}"}"
 fg="${FUSEGATE:-}"
 if [ -z "$fg" ]; then
   cmake -S . -B build-bisect -G Ninja -DCMAKE_BUILD_TYPE=Release >build-bisect.log 2>&1 &&
-    cmake --build build-bisect --target fusegate >>build-bisect.log 2>&1 || {
+    cmake --build build-bisect --target fusegate fusegate-full >>build-bisect.log 2>&1 || {
     echo "bisect-step: this commit does not build (build-bisect.log): cannot test"
     exit 125
   }

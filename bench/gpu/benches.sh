@@ -85,7 +85,7 @@ step_attention() {
     # later call (whose copy of the tree may carry older times than these
     # build outputs) links the variant
     trap 'cp "$OUTDIR/kernel.orig" "$kf"; cp "$OUTDIR/runtime.orig" "$rf"; touch "$kf" "$rf";
-      ninja -C build-gpu fusegate test_cuda_codegen test_runtime attention_bench >"$OUTDIR/build-restore.log" 2>&1 ||
+      ninja -C build-gpu fusegate fusegate-full test_cuda_codegen test_runtime attention_bench >"$OUTDIR/build-restore.log" 2>&1 ||
       echo "gpu.sh: build-gpu not rebuilt from the tree after the variant (see build-restore.log): delete it" >&2' EXIT
     cp "$ATTN_VARIANT" "$kf"
     if [ -n "${ATTN_VARIANT_SMEM:-}" ]; then

@@ -56,8 +56,8 @@ build_tree() {
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
     -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
   grep fusegate "$OUTDIR/cmake.log"
-  targets="fusegate test_cuda_codegen test_runtime attention_bench"
-  [ "$what" = travel ] && targets=fusegate  # the goldens alone: no test or bench binary
+  targets="fusegate fusegate-full test_cuda_codegen test_runtime attention_bench"
+  [ "$what" = travel ] && targets="fusegate fusegate-full"  # the goldens alone: no test or bench binary
   ninja -C build-gpu $targets >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
   FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
   worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"
