@@ -9,12 +9,14 @@
 #include <nlohmann/json.hpp>
 
 #include "fusion/fastpaths/catalog.h"
-#include "harness/record/proofs.h"
 #include "harness/run/run.h"
 #include "kernels/cpu/runtime.h"
-#include "kernels/fastpaths/sources.h"
 
 namespace fg {
+
+FastPathProofs device_fast_path_proofs(const std::string& golden_dir, Backend backend, int world) {
+  return fast_path_proofs(golden_dir, backend, world, backend == Backend::Cuda ? cuda_device_name() : "");
+}
 
 nlohmann::json fast_path_statuses(const std::vector<const CompiledGraphRt*>& graphs, const FastPathSelection& sel,
                                   const std::set<std::string>& forced) {

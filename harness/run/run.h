@@ -106,6 +106,8 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
 // `gpu` (a run passes its device's name, cuda_device_name(); explain runs no
 // device and passes "").
 FastPathProofs fast_path_proofs(const std::string& golden_dir, Backend backend, int world, const std::string& gpu);
+// The same for a run on this machine: on cuda, its device's model.
+FastPathProofs device_fast_path_proofs(const std::string& golden_dir, Backend backend, int world);
 
 // Each fast path's status in the graphs a forward ran, with the shape classes
 // of its sites: [{"name", "status", "shape_classes"}], by name.

@@ -202,8 +202,7 @@ int worker_main(const RunSpec& spec, int rank, int port, const std::string& out_
     for (const auto& s : specs) saved_inputs.emplace_back(s.name, inputs.at(s.name).cpu().clone());
   ex.set_replicated_inputs(replicated_inputs(specs));
   if (!spec.ab_fast_path.empty()) return ab_rank(spec, *r, coll, rank, inputs, replicated_inputs(specs), out_path);
-  FastPathProofs proofs = fast_path_proofs(spec.golden_dir, spec.backend, spec.world,
-                                           spec.backend == Backend::Cuda ? cuda_device_name() : "");
+  FastPathProofs proofs = device_fast_path_proofs(spec.golden_dir, spec.backend, spec.world);
   if (spec.nnodes > 1)
     for (const auto& f : fast_path_catalog())
       if (f.one_host)

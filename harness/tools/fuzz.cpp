@@ -509,7 +509,7 @@ int cmd_fuzz(const FuzzOptions& o) {
   const bool tty = isatty(2);
   const size_t universe = op_universe(o).size();
   FuzzRank fr;
-  fr.proofs = fast_path_proofs(o.golden_dir, o.backend, 1, o.backend == Backend::Cuda ? cuda_device_name() : "");
+  fr.proofs = device_fast_path_proofs(o.golden_dir, o.backend, 1);
   Tally t;
   double last_line = -1;
   run_job(
@@ -548,7 +548,7 @@ int fuzz_job_main(const FuzzJobSpec& spec) {
   fr.coll = coll.get();
   fr.rank = rank;
   fr.world = world;
-  fr.proofs = fast_path_proofs(o.golden_dir, o.backend, world, o.backend == Backend::Cuda ? cuda_device_name() : "");
+  fr.proofs = device_fast_path_proofs(o.golden_dir, o.backend, world);
   Tally t;
   run_job(
       o, job, o.jobs, spec.first, fr, t,

@@ -142,12 +142,13 @@ def fusegate_runs(fusegate, cases, jobs):
     start-up of fusegate and its rank spawner for all of them, where a
     process a case costs two); a case whose paths hold white space, which a
     batch line cannot carry, runs as a process of its own."""
-    got = {}
-    batchable = [c for c in cases if not any(ch.isspace() for a in run_args(*c) for ch in a)]
+    got, batchable = {}, []
     for path, d in cases:
-        if (path, d) not in batchable:
-            p = subprocess.run([fusegate, "run"] + run_args(path, d), capture_output=True, text=True)
-            got[path] = (p.returncode, p.stderr or p.stdout)
+        if not any(ch.isspace() for a in run_args(path, d) for ch in a):
+            batchable.append((path, d))
+            continue
+        p = subprocess.run([fusegate, "run"] + run_args(path, d), capture_output=True, text=True)
+        got[path] = (p.returncode, p.stderr or p.stdout)
 
     def one_batch(part):
         text = "".join(" ".join(run_args(path, d)) + "\n" for path, d in part)
