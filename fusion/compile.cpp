@@ -9,6 +9,7 @@
 #include "fusion/ir/text.h"
 #include "fusion/logs.h"
 #include "fusion/passes/attention.h"
+#include "fusion/passes/constant_fold.h"
 #include "fusion/passes/dead_code.h"
 #include "fusion/passes/decompose.h"
 #include "fusion/passes/gemm_epilogue.h"
@@ -24,14 +25,28 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   verify(g);
   if (log_enabled("graph")) log_write("graph", print_graph(g));
 
-  // on cuda, each attention as the kernel PyTorch picks for it runs it: a
-  // fused call, flash over a padded head dim, or the math form (whose
-  // softmax decompose then takes apart)
   std::vector<LedgerEntry> rewrites;
   const Graph* source = &g;
-  Graph chosen;
+  Graph folded, chosen;
   if (opts.backend == Backend::Cuda) {
-    chosen = lower_attention_choices(g, &rewrites);
+    // values computed from constants alone are one full each, as Inductor's
+    // joint-graph pass folds them in the graph a user wrote (before its
+    // lowerings, whose constants are numbers, not nodes); on the graph with
+    // its dead code out, so that a value's users are Inductor's
+    std::vector<LedgerEntry> dead, folds;
+    Graph live = eliminate_dead_code(g, &dead);
+    Graph f = fold_uniform_constants(live, &folds);
+    if (!folds.empty()) {
+      verify(f);
+      folded = std::move(f);
+      source = &folded;
+      rewrites.insert(rewrites.end(), dead.begin(), dead.end());
+      rewrites.insert(rewrites.end(), folds.begin(), folds.end());
+    }
+    // on cuda, each attention as the kernel PyTorch picks for it runs it: a
+    // fused call, flash over a padded head dim, or the math form (whose
+    // softmax decompose then takes apart)
+    chosen = lower_attention_choices(*source, &rewrites);
     verify(chosen);
     source = &chosen;
   }
@@ -42,6 +57,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // no fast path matches, and no kernel runs, for a value nothing reads
   c.decomposed = eliminate_dead_code(c.decomposed, &rewrites);
   verify(c.decomposed);
+
   // a GEMM epilogue the graph itself gives is split off: the program as a
   // user writes it (max-autotune on cuda folds it back below)
   c.decomposed = split_gemm_epilogues(c.decomposed, &rewrites);

@@ -92,6 +92,8 @@ const char* reject_code(Reject r) {
     case Reject::FaultRefused: return "fault_refused";
     case Reject::DeadCodeRemoved: return "dead_code_removed";
     case Reject::NoOpCastRemoved: return "noop_cast_removed";
+    case Reject::ConstantFolded: return "constant_folded";
+    case Reject::NoOpArithmeticRemoved: return "noop_arithmetic_removed";
     case Reject::GemmEpilogueSplit: return "gemm_epilogue_split";
     case Reject::CollectiveKept: return "collective_kept";
     case Reject::AttentionMathForm: return "attention_math_form";
@@ -166,6 +168,12 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::NoOpCastRemoved:
       return "removed before scheduling: a cast to the dtype its input has is that input (torch returns the tensor "
              "itself; Inductor runs no kernel for it)";
+    case Reject::ConstantFolded:
+      return "folded before lowering: computed from constants alone, every element the same number, so one full "
+             "(Inductor's constant_fold_uniform_value; the values that only fed it are dead code)";
+    case Reject::NoOpArithmeticRemoved:
+      return "removed before lowering: adding or subtracting a folded 0, or multiplying or dividing by a folded 1, "
+             "is its other operand (Inductor's remove_no_ops)";
     case Reject::CollectiveKept:
       return "kept though nothing reads its value: a collective runs as under torch.compile, where PyTorch "
              "registers the functional collectives' wait_tensor as side-effectful and Dynamo's graph keeps it";

@@ -37,6 +37,9 @@ enum class Reject {
   DeadCodeRemoved, CollectiveKept,
   // a cast to the dtype its input has (passes/dead_code.h)
   NoOpCastRemoved,
+  // a value every element of which is one number, made one full; x + 0 and
+  // the like after it (passes/constant_fold.h, cuda)
+  ConstantFolded, NoOpArithmeticRemoved,
   // a GEMM epilogue a graph gave, split off (passes/gemm_epilogue.h)
   GemmEpilogueSplit,
   // an attention no fused kernel takes as it is (passes/attention.h)

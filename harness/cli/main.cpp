@@ -1,7 +1,6 @@
 // The fusegate command line. Exit codes: 0 pass, 1 regression, 2 bad usage
 // or bad input, 125 cannot test.
 #include <CLI/CLI.hpp>
-#include <c10/util/Exception.h>
 
 #include <unistd.h>
 
