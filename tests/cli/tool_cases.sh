@@ -514,3 +514,37 @@ case_front_hands_over() {
     "$T/alone/fusegate" check >"$T/out" 2>&1; expect_rc $? 125; expect_out "cannot start .*fusegate-full"
     "$T/alone/fusegate" explain ffn_allreduce --repro-dir "$T/repros" >"$T/out" 2>&1; expect_rc $? 0
 }
+
+case_front_compiles_no_libtorch_header() {
+    # The front is built without LibTorch, but this machine's LibTorch
+    # headers sit on the default include path (Debian: /usr/include), so a
+    # LibTorch header a front source includes compiles here and fails only
+    # where LibTorch lives elsewhere (the GPU machine: the front's main.cpp
+    # included c10/util/Exception.h). Every object linked into the front, its
+    # libraries' included, is read from ninja's record of the headers each
+    # compile read: none may be LibTorch's.
+    B="$(cd "$(dirname "$FG")/.." && pwd)"
+    [ -f "$B/build.ninja" ] || fail "no build.ninja in $B: this case reads ninja's header record"
+    command -v ninja >/dev/null || fail "no ninja on PATH"
+    inputs() { ninja -C "$B" -t query "$1" | sed -n '/^  input:/,/^  outputs:/p' | sed 's/^[ |]*//' | grep -E '\.(o|a)$'; }
+    objs=""
+    for i in $(inputs harness/fusegate | sort -u); do
+      case "$i" in
+        /*) ;;  # a system library
+        *.a) objs="$objs $(inputs "$i" | grep '\.o$')" ;;
+        *) objs="$objs $i" ;;
+      esac
+    done
+    n=0
+    for o in $objs; do
+      d="$(ninja -C "$B" -t deps "$o")"
+      grep -q "#deps" <<<"$d" || fail "ninja has no header record of $o"
+      n=$((n + 1))
+      hit="$(grep -E '/(c10|ATen|torch)/' <<<"$d" | head -1)"
+      [ -z "$hit" ] || fail "$o, linked into the front, reads a LibTorch header: $hit"
+    done
+    [ "$n" -ge 20 ] || fail "read the headers of $n objects of the front: too few to have read them all"
+    # the check sees one: fusegate-full's entry.cpp reads LibTorch's
+    d="$(ninja -C "$B" -t deps harness/CMakeFiles/fusegate-full.dir/cli/entry.cpp.o)"
+    grep -qE '/(c10|ATen|torch)/' <<<"$d" || fail "fusegate-full's entry.cpp reads no LibTorch header: the check sees nothing"
+}
