@@ -254,6 +254,36 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       }
     }
   }
+  if (regs > 0) {
+    // a stored value read back by a later loop at the element it was
+    // stored to: forwarded in registers, as computed (Inductor's kernel
+    // answers such a load from its store cache, the value before the store's
+    // conversion, as a load in the same loop is answered here); memory would
+    // cost a round trip and, in a row kernel held to full occupancy, spills
+    for (size_t pi = 0; pi < ph.size(); ++pi) {
+      if (!ph_inner[pi]) continue;
+      for (int n : ph[pi]) {
+        std::map<std::string, std::pair<int, IndexP>> loads;
+        ex_loads(body.at(n), &loads);
+        for (const auto& [k, l] : loads) {
+          auto it = producer.find(l.first);
+          if (it == producer.end() || row_cache.count(k)) continue;
+          const int p = it->second;
+          const SchedNode& ps = g_.nodes[static_cast<size_t>(p)];
+          if (p == n || !phase_of.count(p) || phase_of[p] >= pi || !ph_inner[phase_of[p]] || ps.is_reduction() ||
+              l.second->key != store_at[p]->key)
+            continue;
+          const DType t = g_.buffers[static_cast<size_t>(l.first)].dtype;
+          const std::string name = "row" + std::to_string(row_cache.size());
+          row_cache[k] = name;
+          row_cache_first[k] = phase_of[p];
+          row_forward[p].push_back(k);
+          line(p_.compute_type(t) + " " + name + "[" + std::to_string(regs) + "];");
+          row_words += regs * (dtype_size(t) == 8 ? 2 : 1);  // in compute type
+        }
+      }
+    }
+  }
   for (size_t pi = 0; pi < ph.size(); ++pi) {
     if (!ph_inner[pi]) {
       for (int n : ph[pi]) {
@@ -354,6 +384,10 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
         value[n] = v;
         store(n, v);
         if (on_value) on_value(n, v);
+        auto fw = row_forward.find(n);
+        if (fw != row_forward.end())
+          for (const std::string& k : fw->second)
+            line(row_cache[k] + "[j] = " + v + ";");
       }
     }
     close();

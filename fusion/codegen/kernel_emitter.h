@@ -50,6 +50,12 @@ class KernelEmitter {
   std::map<std::string, size_t> row_cache_first;       // load key -> phase that fills it
   static constexpr size_t kFilledBefore = static_cast<size_t>(-1);  // filled by a loop of loads alone
   std::set<std::string> row_chunked;                    // cached as chunks (in storage type), not as values
+  // A value an earlier loop over r of this kernel computes and stores, read
+  // back at the same element by a later loop: its row cache is filled with
+  // the value where it is computed (in the compute type, as a load in the
+  // same loop gets it), and the later loop reads registers, not memory
+  // (node -> the load keys it fills).
+  std::map<int, std::vector<std::string>> row_forward;
   // Loads only a later loop reads (a norm's weight, read after the row's
   // sum), prefetched in chunks by the first loop so that the later one waits
   // on no memory after the block-wide combine (load keys; each is a chunked

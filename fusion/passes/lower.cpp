@@ -164,6 +164,7 @@ LoweredGraph Lowerer::run() {
     if (!v.storage() && (k == FusionKind::Pointwise || k == FusionKind::Reduction) &&
         (n.attrs.count("@realize") || should_realize(n, v)))
       v = realize(v);
+    if (opts_.outputs_stored_when_lowered && extra_uses_.count(n.id)) store_output(n);
   }
   for (int o : g_.outputs) {
     Value v = values_[static_cast<size_t>(o)];
@@ -177,6 +178,27 @@ LoweredGraph Lowerer::run() {
     out_.outputs.push_back({v.buffer, v.layout});
   }
   return std::move(out_);
+}
+
+void Lowerer::store_output(const Node& n) {
+  Value& v = values_[static_cast<size_t>(n.id)];
+  const FusionKind k = fusion_kind(n.op);
+  if (v.type.shape.empty()) {
+    // 0-d: stored now only where another node reads it too (a value whose
+    // users include the output); one only returned is stored at the end
+    if (!v.storage() && uses(n.id) > 1 && (k == FusionKind::Pointwise || k == FusionKind::Reduction)) v = realize(v);
+    return;
+  }
+  if (!v.storage() && v.view_base >= 0 && fusion_kind(g_.node(v.view_base).op) == FusionKind::Pointwise) {
+    // a view: its base is stored, and the view reads that buffer where its
+    // strides can say it
+    Value& base = values_[static_cast<size_t>(v.view_base)];
+    if (!base.storage()) base = realize(base);
+    fixed_.insert(base.buffer);
+    if (std::optional<Layout> l = v.relayout(base.layout)) v = from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
+  }
+  if (!v.storage()) v = realize(v);
+  fixed_.insert(v.buffer);
 }
 
 bool Lowerer::should_realize(const Node& n, const Value& v) {

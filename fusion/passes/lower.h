@@ -174,6 +174,9 @@ struct LowerOptions {
   // base and returns a ReinterpretView), so a view of another output costs
   // no kernel; else the view is stored on its own, as the cpu backend does
   bool output_views_of_base = false;
+  // a graph output is stored as soon as it is lowered, its layout fixed
+  // (Inductor's run_node): others read its buffer, a cat copies it
+  bool outputs_stored_when_lowered = false;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});

@@ -8,7 +8,8 @@
 //    and none reads a reduction;
 //  - a piece "needs a copy" unless it is a value already stored by a
 //    generated kernel (Inductor writes that kernel's result straight into
-//    the buffer); "reads a reduction": a reduction's stored result, or a
+//    the buffer) whose layout no graph output fixed (a returned value keeps
+//    its own buffer); "reads a reduction": a reduction's stored result, or a
 //    pointwise value that loads one.
 // Where Inductor retargets a stored value into its slice, the piece here is
 // a copy from that value's buffer at the same index, which the scheduler
@@ -60,9 +61,10 @@ bool Lowerer::concat_as_kernel(const Node& n) {
     const Value& v = in(n, k);
     bool copy, reduction;
     if (v.storage()) {
-      // stored by a generated kernel: written into the buffer, no copy
+      // stored by a generated kernel: written into the buffer, no copy,
+      // unless a graph output fixed its layout
       const bool generated = writer_is(v.buffer, SNKind::Pointwise) || writer_is(v.buffer, SNKind::Reduction);
-      copy = !generated;
+      copy = !generated || fixed_.count(v.buffer) > 0;
       reduction = writer_is(v.buffer, SNKind::Reduction);
     } else {
       copy = true;

@@ -110,6 +110,15 @@ class Lowerer {
   }
 
   bool should_realize(const Node& n, const Value& v);
+  // Inductor's run_node for a graph output (cuda): a value of one or more
+  // dims is stored as soon as it is lowered, in a layout fixed from then on
+  // (require_exact_strides: later readers load that buffer, and a cat
+  // copies it into its slice rather than retargeting its kernel); a view's
+  // base is stored and the view reads it; a 0-d value is stored then only
+  // where other nodes read it too.
+  void store_output(const Node& n);
+  // buffers whose layout a graph output fixed (store_output)
+  std::set<int> fixed_;
   // Inductor's mark_reuse: a value used `users` times is stored when its
   // body is heavy (> 4 loads or > 30 values)
   bool realize_on_reuse(const Value& v, int64_t users) const;

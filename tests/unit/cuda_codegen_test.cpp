@@ -251,8 +251,13 @@ TEST(CudaCodegen, ChunksAreWideWhereContiguousAndAligned) {
   for (const auto& k : c.program.kernels) all += k.source;
   EXPECT_NE(all.find("for (int q = (int)blockIdx.x * blockDim.x + threadIdx.x; q < 4096;"), std::string::npos)
       << all;
-  EXPECT_NE(all.find("fg_load_chunk(p0 + (8*q + 2048*x))"), std::string::npos) << all;  // x in the norm's row
-  EXPECT_NE(all.find("fg_load_chunk(p3 + (8*q))"), std::string::npos) << all;          // the broadcast b
+  EXPECT_NE(all.find("fg_load_chunk(p2 + (8*q + 2048*x))"), std::string::npos) << all;  // x in the norm's row
+  EXPECT_NE(all.find("fg_load_chunk(p1 + (8*q))"), std::string::npos) << all;          // the broadcast b
+  // the residual the graph returns is stored and read back by the
+  // normalising loop from registers, not from its buffer (p4)
+  EXPECT_NE(all.find("row2[j] = t5;"), std::string::npos) << all;
+  EXPECT_NE(all.find("static_cast<float>(row2[j])"), std::string::npos) << all;
+  EXPECT_EQ(all.find("p4[r"), std::string::npos) << all;
   // the transposed read of the norm's row and the slice at column 1 are scalar
   EXPECT_NE(all.find("p1[2048*((x) % 16) + ((x) / 16)]"), std::string::npos) << all;
   EXPECT_NE(all.find("fg_store_chunk_bf16(p0 + (8*q), w0)"), std::string::npos) << all;  // the transposed result
