@@ -168,12 +168,7 @@ LoweredGraph Lowerer::run() {
   }
   for (int o : g_.outputs) {
     Value v = values_[static_cast<size_t>(o)];
-    if (!v.storage() && opts_.output_views_of_base && v.view_base >= 0 &&
-        fusion_kind(g_.node(v.view_base).op) == FusionKind::Pointwise) {
-      Value& base = values_[static_cast<size_t>(v.view_base)];
-      if (!base.storage()) base = realize(base);
-      if (std::optional<Layout> l = v.relayout(base.layout)) v = from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
-    }
+    if (opts_.output_views_of_base) v = view_of_stored_base(v);
     if (!v.storage()) v = realize(v);
     out_.outputs.push_back({v.buffer, v.layout});
   }
@@ -189,16 +184,18 @@ void Lowerer::store_output(const Node& n) {
     if (!v.storage() && uses(n.id) > 1 && (k == FusionKind::Pointwise || k == FusionKind::Reduction)) v = realize(v);
     return;
   }
-  if (!v.storage() && v.view_base >= 0 && fusion_kind(g_.node(v.view_base).op) == FusionKind::Pointwise) {
-    // a view: its base is stored, and the view reads that buffer where its
-    // strides can say it
-    Value& base = values_[static_cast<size_t>(v.view_base)];
-    if (!base.storage()) base = realize(base);
-    fixed_.insert(base.buffer);
-    if (std::optional<Layout> l = v.relayout(base.layout)) v = from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
-  }
+  v = view_of_stored_base(v);
   if (!v.storage()) v = realize(v);
   fixed_.insert(v.buffer);
+}
+
+Value Lowerer::view_of_stored_base(const Value& v) {
+  if (v.storage() || v.view_base < 0 || fusion_kind(g_.node(v.view_base).op) != FusionKind::Pointwise) return v;
+  Value& base = values_[static_cast<size_t>(v.view_base)];
+  if (!base.storage()) base = realize(base);
+  fixed_.insert(base.buffer);
+  if (std::optional<Layout> l = v.relayout(base.layout)) return from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
+  return v;
 }
 
 bool Lowerer::should_realize(const Node& n, const Value& v) {

@@ -117,6 +117,10 @@ class Lowerer {
   // base is stored and the view reads it; a 0-d value is stored then only
   // where other nodes read it too.
   void store_output(const Node& n);
+  // A view of a pointwise value no buffer holds, for a graph output: its
+  // base stored (its layout fixed), the view a strided read of that buffer
+  // where its strides can say it; else `v` as it is.
+  Value view_of_stored_base(const Value& v);
   // buffers whose layout a graph output fixed (store_output)
   std::set<int> fixed_;
   // Inductor's mark_reuse: a value used `users` times is stored when its
