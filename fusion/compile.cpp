@@ -95,7 +95,9 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   const bool checked = verify_passes_enabled();
   if (checked) verify_lowered(c.lowered, "lower");
 
-  c.schedule = schedule(c.lowered, opts.fusion);
+  FusionConfig fc;
+  fc.loop_ordering_after_fusion = opts.backend == Backend::Cuda;
+  c.schedule = schedule(c.lowered, opts.fusion, fc);
   // before the rewrite entries join the ledger: they name graph values, not
   // scheduler nodes
   if (checked) verify_schedule(c.lowered, c.schedule, "schedule");

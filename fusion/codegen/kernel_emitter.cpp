@@ -160,8 +160,12 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       ex_loads(body.at(n), &loads);
       for (const auto& [k, l] : loads) {
         auto it = producer.find(l.first);
-        if (it != producer.end() && phase_of.count(it->second) && phase_of[it->second] == ph.size() - 1 &&
-            g_.nodes[static_cast<size_t>(it->second)].is_reduction())
+        if (it == producer.end() || !phase_of.count(it->second) || phase_of[it->second] != ph.size() - 1) continue;
+        const SchedNode& ps = g_.nodes[static_cast<size_t>(it->second)];
+        // a scan's running value at the element this loop is at is there
+        // already; a reduction's is there only once its loop ends
+        if (ps.is_reduction() && !(ps.is_scan() && store_at.count(it->second) &&
+                                   l.second->key == store_at.at(it->second)->key))
           join = false;
       }
     }
@@ -365,9 +369,10 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
         store(n, x, true);
         if (on_value) on_value(n, x);
       } else if (sn.is_scan()) {
-        // the running sum is this element's value
+        // the running sum is this element's value; a node of this loop that
+        // reads it gets it as stored (in its dtype), as a reload would
         line(acc[n] + " += " + v + ";");
-        value[n] = acc[n];
+        value[n] = round_to(g_.buffers[static_cast<size_t>(sn.out_buffer)].dtype, acc[n]);
         store(n, acc[n]);
         if (on_value) on_value(n, acc[n]);
       } else if (sn.is_reduction()) {

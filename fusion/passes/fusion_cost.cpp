@@ -82,6 +82,11 @@ const std::vector<FusionCost::Acc>& FusionCost::accesses(int node, int64_t numel
   return access_cache_[key] = std::move(out);
 }
 
+void FusionCost::loops_changed(int node) {
+  auto it = access_cache_.lower_bound(std::make_tuple(node, INT64_MIN, INT64_MIN));
+  while (it != access_cache_.end() && std::get<0>(it->first) == node) it = access_cache_.erase(it);
+}
+
 // Is there a path between the groups through a third group? Walks the
 // groups `from_later` depends on, group by group: a group runs as one kernel,
 // so reaching any of its nodes reaches the inputs of all of them (a walk over

@@ -58,6 +58,12 @@ struct FusionConfig {
   // A prologue fused into a GEMM template reads at most this much of what it
   // writes (BYTES_THRESHOLD_MULTIPLIER = 1.1 in Inductor's prologue check).
   Ratio bytes_threshold_multiplier = {11, 10};
+  // One more round after fusion settles, in which a pair sharing fewer than
+  // score_fusion_memory_threshold bytes gets a pointwise side's loops put in
+  // the other side's order where that makes their accesses meet
+  // (passes/loop_order.h). Inductor's config of the name is on for GPUs and
+  // off for its C++ backend; compile turns it on for cuda.
+  bool loop_ordering_after_fusion = false;
 };
 
 // (template, node type, memory bytes, proximity); the higher fuses first.
@@ -109,6 +115,8 @@ class FusionCost {
   // Group `into` took another group's nodes (the cycle check keeps the
   // groups of several nodes: only they can span another group's position).
   void absorbed(int into) { multi_.push_back(into); }
+  // Node `node`'s loops were reordered: its cached accesses are stale.
+  void loops_changed(int node);
 
  private:
   // A node's access in a kernel over (numel, rnumel), its index interned to

@@ -94,6 +94,7 @@ const char* reject_code(Reject r) {
     case Reject::NoOpCastRemoved: return "noop_cast_removed";
     case Reject::ConstantFolded: return "constant_folded";
     case Reject::NoOpArithmeticRemoved: return "noop_arithmetic_removed";
+    case Reject::LoopsReordered: return "loops_reordered";
     case Reject::GemmEpilogueSplit: return "gemm_epilogue_split";
     case Reject::CollectiveKept: return "collective_kept";
     case Reject::AttentionMathForm: return "attention_math_form";
@@ -174,6 +175,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::NoOpArithmeticRemoved:
       return "removed before lowering: adding or subtracting a folded 0, or multiplying or dividing by a folded 1, "
              "is its other operand (Inductor's remove_no_ops)";
+    case Reject::LoopsReordered:
+      return "fused after reordering loops: one side's pointwise loops now run in the other's order, so the two "
+             "read or write their shared buffer at one index (Inductor's loop_ordering_after_fusion, a last round)";
     case Reject::CollectiveKept:
       return "kept though nothing reads its value: a collective runs as under torch.compile, where PyTorch "
              "registers the functional collectives' wait_tensor as side-effectful and Dynamo's graph keeps it";

@@ -83,6 +83,11 @@ struct SchedNode {
   // remaining dims.
   Shape shape;
   ExprP body;
+  // Pointwise on cuda: the order its loops run in, outermost first (dims of
+  // `shape`); empty is row-major. The scheduler's reorder round sets it so
+  // that the node reads and writes at the index a node it fuses with uses
+  // (Inductor's loop ordering after fusion: passes/schedule.cpp).
+  std::vector<int> loop_order;
   Op reduce_op = Op::Sum;
   std::vector<int64_t> reduce_dims;
   Layout store;            // where the result goes in out_buffer

@@ -35,6 +35,12 @@
 //    Up to fuse_nodes_rounds rounds, stopping when the group count no longer
 //    changes.
 //
+// 4. On cuda (loop_ordering_after_fusion) one more round: before a pair is
+//    judged, a pair sharing fewer than score_fusion_memory_threshold bytes
+//    gets a pointwise side's loops put in the other side's order where that
+//    makes a common buffer's accesses meet (passes/loop_order.h). The round
+//    records its fusions and the pairs it reordered.
+//
 // can_fuse gates, in order, each with its own rejection code:
 //    extern / collective -> no; iteration spaces: reductions need equal
 //    (numel, rnumel), a pointwise joins a reduction when its numel is
@@ -83,6 +89,7 @@
 #include "fusion/bisect.h"
 #include "fusion/fault.h"
 #include "fusion/errors.h"
+#include "fusion/passes/loop_order.h"
 
 namespace fg {
 
@@ -115,7 +122,16 @@ std::map<std::string, IndexP> kernel_var_map(const SchedNode& n, int64_t numel, 
     }
   } else {
     IndexP flat = runs_inner(n, numel, rnumel) ? ix_add(ix_mul(x, rnumel), r) : x;
-    coords = ix_unflatten(flat, n.shape);
+    if (n.loop_order.empty()) {
+      coords = ix_unflatten(flat, n.shape);
+    } else {
+      // the loops in their order: the flat index over the dims so ordered
+      Shape ordered;
+      for (int d : n.loop_order) ordered.push_back(n.shape[static_cast<size_t>(d)]);
+      std::vector<IndexP> oc = ix_unflatten(flat, ordered);
+      coords.assign(n.shape.size(), nullptr);
+      for (size_t k = 0; k < oc.size(); ++k) coords[static_cast<size_t>(n.loop_order[k])] = oc[k];
+    }
   }
   std::map<std::string, IndexP> m;
   for (size_t k = 0; k < coords.size(); ++k) m["i" + std::to_string(k)] = coords[k];
@@ -190,7 +206,7 @@ namespace {
 
 class Scheduler {
  public:
-  Scheduler(const LoweredGraph& g, FusionPolicy p, const FusionConfig& c)
+  Scheduler(LoweredGraph& g, FusionPolicy p, const FusionConfig& c)
       : g_(g), policy_(p), config_(c), cost_(g, groups_, group_of_, config_) {
     group_of_.resize(g.nodes.size());
     for (const auto& n : g.nodes) {
@@ -219,12 +235,14 @@ class Scheduler {
   Schedule run() {
     record_sibling_gemms();
     if (policy_ != FusionPolicy::None) {
-      for (int round = 1; round <= config_.fuse_nodes_rounds; ++round) {
+      int round = 1;
+      for (; round <= config_.fuse_nodes_rounds; ++round) {
         size_t before = alive_count();
-        fuse_once(round);
+        fuse_once(round, false);
         size_t after = alive_count();
         if (after == before || after <= 1) break;
       }
+      if (config_.loop_ordering_after_fusion) fuse_once(std::min(round, config_.fuse_nodes_rounds) + 1, true);
     } else {
       record_policy_none();
     }
@@ -254,7 +272,32 @@ class Scheduler {
     return s;
   }
 
-  void fuse_once(int round) {
+  // In the reorder round a pair sharing too little first gets a pointwise
+  // side's loops in the other side's order where that makes them meet
+  // (passes/loop_order.h): the earlier side when it has no reduction, else
+  // the later one; the order stays whatever the pair's fate.
+  void maybe_reorder(int ga, int gb) {
+    const GroupState& a = groups_[static_cast<size_t>(ga)];
+    const GroupState& b = groups_[static_cast<size_t>(gb)];
+    if (!cost_.fusable(a) || !cost_.fusable(b) || a.tmpl || b.tmpl) return;
+    if (cost_.can_fuse(ga, gb).score[2] >= config_.score_fusion_memory_threshold) return;
+    const bool a_first = a.min_pos <= b.min_pos;
+    const int g1 = a_first ? ga : gb, g2 = a_first ? gb : ga;
+    const int self = !groups_[static_cast<size_t>(g1)].reduction ? g1 : (!groups_[static_cast<size_t>(g2)].reduction ? g2 : -1);
+    if (self < 0) return;
+    const GroupState& s = groups_[static_cast<size_t>(self)];
+    auto order = loop_order_to_meet(g_, s.nodes, groups_[static_cast<size_t>(self == g1 ? g2 : g1)].nodes);
+    if (!order) return;
+    std::vector<int> identity(order->size());
+    for (size_t k = 0; k < identity.size(); ++k) identity[k] = static_cast<int>(k);
+    for (int n : s.nodes) {
+      g_.nodes[static_cast<size_t>(n)].loop_order = *order == identity ? std::vector<int>{} : *order;
+      cost_.loops_changed(n);
+    }
+    reordered_.insert(self);
+  }
+
+  void fuse_once(int round, bool reorder) {
     // 1. candidate pairs by shared buffer, in discovery order
     std::vector<int> buffer_order;
     std::map<int, std::vector<int>> by_buffer;
@@ -288,9 +331,10 @@ class Scheduler {
     struct Cand { int a, b; Score s; };
     std::vector<Cand> cands;
     for (auto [x, y] : pairs) {
+      if (reorder) maybe_reorder(x, y);
       FusionDecision d = cost_.can_fuse(x, y);
       if (d.ok()) cands.push_back({x, y, d.score});
-      else record(x, y, d.score, false, d.reason, round);
+      else if (!reorder || reordered_.count(x) || reordered_.count(y)) record(x, y, d.score, false, d.reason, round);
     }
     // 2. stable sort by score
     std::stable_sort(cands.begin(), cands.end(),
@@ -299,6 +343,7 @@ class Scheduler {
     for (const Cand& c : cands) {
       int ga = find(c.a), gb = find(c.b);
       if (ga == gb) continue;
+      if (reorder) maybe_reorder(ga, gb);
       FusionDecision d = cost_.can_fuse(ga, gb);
       // FUSEGATE_BISECT=decisions:K: the first K fusions only (fusion/bisect.h);
       // checked before the test fault below refuses a fusion, so ranks of
@@ -314,7 +359,10 @@ class Scheduler {
         record(ga, gb, c.s, false, Reject::FaultRefused, round);
         continue;
       }
-      record(ga, gb, c.s, d.ok(), d.reason, round);
+      // the reorder round records its fusions and the pairs whose loops it
+      // reordered: the rest it refuses as the rounds before did
+      const bool met = reorder && (reordered_.count(ga) || reordered_.count(gb));
+      if (!reorder || met || d.ok()) record(ga, gb, c.s, d.ok(), d.ok() && met ? Reject::LoopsReordered : d.reason, round);
       if (d.ok()) {
         merge(ga, gb);
         ++fusions_;
@@ -499,7 +547,7 @@ class Scheduler {
     return order;
   }
 
-  const LoweredGraph& g_;
+  LoweredGraph& g_;
   FusionPolicy policy_;
   FusionConfig config_;
   std::vector<GroupState> groups_;
@@ -508,6 +556,7 @@ class Scheduler {
   std::map<int, int> forward_;
   std::vector<LedgerEntry> ledger_;
   int64_t fusions_ = 0;  // fusions applied, for FUSEGATE_BISECT=decisions:K
+  std::set<int> reordered_;  // groups whose loops the reorder round reordered
   std::map<int, int> first_seen_;
   std::set<std::string> files_;                               // the files lines name, each once
   std::map<int, Lines> node_lines_;                           // scheduler node -> its lines, sorted
@@ -516,10 +565,10 @@ class Scheduler {
 
 }  // namespace
 
-Schedule schedule(const LoweredGraph& g, FusionPolicy policy, const FusionConfig& config) {
+Schedule schedule(LoweredGraph& g, FusionPolicy policy, const FusionConfig& config) {
   return Scheduler(g, policy, config).run();
 }
 
-Schedule schedule(const LoweredGraph& g, FusionPolicy policy) { return schedule(g, policy, FusionConfig{}); }
+Schedule schedule(LoweredGraph& g, FusionPolicy policy) { return schedule(g, policy, FusionConfig{}); }
 
 }  // namespace fg

@@ -32,8 +32,10 @@ struct Schedule {
 
 // The numbers the decisions use are `config`'s (passes/fusion_cost.h); the
 // first form uses the default FusionConfig, Inductor's.
-Schedule schedule(const LoweredGraph& g, FusionPolicy policy);
-Schedule schedule(const LoweredGraph& g, FusionPolicy policy, const FusionConfig& config);
+// The scheduler writes one thing into `g`: the loop order its reorder round
+// gives a pointwise node (SchedNode::loop_order; cuda only).
+Schedule schedule(LoweredGraph& g, FusionPolicy policy);
+Schedule schedule(LoweredGraph& g, FusionPolicy policy, const FusionConfig& config);
 
 // Index of every access of node `n` expressed in the variables of a kernel
 // over (numel, rnumel): x in [0, numel), r in [0, rnumel). False if the node

@@ -32,7 +32,8 @@ graph wide(%x: f32[16,16]) {
 )";
 
 Schedule schedule_text(const std::string& text, const FusionConfig& c) {
-  return schedule(lower(decompose(parse_graph(text, "test.fg"))), FusionPolicy::Default, c);
+  LoweredGraph g = lower(decompose(parse_graph(text, "test.fg")));
+  return schedule(g, FusionPolicy::Default, c);
 }
 
 int rejections(const Schedule& s, Reject r) {

@@ -1,0 +1,72 @@
+// Loop ordering after fusion (cuda): a pointwise node whose loops run in
+// another order than a node it could fuse with reads or writes their shared
+// buffer at another index in a shared kernel, so the two share no data and
+// stay apart. Inductor (config.loop_ordering_after_fusion, on for GPUs)
+// gives the scheduler one more round after fusion settles, in which a pair
+// sharing less than score_fusion_memory_threshold bytes whose accesses to a
+// common buffer differ only in loop order gets the pointwise side's loops
+// reordered to the other side's order; the pair then shares that buffer and
+// fuses as any other (a cumsum over dim 0 and the pointwise code after it;
+// an amax over dim 0 and the subtraction that reads it).
+//
+// The pieces here are pure: a node's accesses in its own loop variables (its
+// "deps", as Inductor's MemoryDep over the node's loops), the test that two
+// deps differ only in loop order, and the order that makes one match the
+// other. The scheduler (passes/schedule.cpp) decides when to ask and writes
+// the order into SchedNode::loop_order.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "fusion/passes/lower.h"
+
+namespace fg {
+
+// One access of a node in its own loops: the loops of size > 1 in the order
+// they run (a reduction's kept dims, then its reduced dims), each loop's
+// stride in the access and its size. Loops after the last one the access
+// uses are dropped, as Inductor drops them. `linear` is false where the
+// index is not a sum of loop variables times constants (a view's division).
+// An index read through another tensor (gather, index_select) counts its
+// indirect variables in `indirect`, their coefficients in `indirect_coefs`
+// (sorted), as Inductor's index holds them as symbols of their own. A clamp
+// (a cat piece's bound) is its argument here: Inductor masks, it does not
+// clamp.
+struct LoopDep {
+  std::vector<int64_t> strides, sizes;
+  int64_t offset = 0;
+  bool linear = true;
+  int indirect = 0;
+  std::vector<int64_t> indirect_coefs;
+  int64_t numel() const;
+};
+
+// The node's deps on each buffer: its write where it writes the buffer, else
+// each distinct read of it.
+std::map<int, std::vector<LoopDep>> loop_deps(const SchedNode& n);
+
+// Whether the two deps are one access in another loop order: loops sorted
+// by decreasing stride and merged where contiguous, then equal (Inductor's
+// normalize_with_stride_order).
+bool same_up_to_loop_order(const LoopDep& a, const LoopDep& b);
+
+// The loop order for pointwise node `n` (dims of its shape, outermost first)
+// under which `self` (n's dep) runs its loops in the order of `other`'s, or
+// nothing where it cannot be decided: loops the access does not use (more
+// than its indirect variables make up for, as Inductor counts symbols), a
+// loop count that differs, two loops of one stride, strides that differ as
+// sets (Inductor's decide_loop_order_to_match).
+std::optional<std::vector<int>> loop_order_to_match(const SchedNode& n, const LoopDep& self, const LoopDep& other);
+
+// The loop order, for every node of group `self` (pointwise nodes of one
+// shape and one loop order), under which the group meets group `other`:
+// of the buffers both access whose deps differ only in loop order, the
+// largest decides (Inductor's shared_data_after_reordering_loop). Nothing
+// where no such buffer exists, where its deps count their loops apart, or
+// where loop_order_to_match cannot decide.
+std::optional<std::vector<int>> loop_order_to_meet(const LoweredGraph& g, const std::vector<int>& self,
+                                                   const std::vector<int>& other);
+
+}  // namespace fg
