@@ -280,6 +280,8 @@ class Scheduler {
     const GroupState& a = groups_[static_cast<size_t>(ga)];
     const GroupState& b = groups_[static_cast<size_t>(gb)];
     if (!cost_.fusable(a) || !cost_.fusable(b) || a.tmpl || b.tmpl) return;
+    // FUSEGATE_BISECT=decisions:K: past the limit the code stays as it was
+    if (bisect_limits().decisions >= 0 && fusions_ >= bisect_limits().decisions) return;
     if (cost_.can_fuse(ga, gb).score[2] >= config_.score_fusion_memory_threshold) return;
     const bool a_first = a.min_pos <= b.min_pos;
     const int g1 = a_first ? ga : gb, g2 = a_first ? gb : ga;
