@@ -59,10 +59,7 @@ LoopDep dep_of(const IndexP& index, const std::vector<std::pair<std::string, int
     dep.sizes.push_back(size);
   }
   for (const auto& [name, c] : coef)
-    if (!loop_names.count(name) && c != 0) {
-      ++dep.indirect;
-      dep.indirect_coefs.push_back(c);
-    }
+    if (!loop_names.count(name) && c != 0) dep.indirect_coefs.push_back(c);
   std::sort(dep.indirect_coefs.begin(), dep.indirect_coefs.end());
   // loops after the last one the access uses are not part of it
   while (!dep.strides.empty() && dep.strides.back() == 0) {
@@ -140,7 +137,7 @@ std::optional<std::vector<int>> loop_order_to_match(const SchedNode& n, const Lo
   for (const LoopDep* d : {&self, &other}) {
     // every loop a symbol of the index, as Inductor counts them (an indirect
     // variable counts as one)
-    int used = d->indirect;
+    int used = static_cast<int>(d->indirect_coefs.size());
     for (size_t k = 0; k < d->strides.size(); ++k) {
       if (d->sizes[k] <= 1) return std::nullopt;
       used += d->strides[k] != 0;

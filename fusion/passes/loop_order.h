@@ -29,16 +29,15 @@ namespace fg {
 // stride in the access and its size. Loops after the last one the access
 // uses are dropped, as Inductor drops them. `linear` is false where the
 // index is not a sum of loop variables times constants (a view's division).
-// An index read through another tensor (gather, index_select) counts its
-// indirect variables in `indirect`, their coefficients in `indirect_coefs`
-// (sorted), as Inductor's index holds them as symbols of their own. A clamp
-// (a cat piece's bound) is its argument here: Inductor masks, it does not
-// clamp.
+// An index read through another tensor (gather, index_select) keeps the
+// coefficients of its indirect variables in `indirect_coefs` (sorted, one
+// for each variable), as Inductor's index holds them as symbols of their
+// own. A clamp (a cat piece's bound) is its argument here: Inductor masks,
+// it does not clamp.
 struct LoopDep {
   std::vector<int64_t> strides, sizes;
   int64_t offset = 0;
   bool linear = true;
-  int indirect = 0;
   std::vector<int64_t> indirect_coefs;
   int64_t numel() const;
 };

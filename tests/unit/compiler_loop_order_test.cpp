@@ -71,7 +71,6 @@ TEST(LoopOrder, SameOnlyWhereTheLoopsMergeAlike) {
   divided.linear = false;
   EXPECT_FALSE(same_up_to_loop_order(divided, dep({1, 512}, {512, 31})));
   LoopDep gathered = dep({512, 1}, {31, 512});
-  gathered.indirect = 1;
   gathered.indirect_coefs = {17};
   EXPECT_FALSE(same_up_to_loop_order(gathered, dep({1, 512}, {512, 31})));
 }
@@ -90,7 +89,7 @@ TEST(LoopOrder, UndecidableOrdersAreRefused) {
   // an indirect variable stands for the loop the access does not use, as
   // Inductor counts the symbols of an index
   LoopDep a = dep({0, 1}, {31, 512}), b = dep({1, 0}, {512, 31});
-  a.indirect = b.indirect = 1;
+  a.indirect_coefs = b.indirect_coefs = {1};
   auto order = loop_order_to_match(n, a, b);
   ASSERT_TRUE(order.has_value());
   EXPECT_EQ(*order, (std::vector<int>{1, 0}));
