@@ -292,11 +292,17 @@ class Scheduler {
     if (!order) return;
     std::vector<int> identity(order->size());
     for (size_t k = 0; k < identity.size(); ++k) identity[k] = static_cast<int>(k);
+    const std::vector<int> want = *order == identity ? std::vector<int>{} : *order;
+    bool changed = false;
     for (int n : s.nodes) {
-      g_.nodes[static_cast<size_t>(n)].loop_order = *order == identity ? std::vector<int>{} : *order;
+      std::vector<int>& lo = g_.nodes[static_cast<size_t>(n)].loop_order;
+      if (lo == want) continue;
+      lo = want;
       cost_.loops_changed(n);
+      changed = true;
     }
-    reordered_.insert(self);
+    // a group whose order was already that one was not reordered
+    if (changed) reordered_.insert(self);
   }
 
   void fuse_once(int round, bool reorder) {
