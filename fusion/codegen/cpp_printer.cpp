@@ -113,7 +113,7 @@ template <typename T> static inline bool fg_argmax_better(T v, int64_t i, T bv, 
   if (bv != bv) return false;
   return v > bv || (v == bv && i < bi);
 }
-)";
+)" + sort_row_helper("static inline");
   return text;
 }
 

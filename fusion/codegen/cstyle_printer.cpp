@@ -257,4 +257,30 @@ Kernel CStylePrinter::print_template(const FusedGroup& gr, int index, std::set<i
   internal_error("the " + backend() + " printer has no GEMM template");
 }
 
+std::string sort_row_helper(const std::string& q) {
+  return "// sort: a row in place, stable (equal values keep their order), NaN the\n"
+         "// largest value (last ascending, first descending), each element's position\n"
+         "// moved with it; merged bottom-up through a second row\n"
+         "template <typename T> " + q + " bool fg_sorts_before(T a, T b, bool descending) {\n"
+         "  return descending ? ((a != a && b == b) || a > b) : ((a == a && b != b) || a < b);\n"
+         "}\n"
+         "template <int N, typename T> " + q + " void fg_sort_row(T (&v)[N], int64_t (&ix)[N], bool descending) {\n"
+         "  T tv[N];\n"
+         "  int64_t ti[N];\n"
+         "  for (int w = 1; w < N; w *= 2) {\n"
+         "    for (int lo = 0; lo < N; lo += 2 * w) {\n"
+         "      const int mid = lo + w < N ? lo + w : N, hi = lo + 2 * w < N ? lo + 2 * w : N;\n"
+         "      int a = lo, b = mid, k = lo;\n"
+         "      while (a < mid && b < hi) {\n"
+         "        if (fg_sorts_before(v[b], v[a], descending)) { tv[k] = v[b]; ti[k++] = ix[b++]; }\n"
+         "        else { tv[k] = v[a]; ti[k++] = ix[a++]; }\n"
+         "      }\n"
+         "      while (a < mid) { tv[k] = v[a]; ti[k++] = ix[a++]; }\n"
+         "      while (b < hi) { tv[k] = v[b]; ti[k++] = ix[b++]; }\n"
+         "    }\n"
+         "    for (int k = 0; k < N; ++k) { v[k] = tv[k]; ix[k] = ti[k]; }\n"
+         "  }\n"
+         "}\n";
+}
+
 }  // namespace fg

@@ -132,4 +132,11 @@ class CStylePrinter {
   Kernel print_group(const FusedGroup& gr, int index, std::set<int>* removed);
 };
 
+// The generated kernels' row sort (a sort node, SchedNode::is_sort), with
+// the qualifier of a function of the backend's prelude ("static inline",
+// "__device__"): fg_sort_row(v, ix, descending) sorts the row v of N values
+// in place, stable, NaN the largest, each element's position in ix moved
+// with it.
+std::string sort_row_helper(const std::string& qualifier);
+
 }  // namespace fg

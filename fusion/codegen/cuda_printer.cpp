@@ -195,7 +195,7 @@ template <typename T> __device__ __forceinline__ void fg_block_argmax(T& v, int6
   for (int w = 1; w < warps; ++w)
     if (fg_argmax_better(pv[w], pi[w], v, i)) { v = pv[w]; i = pi[w]; }
 }
-)";
+)" + sort_row_helper("__device__");
   return text;
 }
 

@@ -149,6 +149,12 @@ void KernelEmitter::store(int n, const std::string& value, bool per_row) {
 void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, ExprP>& body,
                            const std::map<int, bool>& inner, int64_t R,
                            const std::function<void(int, const std::string&)>& on_value) {
+  // what a node loads: its value's loads, and an indirect store's position's
+  auto node_loads = [&](int n, std::map<std::string, std::pair<int, IndexP>>* loads) {
+    ex_loads(body.at(n), loads);
+    auto at = scatter_at.find(n);
+    if (at != scatter_at.end()) ex_loads(at->second, loads);
+  };
   std::vector<std::vector<int>> ph;
   std::vector<bool> ph_inner;
   std::map<int, size_t> phase_of;
@@ -157,7 +163,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     bool join = !ph.empty() && ph_inner.back() == in;
     if (join && in) {
       std::map<std::string, std::pair<int, IndexP>> loads;
-      ex_loads(body.at(n), &loads);
+      node_loads(n, &loads);
       for (const auto& [k, l] : loads) {
         auto it = producer.find(l.first);
         if (it == producer.end() || !phase_of.count(it->second) || phase_of[it->second] != ph.size() - 1) continue;
@@ -176,7 +182,7 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
   // a value read by a later loop of this kernel must be stored
   for (int n : nodes) {
     std::map<std::string, std::pair<int, IndexP>> loads;
-    ex_loads(body.at(n), &loads);
+    node_loads(n, &loads);
     for (const auto& [k, l] : loads) {
       auto it = producer.find(l.first);
       if (it == producer.end() || it->second == n || !phase_of.count(it->second)) continue;
@@ -305,6 +311,14 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
       const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
       if (!sn.is_reduction() || sn.is_scatter()) continue;
       DType t = sn.body->dtype;
+      if (sn.is_sort()) {
+        // the row, and beside it each element's position, sorted once the
+        // loop has filled them
+        acc[n] = "srt" + std::to_string(n);
+        line(p_.compute_type(t) + " " + acc[n] + "v[" + std::to_string(R) + "];");
+        line("int64_t " + acc[n] + "i[" + std::to_string(R) + "];");
+        continue;
+      }
       std::string at = p_.accumulator_type(t, sn.reduce_op);
       std::string init = sn.reduce_op == Op::Sum || sn.reduce_op == Op::Cumsum ? "0"
                          : sn.reduce_op == Op::Amin ? (is_floating(t) ? "INFINITY" : "9223372036854775807LL")
@@ -368,6 +382,9 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
         }
         store(n, x, true);
         if (on_value) on_value(n, x);
+      } else if (sn.is_sort()) {
+        line(acc[n] + "v[r] = " + v + ";");
+        line(acc[n] + "i[r] = r;");
       } else if (sn.is_scan()) {
         // the running sum is this element's value; a node of this loop that
         // reads it gets it as stored (in its dtype), as a reload would
@@ -403,6 +420,19 @@ void KernelEmitter::phases(const std::vector<int>& nodes, const std::map<int, Ex
     in_row_loop = false;
     for (int n : ph[pi]) {
       const SchedNode& done = g_.nodes[static_cast<size_t>(n)];
+      if (done.is_sort()) {
+        // sorted, then stored at every element; a later loop of this kernel
+        // reads the element it is at from the row
+        line("fg_sort_row(" + acc[n] + "v, " + acc[n] + "i, " + (done.descending ? "true" : "false") + ");");
+        const std::string at = acc[n] + (done.reduce_op == Op::Sort ? "v[r]" : "i[r]");
+        if (stored[n]) {
+          open(p_.inner_loop(R));
+          store(n, at);
+          close();
+        }
+        value[n] = at;
+        continue;
+      }
       if (!done.is_reduction() || done.serial()) { value.erase(n); continue; }
       std::string combine = p_.combine_partials(acc[n], g_.nodes[static_cast<size_t>(n)].reduce_op);
       if (!combine.empty()) line(combine);

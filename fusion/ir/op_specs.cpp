@@ -138,9 +138,11 @@ std::vector<OpSpec> build() {
   const AttrSpec sort_dim = opt("dim", K::Int, "-1", "the dim sorted (one dim)");
   const AttrSpec descending = opt("descending", K::Flag, "0", "largest first");
   add(Op::Sort, "x: a number (not bool)", kSame, "x sorted along dim; stable (equal values keep their order); NaN "
-      "sorts last ascending. A library kernel.", {sort_dim, descending});
+      "sorts last ascending, first descending. Rows of 2 to 512 elements: a generated kernel sorting each row "
+      "whole, its producers inlined (Inductor's GPU sort); longer rows: a library kernel.", {sort_dim, descending});
   add(Op::Argsort, "x: a number (not bool)", "i64: x's shape",
-      "The positions that sort x along dim (sort's order, stable). A library kernel.", {sort_dim, descending});
+      "The positions that sort x along dim (sort's order, stable); generated or a library kernel as sort is.",
+      {sort_dim, descending});
   {
     OpSpec* fp = add(Op::FastPath, "the matched nodes' inputs (1 to 8)", "[shape] of dtype, from its attributes",
                      "One stage of a hand-written fused kernel, put in place of the nodes a fast path matched "

@@ -156,13 +156,29 @@ bool FusionCost::cycle(int ga, int gb) {
          path_through_other(early, late, ga, gb, !spanned(late));
 }
 
+// An indirect store runs alone but beside other serial rows of its
+// iteration space: the sort that gives its positions (argsort, then scatter
+// along the same dim) and other indirect stores over the same source rows
+// (as Inductor fuses its scatters with such nodes). Every row still runs in
+// order, each node's stores in graph order. The usual gates then judge the
+// pair: their loops must match, a read must be at the element its writer
+// wrote (so nothing reads an indirect store's result).
+bool FusionCost::scatter_may_fuse(const GroupState& a, const GroupState& b) const {
+  for (const GroupState* gr : {&a, &b})
+    for (int n : gr->nodes) {
+      const SchedNode& sn = g_.nodes[static_cast<size_t>(n)];
+      if (!sn.is_scatter() && !sn.is_sort()) return false;
+    }
+  return true;
+}
+
 Reject FusionCost::gates(int ga, int gb, Score* score) {
   const GroupState& a = groups_[static_cast<size_t>(ga)];
   const GroupState& b = groups_[static_cast<size_t>(gb)];
   *score = {0, 0, 0, -std::max(std::abs(a.min_pos - b.max_pos), std::abs(b.min_pos - a.max_pos))};
   if (!fusable(a) || !fusable(b)) return Reject::Extern;
   if (g_.nodes[static_cast<size_t>(a.nodes[0])].is_scatter() || g_.nodes[static_cast<size_t>(b.nodes[0])].is_scatter())
-    return Reject::IndirectStore;
+    if (!scatter_may_fuse(a, b)) return Reject::IndirectStore;
   if (a.tmpl || b.tmpl) return template_gates(ga, gb, score);
   int64_t numel, rnumel;
   Reject why = Reject::None;

@@ -131,6 +131,7 @@ class FusionCost {
   const std::string& index_key(int id) const { return index_names_[static_cast<size_t>(id)]; }
 
   Reject gates(int ga, int gb, Score* score);
+  bool scatter_may_fuse(const GroupState& a, const GroupState& b) const;
   Reject template_gates(int ga, int gb, Score* score);
   bool cycle(int ga, int gb);
   bool path_through_other(const GroupState& from_later, const GroupState& earlier, int ga, int gb, bool prune);

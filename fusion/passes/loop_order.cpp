@@ -91,7 +91,7 @@ std::map<int, std::vector<LoopDep>> loop_deps(const SchedNode& n) {
   for (const auto& [key, l] : loads)
     if (l.first != n.out_buffer) out[l.first].push_back(dep_of(l.second, loops));
   IndexP store;
-  if (n.is_reduction() && !n.is_scan()) {
+  if (n.is_reduction() && !n.keeps_shape()) {
     std::vector<IndexP> kept;
     for (size_t d = 0; d < n.shape.size(); ++d)
       if (std::find(n.reduce_dims.begin(), n.reduce_dims.end(), static_cast<int64_t>(d)) == n.reduce_dims.end())

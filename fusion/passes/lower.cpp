@@ -346,7 +346,8 @@ bool Lowerer::generated(const Node& n) {
   if (decomposes(n.op)) return false;
   const int64_t limit = bisect_limits().lowerings;
   const FusionKind k = fusion_kind(n.op);
-  StageApplication a{"lowerings", std::string(k == FusionKind::Reduction ? "reduction " : k == FusionKind::Scatter ? "scatter " : "pointwise ") + op_name(n.op), g_.ref(n.id), {}};
+  const bool reduction = k == FusionKind::Reduction || n.op == Op::Sort || n.op == Op::Argsort;
+  StageApplication a{"lowerings", std::string(reduction ? "reduction " : k == FusionKind::Scatter ? "scatter " : "pointwise ") + op_name(n.op), g_.ref(n.id), {}};
   if (n.loc.known()) a.lines.push_back(n.loc.str());
   if (limit >= 0 && lowered_ >= limit) {
     // the first one held back is listed as such (fusion/bisect.h)
@@ -387,6 +388,7 @@ Value Lowerer::lower_node(const Node& n) {
     v.load = make_loader([inner, t](const Coords& c) { return ex_binary(Op::Mul, (*inner)(c), ex_const(1.5, t), t); });
     return v;
   }
+  if (n.op == Op::Sort || n.op == Op::Argsort) return lower_sort(n);
   switch (kind) {
     case FusionKind::Input: return lower_input(n);
     case FusionKind::Pointwise: return n.op == Op::Cat && concat_as_kernel(n) ? lower_concat(n) : lower_pointwise(n);

@@ -89,6 +89,7 @@ struct SchedNode {
   // (Inductor's loop ordering after fusion: passes/schedule.cpp).
   std::vector<int> loop_order;
   Op reduce_op = Op::Sum;
+  bool descending = false;  // a sort: largest first
   std::vector<int64_t> reduce_dims;
   Layout store;            // where the result goes in out_buffer
   bool mutation = false;   // stores into a buffer another node wrote: a graph input (copy_), a scatter's copy of self
@@ -121,8 +122,14 @@ struct SchedNode {
   // element of the reduced dim, so its output has the input's shape.
   bool is_scan() const { return kind == SNKind::Reduction && reduce_op == Op::Cumsum; }
   bool is_scatter() const { return kind == SNKind::Reduction && scatter_at != nullptr; }
-  // Each row in order, by one thread: a scan or an indirect store.
-  bool serial() const { return is_scan() || is_scatter(); }
+  // A sort (reduce_op sort or argsort) of the one reduced dim: each row
+  // sorted whole, then stored at every element (values or positions), so
+  // its output too has the input's shape; a reader sees it once its loop ends.
+  bool is_sort() const { return kind == SNKind::Reduction && (reduce_op == Op::Sort || reduce_op == Op::Argsort); }
+  // A reduction stored at every element of the reduced dim: a scan or a sort.
+  bool keeps_shape() const { return is_scan() || is_sort(); }
+  // Each row in order, by one thread: a scan, a sort or an indirect store.
+  bool serial() const { return is_scan() || is_sort() || is_scatter(); }
   // The variable an indirect store binds its position to.
   std::string scatter_var() const { return "ind_s" + std::to_string(id); }
   bool is_template() const { return kind == SNKind::Template; }

@@ -86,6 +86,11 @@ Value Lowerer::lower_reduction(const Node& n) {
     if (mean_sum >= 0) return lower_welford_split(n, mean_sum, dims, r, split, origins, lines);
     return lower_split_reduction(n, x, dims, r, split, origins, lines);
   }
+  return add_reduction(n, s, dims, op, body, origins, lines);
+}
+
+Value Lowerer::add_reduction(const Node& n, const Shape& s, const std::vector<int64_t>& dims, Op op, ExprP body,
+                             const std::set<std::string>& origins, const SourceLines& lines, bool descending) {
   Layout l = Layout::contiguous(n.type.shape);
   int b = new_buffer("", n.type.dtype, l);
   SchedNode sn;
@@ -94,13 +99,46 @@ Value Lowerer::lower_reduction(const Node& n) {
   sn.shape = s;
   sn.reduce_dims = dims;
   sn.reduce_op = op;
-  sn.body = body;
+  sn.descending = descending;
+  sn.body = std::move(body);
   sn.store = l;
   sn.writes = {b};
   sn.origins.assign(origins.begin(), origins.end());
   sn.lines = lines.flat();
   add_node(std::move(sn));
   return from_storage(b, l, n.type.dtype);
+}
+
+// sort and argsort as Inductor lowers them for GPUs (ir.Sort.create): a
+// dim of one element is a copy of x (argsort: position 0 everywhere); up to
+// 512 elements a row, a reduction node that sorts each row whole (Inductor's
+// persistent sort kernel: its producers inlined, stable, NaN largest) and
+// stores it at every element; a longer row is the library call, as there.
+Value Lowerer::lower_sort(const Node& n) {
+  constexpr int64_t kLongestSortedRow = 512;
+  const Value& x = in(n, 0);
+  const Shape& s = x.type.shape;
+  if (s.empty()) return lower_extern(n);
+  const int64_t d = norm_dim(attr_int_or(n.attrs, "dim", -1), s.size(), n.op);
+  const int64_t len = s[static_cast<size_t>(d)];
+  if (len > kLongestSortedRow || !generated(n)) return lower_extern(n);
+  std::set<std::string> origins = x.origins;
+  origins.insert(origin_of(n));
+  SourceLines lines = x.lines;
+  merge(lines, line_of(n));
+  if (len <= 1) {
+    Value v;
+    v.type = n.type;
+    v.origins = origins;
+    v.lines = lines;
+    const LoadFn xl = x.load;
+    const bool positions = n.op == Op::Argsort;
+    v.load = memo([xl, positions](const Coords& c) { return positions ? ex_const(0, DType::I64) : (*xl)(c); });
+    return v;
+  }
+  // compared in x's dtype
+  return add_reduction(n, s, {d}, n.op, (*x.load)(ix_coords("i", s)), origins, lines,
+                       attr_int_or(n.attrs, "descending", 0) != 0);
 }
 
 bool Lowerer::reads_inner(const ExprP& body, const Shape& s, const std::vector<int64_t>& dims) {

@@ -159,6 +159,10 @@ class Lowerer {
   Value lower_input(const Node& n);
   Value lower_pointwise(const Node& n);
   Value lower_reduction(const Node& n);
+  // One reduction node over `s` (reducing `dims` by `op`) into a new
+  // row-major buffer of n's type.
+  Value add_reduction(const Node& n, const Shape& s, const std::vector<int64_t>& dims, Op op, ExprP body,
+                      const std::set<std::string>& origins, const SourceLines& lines, bool descending = false);
 
   // Inductor's hint: a reduction is INNER when most of its full-size reads
   // (those that use every iteration variable) step through some reduced dim
@@ -208,6 +212,8 @@ class Lowerer {
   void add_store(int buffer, const Layout& layout, const Shape& shape, ExprP body, const Value& src, const Node& n,
                  const char* origin, const char* prefix);
   Value lower_scatter(const Node& n);
+  // sort and argsort as Inductor lowers them for GPUs (lower_reduction.cpp)
+  Value lower_sort(const Node& n);
 
   // cat as a buffer its pieces are stored into, or one pointwise value
   // (lower_cat.cpp: Inductor's rules)

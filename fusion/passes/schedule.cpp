@@ -190,7 +190,7 @@ bool kernel_accesses(const LoweredGraph& g, const SchedNode& n, int64_t numel, i
     ex_loads(ex_subst(n.scatter_at, m), &at);
     for (const auto& [k, v] : at)
       out->push_back({v.first, v.second, false, access_bytes(v.second, g.buffers[static_cast<size_t>(v.first)].dtype)});
-  } else if (n.is_reduction() && !n.is_scan()) {
+  } else if (n.is_reduction() && !n.keeps_shape()) {
     oc = ix_unflatten(ix_var("x", numel), n.store.sizes);
   } else {
     std::vector<IndexP> c;

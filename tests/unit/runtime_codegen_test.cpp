@@ -315,7 +315,7 @@ graph g(%self: f32[16,24], %idx: i64[16,40], %src: f32[16,40], %rows: i64[30], %
 }
 )";
   Result c = expect_same(text, 1e-5, 1e-5);
-  EXPECT_EQ(count_kind(c, "extern"), 3);  // argsort, topk, sort
+  EXPECT_EQ(count_kind(c, "extern"), 1);  // topk (argsort and sort: rows of 24 and 16, generated)
   if (test_backend() == "cpu") {
     const auto in = random_inputs(text);
     Result a = run(text, Mode::Eager, in);
@@ -400,6 +400,38 @@ graph g(%a: f32[4096]) {
 }
 )");
   EXPECT_EQ(count_kind(r, "poi"), 2);
+}
+
+// sort and argsort as generated kernels: along the last and an outer dim,
+// ascending and descending, of rows with ties (relu's zeros: stable, as
+// ATen's stable sort keeps them) and NaN (sqrt of negatives: last
+// ascending, first descending), of integers, of bf16; a dim of one element
+// (a copy, positions 0) and one past 512 (the library call); an argsort
+// read by a gather and by a scatter along its dim in the sort's own kernel.
+TEST(Codegen, SortAndArgsortAlongEachDim) {
+  Result r = expect_same(R"(
+graph g(%x: f32[16,40], %y: f32[6,5,7], %i: i64[4,33] {high = 5}, %b: bf16[8,64], %one: f32[3,1], %long: f32[2,600], %s: f32[16,40], %d: f32[9]) {
+  %1 = relu(%x) : f32[16,40]
+  %2 = sort(%1) {dim = 1} : f32[16,40]
+  %3 = argsort(%1) {dim = 1, descending = 1} : i64[16,40]
+  %4 = sqrt(%x) : f32[16,40]
+  %5 = argsort(%4) {dim = 1} : i64[16,40]
+  %6 = argsort(%4) {dim = 1, descending = 1} : i64[16,40]
+  %7 = argsort(%y) {dim = 0} : i64[6,5,7]
+  %8 = sort(%y) {dim = 1, descending = 1} : f32[6,5,7]
+  %9 = argsort(%i) {dim = 1} : i64[4,33]
+  %10 = sort(%b) {dim = -1} : bf16[8,64]
+  %11 = argsort(%one) {dim = 1} : i64[3,1]
+  %12 = sort(%one) {dim = 1} : f32[3,1]
+  %13 = argsort(%long) {dim = 1} : i64[2,600]
+  %14 = gather(%s, %3) {dim = 1} : f32[16,40]
+  %15 = argsort(%d) {dim = 0} : i64[9]
+  %16 = scatter(%d, %15, %d) {dim = 0} : f32[9]
+  return %2, %3, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %16
+}
+)", 0.0, 0.0);
+  EXPECT_EQ(count_kind(r, "extern"), 1);  // the 600-element rows
+  EXPECT_GE(count_kind(r, "per"), 5);
 }
 
 // cumsum: along rows (with a prologue, an epilogue and a sum of the scan
