@@ -5,11 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 export FUSEGATE_CACHE_DIR="${FUSEGATE_CACHE_DIR:-$PWD/build/kernel-cache}"
-# one test more than there are cores: many command-line cases wait on
-# their ranks, heartbeats and files a part of their time (alone on two
-# cores, cli.multi_node_check ran 40 s of CPU in 57 s), so a third keeps
-# the cores busy (bench/CI.md, stop 68)
-ctest --test-dir build --output-on-failure -j "$(( $(nproc) + 1 ))" --timeout 600
+ctest --test-dir build --output-on-failure -j 2 --timeout 600
 # the unit and lit tests again under ASan + UBSan (build-sanitize/)
 # (the kernel cache is shared: a generated kernel is compiled by the same
 # c++ with the same flags in both builds, keyed by its source and those)

@@ -172,13 +172,19 @@ bool FusionCost::scatter_may_fuse(const GroupState& a, const GroupState& b) cons
   return true;
 }
 
+bool FusionCost::has_scatter(const GroupState& gr) const {
+  for (int n : gr.nodes)
+    if (g_.nodes[static_cast<size_t>(n)].is_scatter()) return true;
+  return false;
+}
+
 Reject FusionCost::gates(int ga, int gb, Score* score) {
   const GroupState& a = groups_[static_cast<size_t>(ga)];
   const GroupState& b = groups_[static_cast<size_t>(gb)];
   *score = {0, 0, 0, -std::max(std::abs(a.min_pos - b.max_pos), std::abs(b.min_pos - a.max_pos))};
   if (!fusable(a) || !fusable(b)) return Reject::Extern;
-  if (g_.nodes[static_cast<size_t>(a.nodes[0])].is_scatter() || g_.nodes[static_cast<size_t>(b.nodes[0])].is_scatter())
-    if (!scatter_may_fuse(a, b)) return Reject::IndirectStore;
+  // (a group holding one may begin with the sort it reads)
+  if ((has_scatter(a) || has_scatter(b)) && !scatter_may_fuse(a, b)) return Reject::IndirectStore;
   if (a.tmpl || b.tmpl) return template_gates(ga, gb, score);
   int64_t numel, rnumel;
   Reject why = Reject::None;

@@ -132,6 +132,7 @@ class FusionCost {
 
   Reject gates(int ga, int gb, Score* score);
   bool scatter_may_fuse(const GroupState& a, const GroupState& b) const;
+  bool has_scatter(const GroupState& gr) const;
   Reject template_gates(int ga, int gb, Score* score);
   bool cycle(int ga, int gb);
   bool path_through_other(const GroupState& from_later, const GroupState& earlier, int ga, int gb, bool prune);

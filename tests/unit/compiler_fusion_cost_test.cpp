@@ -127,5 +127,36 @@ TEST(FusionCost, ReasonsQuoteTheDefaults) {
   EXPECT_STREQ(reject_code(Reject::TooManyNodes), "too_many_nodes");
 }
 
+// An indirect store fuses with the sort that gives its positions, and with
+// nothing else: not with a pointwise node that reads its source, even once
+// the store's group begins with the sort.
+TEST(FusionCost, AnIndirectStoreFusesOnlyWithSortsAndOtherIndirectStores) {
+  LoweredGraph g = lower(decompose(parse_graph(R"(
+graph g(%w: f32[129], %v: f32[129], %s: f32[129]) {
+  %p = argsort(%w) {dim = 0} : i64[129]
+  %sc = scatter(%v, %p, %s) {dim = 0} : f32[129]
+  %e = exp(%s) : f32[129]
+  return %sc, %e
+}
+)", "test.fg")));
+  Schedule s = schedule(g, FusionPolicy::Default, FusionConfig{});
+  int with_scatter = 0;
+  for (const FusedGroup& gr : s.groups) {
+    bool scatter = false, other = false, sort = false;
+    for (int n : gr.nodes) {
+      const SchedNode& sn = g.nodes[static_cast<size_t>(n)];
+      scatter = scatter || sn.is_scatter();
+      sort = sort || sn.is_sort();
+      other = other || (!sn.is_scatter() && !sn.is_sort());
+    }
+    if (!scatter) continue;
+    ++with_scatter;
+    EXPECT_TRUE(sort) << "the argsort runs in the scatter's kernel";
+    EXPECT_FALSE(other) << "a pointwise node joined the indirect store's kernel";
+  }
+  EXPECT_EQ(with_scatter, 1);
+  EXPECT_GE(rejections(s, Reject::IndirectStore), 1);
+}
+
 }  // namespace
 }  // namespace fg
