@@ -12,9 +12,13 @@ count is the "N launches: G generated, E extern/collective" line of `explain
 --graph F --backend cuda --fusion default|max-autotune`, run in one process
 (`explain --batch`). The comparison is of generated kernels. Where Inductor
 timed the padding of a GEMM (pad_mm: its count then depends on a benchmark),
-the graph is compiled again with every such timing answering "not faster",
-the program explain models, and compared with that count ("pinned"); the
-count as Inductor ran is shown beside it.
+or where max-autotune's timing chose a Triton GEMM template over the library
+GEMM (its prologues and epilogues then fuse into the template), the graph is
+compiled again with every padding timing answering "not faster" and the GEMM
+choices limited to the library's (max_autotune_gemm_backends = "ATEN"), the
+program explain models (fusegate's cuda GEMMs are cuBLAS(Lt) calls), and
+compared with that count ("pinned"); the count as Inductor ran is shown
+beside it.
 
     inductor_parity.py inductor FILE.fg ... --json I.json [--policies default,max-autotune] [--jobs N]
                        [--config KEY=JSON] [--code DIR]
@@ -169,8 +173,8 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
                 c["triton"] = sum(1 for n in names if n.startswith("triton_") and not n.startswith("triton_tem"))
                 c["templates"] = sum(1 for n in names if n.startswith("triton_tem"))
                 c["kernels"] = names
-                if c["padding_timed"]:
-                    c.update(pinned_counts(torch, fn, args, policy, timed, metrics))
+                if c["padding_timed"] or c["templates"]:
+                    c.update(pinned_counts(torch, fn, args, policy, timed, metrics, iconfig))
             except Exception as e:
                 c["error"] = f"{type(e).__name__}: {str(e)[:400]}"
                 c["trace"] = traceback.format_exc()[-1500:]
@@ -187,13 +191,16 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
             print(f"inductor: {len(rows)} of {len(files)}", file=sys.stderr, flush=True)
 
 
-def pinned_counts(torch, fn, args, policy, timed, metrics):
+def pinned_counts(torch, fn, args, policy, timed, metrics, iconfig):
     """The graph compiled again with padding's timings answering "not
-    faster": Inductor's program where explain's model of it holds."""
+    faster" and GEMMs chosen among the library's kernels only (no Triton
+    template): Inductor's program where explain's model of it holds."""
     from torch.profiler import ProfilerActivity, profile
     torch._dynamo.reset()
     metrics.reset()
     timed["pinned"] = True
+    backends = iconfig.max_autotune_gemm_backends
+    iconfig.max_autotune_gemm_backends = "ATEN"
     try:
         compiled = torch.compile(fn, mode=POLICIES[policy], dynamic=False)
         compiled(*[a.clone() for a in args])
@@ -203,9 +210,10 @@ def pinned_counts(torch, fn, args, policy, timed, metrics):
             torch.cuda.synchronize()
     finally:
         timed["pinned"] = False
+        iconfig.max_autotune_gemm_backends = backends
     names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     return {"unpadded": sum(1 for n in names if n.startswith("triton_") and not n.startswith("triton_tem")),
-            "unpadded_kernels": names}
+            "unpadded_kernels": names, "pinned_templates": sum(1 for n in names if n.startswith("triton_tem"))}
 
 
 def inductor_parallel(files, policies, out_json, jobs, config=(), code_dir=None):
@@ -290,6 +298,8 @@ def fusegate_counts(fusegate, files, policies, out_json):
 
 # --- the comparison ---
 TIMED = "GEMM padding decided by timing (Inductor benchmarks the padded GEMM; the count can change between runs)"
+TEMPLATE = ("GEMM template chosen by timing (max-autotune's Triton template took prologues or epilogues; "
+            "an older run's counts, no pinned compile)")
 
 
 # A divergence's class, read from the kernels Inductor ran and the graph's
@@ -299,6 +309,8 @@ def divergence_class(row, ic, fc):
     names = [n for n in ic.get("kernels", []) if not n.startswith(("Memcpy", "Memset"))]
     if ic.get("padding_timed") and "unpadded" not in ic:  # an older run's counts: no pinned compile
         return TIMED
+    if ic.get("templates") and "unpadded" not in ic:
+        return TEMPLATE
     ops = set(row.get("ops", []))
     joined = " ".join(names)
     if "sdpa" in ops and ("_safe_softmax" in joined or "prepare_softmax" in joined):
@@ -324,8 +336,9 @@ def divergence_class(row, ic, fc):
 
 def modelled(ic):
     """Inductor's count of the program explain models: where a GEMM's
-    padding was timed, the count with the timings pinned to "not faster"."""
-    return ic["unpadded"] if ic.get("padding_timed") and "unpadded" in ic else ic[KEY]
+    padding was timed or a GEMM template chosen by timing, the count with
+    the timings pinned to "not faster" and the GEMMs the library's."""
+    return ic["unpadded"] if (ic.get("padding_timed") or ic.get("templates")) and "unpadded" in ic else ic[KEY]
 
 
 def compare(ind_json, fg_json, markdown):
@@ -336,13 +349,14 @@ def compare(ind_json, fg_json, markdown):
     fgc = {os.path.basename(r["file"]) + "|" + r["set"]: r["counts"] for r in fgj["rows"]}
     policies = ind["meta"]["policies"]
     # (set, policy) -> [equal as Inductor ran, compared, untranslatable,
-    # errors, timed, equal with padding's timings pinned, padded by them]
+    # errors, timed, equal with the timings pinned, padded by them, GEMM
+    # template chosen]
     table = {}
     diffs = []
     for r in ind["rows"]:
         key = os.path.basename(r["file"]) + "|" + r["set"]
         for p in policies:
-            t = table.setdefault((r["set"], p), [0, 0, 0, 0, 0, 0, 0])
+            t = table.setdefault((r["set"], p), [0, 0, 0, 0, 0, 0, 0, 0])
             if "untranslatable" in r:
                 t[2] += 1
                 continue
@@ -357,6 +371,7 @@ def compare(ind_json, fg_json, markdown):
             if ic.get("padding_timed"):
                 t[4] += 1
                 t[6] += 1 if any(ic.get("padding_answers", [])) else 0
+            t[7] += 1 if ic.get("templates") else 0
             want = modelled(ic)
             if want == fc["generated"]:
                 t[5] += 1
@@ -365,13 +380,14 @@ def compare(ind_json, fg_json, markdown):
     meta = ind["meta"]
     lines = [f"Inductor: torch {meta['torch']} on {meta['gpu']}, {meta['date']}", "",
              "`equal`: as Inductor ran; `pinned`: with each timing of a GEMM's padding answering "
-             "\"not faster\" (the program explain models; the same count where nothing was timed)", "",
+             "\"not faster\" and each GEMM the library's where timing had chosen a Triton template (the "
+             "program explain models; the same count where nothing was timed)", "",
              "| set | policy | pinned: equal | compared | % | as run: equal | padding timed | padded by the timing "
-             "| untranslatable | errors |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for (s_, p), (eq, n, u, e, tm, eqp, padded) in sorted(table.items()):
+             "| template chosen | untranslatable | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (s_, p), (eq, n, u, e, tm, eqp, padded, tem) in sorted(table.items()):
         pct = f"{100.0 * eqp / n:.1f}" if n else "-"
-        lines.append(f"| {s_} | {p} | {eqp} | {n} | {pct} | {eq} | {tm} | {padded} | {u} | {e} |")
+        lines.append(f"| {s_} | {p} | {eqp} | {n} | {pct} | {eq} | {tm} | {padded} | {tem} | {u} | {e} |")
     classes = {}
     for r, p, ic, fc, kind in diffs:
         if kind == "error":

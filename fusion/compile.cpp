@@ -50,7 +50,10 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
     verify(chosen);
     source = &chosen;
   }
-  c.decomposed = decompose(*source, &c.decompositions, opts.backend == Backend::Cuda);
+  // max-autotune on cuda: coordinate-descent tuning, under which Inductor
+  // decomposes a GEMM with one row or column into a sum (passes/vector_gemm)
+  c.decomposed = decompose(*source, &c.decompositions, opts.backend == Backend::Cuda,
+                           opts.backend == Backend::Cuda && opts.fusion == FusionPolicy::MaxAutotune);
   verify(c.decomposed);
 
   // dead code out first, as Inductor's graph is cleaned before lowering:

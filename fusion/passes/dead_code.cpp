@@ -16,21 +16,33 @@ bool removable(const Node& n) {
   }
 }
 
-}  // namespace
-
-Graph eliminate_dead_code(const Graph& g, std::vector<LedgerEntry>* ledger) {
+// live, and read by a live node
+std::vector<bool> mark_live(const Graph& g, std::vector<bool>* read) {
   std::vector<bool> live(g.nodes.size(), false);
   for (int o : g.outputs) live[static_cast<size_t>(o)] = true;
-  std::vector<bool> read(g.nodes.size(), false);
+  read->assign(g.nodes.size(), false);
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
     if (!removable(n)) live[i] = true;
     if (!live[i]) continue;
     for (int in : n.inputs) {
       live[static_cast<size_t>(in)] = true;
-      read[static_cast<size_t>(in)] = true;
+      (*read)[static_cast<size_t>(in)] = true;
     }
   }
+  return live;
+}
+
+}  // namespace
+
+std::vector<bool> live_nodes(const Graph& g) {
+  std::vector<bool> read;
+  return mark_live(g, &read);
+}
+
+Graph eliminate_dead_code(const Graph& g, std::vector<LedgerEntry>* ledger) {
+  std::vector<bool> read;
+  const std::vector<bool> live = mark_live(g, &read);
   bool any = false;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];

@@ -20,4 +20,7 @@
 
 namespace fg {
 Graph eliminate_dead_code(const Graph& g, std::vector<LedgerEntry>* ledger);
+// live[i]: node i is kept (read by an output or a kept node, or kept for
+// itself), as eliminate_dead_code decides.
+std::vector<bool> live_nodes(const Graph& g);
 }

@@ -2,6 +2,8 @@
 
 #include "fusion/errors.h"
 #include "fusion/fault.h"
+#include "fusion/passes/dead_code.h"
+#include "fusion/passes/vector_gemm.h"
 
 namespace fg {
 
@@ -11,8 +13,7 @@ namespace {
 // the original's location and an origin name.
 class Decomposer {
  public:
-  Decomposer(const Graph& in, Graph& out, bool online_softmax)
-      : in_(in), out_(out), online_softmax_(online_softmax) {}
+  Decomposer(const Graph& in, Graph& out, bool gpu) : in_(in), out_(out), gpu_(gpu) {}
 
   int run(const Node& n, const std::vector<int>& a) {
     loc_ = n.loc;
@@ -55,6 +56,18 @@ class Decomposer {
     return n;
   }
 
+  // A variance over fewer than 8 elements is two unrolled sums in Inductor
+  // (use_two_step_variance) unless it is one row (nothing but the reduced
+  // elements): then its Welford reduction, which Inductor never unrolls; on
+  // the GPU, where other short reductions of one row unroll. The mean's sum
+  // (`mean`, the div of it) and the squared deviations' (`sq_sum`) stay
+  // reductions then.
+  void welford_row(int x, int64_t r, int mean, int sq_sum) {
+    if (!gpu_ || r >= 8 || numel(type(x).shape) != r) return;
+    out_.nodes[static_cast<size_t>(out_.node(mean).inputs[0])].attrs["@welford_row"] = int64_t{1};
+    out_.nodes[static_cast<size_t>(sq_sum)].attrs["@welford_row"] = int64_t{1};
+  }
+
   // f(x) with a bf16 or f16 x computed in f32 and cast back
   template <typename F>
   int in_f32(int x, F f) {
@@ -77,6 +90,7 @@ class Decomposer {
     int sq = emit(Op::Mul, {d, d}, {}, "var");
     int s = emit(Op::Sum, {sq}, red, "var");
     out_.nodes[static_cast<size_t>(s)].attrs["@welford"] = int64_t{1};
+    welford_row(x, reduced_numel(x, attrs), m, s);
     double n = static_cast<double>(reduced_numel(x, attrs)) - static_cast<double>(attr_int_or(attrs, "correction", 1));
     return emit(Op::Div, {s, scalar(n, type(x).dtype)}, {}, "var");
   }
@@ -85,7 +99,7 @@ class Decomposer {
     int m = emit(Op::Amax, {x}, red, "amax");
     int e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
     int s = emit(Op::Sum, {e}, red, "sum");
-    if (online_softmax_) e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
+    if (gpu_) e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
     return emit(Op::Div, {e, s}, {}, "div");
   }
   // x - m - log(sum(exp(x - m))), m the row's max: every piece named
@@ -96,7 +110,7 @@ class Decomposer {
     int m = emit(Op::Amax, {x}, red, o);
     int d = emit(Op::Sub, {x, m}, {}, o);
     int s = emit(Op::Sum, {emit(Op::Exp, {d}, {}, o)}, red, o);
-    if (online_softmax_) d = emit(Op::Sub, {x, m}, {}, o);
+    if (gpu_) d = emit(Op::Sub, {x, m}, {}, o);
     return emit(Op::Sub, {d, emit(Op::Log, {s}, {}, o)}, {}, o);
   }
   // y = cast(xf * rsqrt(mean(xf^2) + eps), x.dtype) * w, computed in f32
@@ -128,7 +142,9 @@ class Decomposer {
     if (r < 8 && numel(type(x).shape) != r) out_.nodes[static_cast<size_t>(mu)].attrs["@realize"] = int64_t{1};
     int dv = emit(Op::Sub, {xf, mu});
     int v = mean(emit(Op::Mul, {dv, dv}), red);
-    out_.nodes[static_cast<size_t>(out_.nodes[static_cast<size_t>(v)].inputs[0])].attrs["@welford"] = int64_t{1};
+    const int vs = out_.nodes[static_cast<size_t>(v)].inputs[0];
+    out_.nodes[static_cast<size_t>(vs)].attrs["@welford"] = int64_t{1};
+    welford_row(x, r, mu, vs);
     int d = emit(Op::Sub, {xf, mu});
     int y = emit(Op::Mul, {d, emit(Op::Rsqrt, {emit(Op::Add, {v, scalar(eps, ct)})})});
     if (type(y).dtype != t) y = emit(Op::Cast, {y}, {{"to", std::string(dtype_name(t))}});
@@ -137,7 +153,7 @@ class Decomposer {
 
   const Graph& in_;
   Graph& out_;
-  bool online_softmax_;
+  bool gpu_;
   SourceLoc loc_;
 };
 
@@ -152,8 +168,22 @@ bool decomposes(Op op) {
   }
 }
 
-Graph decompose(const Graph& g, std::vector<StageApplication>* applied, bool online_softmax) {
+Graph decompose(const Graph& g, std::vector<StageApplication>* applied, bool gpu, bool vector_gemms) {
   const int64_t limit = bisect_limits().decompositions;
+  // which GEMMs Inductor decomposes depends on ATen's strides and on who
+  // reads them (dead readers are not readers: Inductor's graph is clean)
+  std::vector<Shape> strides;
+  std::vector<std::vector<int>> live_users;
+  std::vector<bool> is_output(g.nodes.size(), false);
+  if (vector_gemms) {
+    strides = aten_strides(g);
+    const std::vector<bool> live = live_nodes(g);
+    live_users.resize(g.nodes.size());
+    for (const Node& n : g.nodes)
+      if (live[static_cast<size_t>(n.id)])
+        for (int i : n.inputs) live_users[static_cast<size_t>(i)].push_back(n.id);
+    for (int o : g.outputs) is_output[static_cast<size_t>(o)] = true;
+  }
   // FUSEGATE_FAULT=broken_decomposition:OP: OP's rewrite gives 1.5x its
   // value (a miscompile `bisect` must name at this stage and rule)
   const std::string broken = fault_argument("broken_decomposition");
@@ -161,13 +191,16 @@ Graph decompose(const Graph& g, std::vector<StageApplication>* applied, bool onl
   bool held = false;
   return rebuild(g, [&](const Node& n, const std::vector<int>& in, const std::vector<int>&, Graph& out) {
     FG_CHECK(fusion_kind(n.op) != FusionKind::Host, "host op reached the compiler");
-    if (decomposes(n.op) && limit >= 0 && made >= limit && !held && applied) {
+    const VectorGemm vg =
+        vector_gemms ? vector_gemm(g, n, strides, live_users, is_output) : VectorGemm::None;
+    const bool rewritten = decomposes(n.op) || vg != VectorGemm::None;
+    if (rewritten && limit >= 0 && made >= limit && !held && applied) {
       held = true;
       StageApplication a{"decompositions", op_name(n.op), g.ref(n.id), {}, true};
       if (n.loc.known()) a.lines.push_back(n.loc.str());
       applied->push_back(std::move(a));
     }
-    if (!decomposes(n.op) || (limit >= 0 && made >= limit)) {
+    if (!rewritten || (limit >= 0 && made >= limit)) {
       const int id = out.add(n.op, in, n.attrs, &n.type, n.name, n.loc);
       out.nodes[static_cast<size_t>(id)].origin = n.origin;
       return id;
@@ -178,7 +211,7 @@ Graph decompose(const Graph& g, std::vector<StageApplication>* applied, bool onl
       if (n.loc.known()) a.lines.push_back(n.loc.str());
       applied->push_back(std::move(a));
     }
-    int id = Decomposer(g, out, online_softmax).run(n, in);
+    int id = vg != VectorGemm::None ? emit_vector_gemm(n, vg, in, out) : Decomposer(g, out, gpu).run(n, in);
     if (broken == op_name(n.op)) {
       TensorType t{out.node(id).type.dtype, {}};
       const int k = out.add(Op::Full, {}, {{"value", 1.5}}, &t, {}, n.loc);

@@ -22,11 +22,14 @@
 namespace fg {
 // Whether decompose rewrites `op` (else it passes through unchanged).
 bool decomposes(Op op);
-// `online_softmax` (the cuda backend): a softmax's and a log-softmax's row
-// sum takes exp(x - max) of its own and the result another, as Inductor's
-// post-grad pattern rewrites them for Triton (prepare_softmax_online: the
-// max and the sum one reduction, the result a pointwise node that shares
-// nothing with the sum); without it the result reads the sum's exp(x - max),
-// as ATen's decomposition writes it and Inductor's C++ backend keeps it.
-Graph decompose(const Graph& g, std::vector<StageApplication>* applied = nullptr, bool online_softmax = false);
+// `gpu` (the cuda backend), as Inductor decomposes for Triton: a softmax's
+// and a log-softmax's row sum takes exp(x - max) of its own and the result
+// another (its post-grad pattern prepare_softmax_online: the max and the sum
+// one reduction, the result a pointwise node that shares nothing with the
+// sum; without it the result reads the sum's exp(x - max), as ATen's
+// decomposition writes it and Inductor's C++ backend keeps it); and a
+// variance of one row shorter than 8 elements stays a reduction (Inductor's
+// Welford reduction, never unrolled) where other short rows unroll.
+Graph decompose(const Graph& g, std::vector<StageApplication>* applied = nullptr, bool gpu = false,
+                bool vector_gemms = false);
 }

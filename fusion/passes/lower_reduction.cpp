@@ -45,7 +45,9 @@ Value Lowerer::lower_reduction(const Node& n) {
     return f;
   };
 
-  if (r < 8 && op != Op::Cumsum) {  // unrolled: a pointwise value (a scan never is)
+  // unrolled: a pointwise value (a scan never is, nor a one-row variance's
+  // sums on cuda, a Welford reduction there: decompose's welford_row)
+  if (r < 8 && op != Op::Cumsum && !n.attrs.count("@welford_row")) {
     Value v;
     v.type = n.type;
     v.origins = origins;

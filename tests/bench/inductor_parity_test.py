@@ -70,10 +70,11 @@ class Comparison(unittest.TestCase):
                                            ["cast", "linear"]),
                               inductor_row(BREAK, 2, ["triton_poi_a", "triton_poi_b"], ["if"])])
         # inductor: MEAN equal; ops: GEMM differs (fusegate 0, Inductor 2); breaks: an error
-        # (set | policy | pinned: equal | compared | % | as run: equal | timed | padded | untranslatable | errors)
-        self.assertRegex(text, r"\| tests/lit/inductor \| default \| 1 \| 1 \| 100.0 \| 1 \| 0 \| 0 \| 0 \| 0 \|")
-        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 0 \| 0 \| 0 \| 0 \|")
-        self.assertRegex(text, r"\| tests/lit/breaks \| default \| 0 \| 0 \| - \| 0 \| 0 \| 0 \| 0 \| 1 \|")
+        # (set | policy | pinned: equal | compared | % | as run: equal | timed | padded | template |
+        #  untranslatable | errors)
+        self.assertRegex(text, r"\| tests/lit/inductor \| default \| 1 \| 1 \| 100.0 \| 1 \| 0 \| 0 \| 0 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 0 \| 0 \| 0 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/breaks \| default \| 0 \| 0 \| - \| 0 \| 0 \| 0 \| 0 \| 0 \| 1 \|")
         self.assertRegex(text, r"\| default \| GEMM: Inductor copies an operand to row-major first \| 1 \| "
                                r"cast_to_its_own_dtype_is_no_kernel.fg \(\d+\): 0 / 2 \|")
 
@@ -84,7 +85,7 @@ class Comparison(unittest.TestCase):
         rows[1]["counts"]["default"]["padding_timed"] = 1
         text = self.compared(rows)
         # an older run's counts (no pinned compile): the graph is in the timed class
-        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 1 \| 0 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 1 \| 0 \| 0 \| 0 \| 0 \|")
         self.assertIn(f"| default | {inductor_parity.TIMED} | 1 |", text)
 
     def test_a_timed_padding_is_compared_pinned(self):
@@ -94,13 +95,28 @@ class Comparison(unittest.TestCase):
                              ["cast", "linear"])]
         rows[0]["counts"]["default"].update({"padding_timed": 1, "padding_answers": [True], "unpadded": 0})
         text = self.compared(rows)
-        self.assertRegex(text, r"\| tests/lit/ops \| default \| 1 \| 1 \| 100.0 \| 0 \| 1 \| 1 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/ops \| default \| 1 \| 1 \| 100.0 \| 0 \| 1 \| 1 \| 0 \| 0 \| 0 \|")
         self.assertNotIn(inductor_parity.TIMED, text)
         # pinned, Inductor still wrote a kernel: a difference, classed by its kernels
         rows[0]["counts"]["default"]["unpadded"] = 1
         text = self.compared(rows)
-        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 1 \| 1 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 1 \| 1 \| 0 \| 0 \| 0 \|")
         self.assertRegex(text, r"cast_to_its_own_dtype_is_no_kernel.fg \(\d+\): 0 / 1 \|")
+
+    def test_a_template_chosen_by_timing_is_compared_with_library_gemms(self):
+        # max-autotune's timing chose a Triton template that took the cast as
+        # its prologue (no generated kernel); with the library's GEMMs alone
+        # Inductor wrote 1. explain's count (0) is compared with the pinned one
+        rows = [inductor_row(GEMM, 0, ["triton_tem_fused__to_copy_mm_0"], ["cast", "linear"])]
+        rows[0]["counts"]["default"].update({"templates": 1, "unpadded": 1})
+        text = self.compared(rows)
+        self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 1 \| 0 \| 0 \| 1 \| 0 \| 0 \|")
+        self.assertRegex(text, r"cast_to_its_own_dtype_is_no_kernel.fg \(\d+\): 0 / 1 \|")
+        # an older run's counts (no pinned compile): said as its own class
+        del rows[0]["counts"]["default"]["unpadded"]
+        rows[0]["counts"]["default"]["triton"] = 1
+        text = self.compared(rows)
+        self.assertIn(f"| default | {inductor_parity.TEMPLATE} | 1 |", text)
 
     def test_classes_read_the_kernels_first(self):
         sdpa = {"ops": ["sdpa", "softmax"]}

@@ -190,6 +190,34 @@ graph g(%a: f32[4,8], %w: f32[6,8], %r: f32[4,6]) {
   }
 }
 
+// A GEMM of one row or one column under max-autotune: on cuda its operands'
+// product summed over K in generated code (Inductor's mm and bmm
+// decompositions under coordinate-descent tuning), the producers and
+// readers in the sum's kernel; every GEMM here is one: a linear to one
+// feature, a 1-D input with an f32 bias read by a relu (the bias add taken
+// apart), a batched GEMM of one row, a GEMM of one column in bf16. On the
+// cpu backend they stay GEMMs (templates or library calls).
+TEST(Codegen, GemmsOfOneRowOrColumnAreSumsOnCudaUnderMaxAutotune) {
+  Result c = expect_same(R"(
+graph g(%x: bf16[8,1,64], %w1: bf16[1,64], %v: f32[257], %w2: f32[33,257], %b2: f32[33], %a: f32[4,1,24], %m: f32[4,24,9], %p: bf16[6,40], %q: bf16[40,1]) {
+  %1 = sin(%x) : bf16[8,1,64]
+  %2 = linear(%1, %w1) : bf16[8,1,1]
+  %3 = abs(%2) : bf16[8,1,1]
+  %4 = linear(%v, %w2, %b2) : f32[33]
+  %5 = relu(%4) : f32[33]
+  %6 = matmul(%a, %m) : f32[4,1,9]
+  %7 = matmul(%p, %q) : bf16[6,1]
+  return %3, %5, %6, %7
+}
+)", 1e-2, 1e-2, FusionPolicy::MaxAutotune);  // bf16 results: a rounding apart at most
+  if (test_backend() == "cuda") {
+    EXPECT_EQ(count_kind(c, "extern"), 0);
+    EXPECT_EQ(static_cast<int>(c.launches.size()), count_kind(c, "per") + count_kind(c, "red"));
+  } else {
+    EXPECT_EQ(count_kind(c, "extern") + count_kind(c, "tem"), 4);
+  }
+}
+
 // {epilogue = "gelu_tanh"} on a linear is GELU-tanh of its result (on cuda,
 // cuBLASLt's epilogue, before the one rounding).
 TEST(Codegen, LinearWithGeluEpilogueMatchesGeluOfLinear) {
