@@ -73,6 +73,11 @@ ExprP ex_unary(Op op, ExprP a, const Attrs& attrs) {
   for (const auto& [k, v] : attrs)
     if (std::holds_alternative<std::string>(v)) e.attrs[k] = v;
   e.args = {std::move(a)};
+  // decompositions in Inductor, counted as its op counter counts them:
+  // torch's gelu (8 ops exact, 13 with tanh, its constants included) and
+  // Inductor's silu, x / (1 + exp(-x)) (5)
+  if (op == Op::Gelu) e.inductor_ops = attr_str_or(e.attrs, "approximate", "none") == "tanh" ? 13 : 8;
+  if (op == Op::Silu) e.inductor_ops = 5;
   return finish(std::move(e));
 }
 
@@ -85,11 +90,14 @@ ExprP ex_binary(Op op, ExprP a, ExprP b, DType out) {
   return finish(std::move(e));
 }
 
-ExprP ex_where(ExprP c, ExprP a, ExprP b, DType out) {
+ExprP ex_where(ExprP c, ExprP a, ExprP b, DType out) { return ex_where_counted(c, a, b, out, 1); }
+
+ExprP ex_where_counted(ExprP c, ExprP a, ExprP b, DType out, int ops) {
   Expr e;
   e.kind = Expr::Where;
   e.dtype = out;
   e.args = {std::move(c), std::move(a), std::move(b)};
+  e.inductor_ops = ops;
   return finish(std::move(e));
 }
 
@@ -194,7 +202,7 @@ InlineStats ex_inline_stats(const ExprP& e) {
     if (!seen.insert(x)) continue;
     for (const auto& a : x->args) todo.push_back(a.get());
     if (!keys.insert(x)) continue;
-    ++st.values;
+    st.values += x->inductor_ops;
     if (x->kind == Expr::Load) {
       ++st.loads;
       if (!x->index->terms.empty()) ++st.nontrivial_loads;

@@ -33,6 +33,9 @@ struct Expr {
   std::vector<std::pair<std::string, int64_t>> indirect;
   std::string key;
   size_t key_hash = 0;       // std::hash of key, so sets of values compare texts only on a match
+  // the ops Inductor's op counter sees for this value (ex_inline_stats): a
+  // GELU or SiLU is a decomposition there, a cat's selection its masks
+  int inductor_ops = 1;
 };
 
 ExprP ex_load(int buffer, DType t, IndexP index);
@@ -45,6 +48,8 @@ ExprP ex_const(double v, DType t);
 ExprP ex_unary(Op op, ExprP a, const Attrs& attrs = {});
 ExprP ex_binary(Op op, ExprP a, ExprP b, DType out);
 ExprP ex_where(ExprP c, ExprP a, ExprP b, DType out);
+// ex_where counted as `ops` of Inductor's op counter (a cat's selection)
+ExprP ex_where_counted(ExprP c, ExprP a, ExprP b, DType out, int ops);
 ExprP ex_cast(ExprP a, DType to);
 ExprP ex_index_lt(IndexP index, int64_t bound);
 ExprP ex_index_value(IndexP index, DType t);
@@ -54,7 +59,8 @@ std::set<int> ex_buffers(const ExprP& e);
 // What inlining decides on, counted as Inductor's op counter counts a
 // Loops body: distinct loads (buffer and index), those of them whose index
 // is not a constant, and distinct values (loads and constants included),
-// each common subexpression once.
+// each common subexpression once, a GELU or SiLU as the ops Inductor
+// decomposes it into.
 struct InlineStats {
   int loads = 0;
   int nontrivial_loads = 0;

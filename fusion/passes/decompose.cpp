@@ -56,6 +56,14 @@ class Decomposer {
     return n;
   }
 
+  // exp(x - max) that an online softmax's sum reads is no value of the
+  // graph in Inductor (its reduction computes it from x): never stored for
+  // its own sake (@inline), only read inside the sum
+  void online(int exp) {
+    out_.nodes[static_cast<size_t>(exp)].attrs["@inline"] = int64_t{1};
+    out_.nodes[static_cast<size_t>(out_.node(exp).inputs[0])].attrs["@inline"] = int64_t{1};
+  }
+
   // A variance over fewer than 8 elements is two unrolled sums in Inductor
   // (use_two_step_variance) unless it is one row (nothing but the reduced
   // elements): then its Welford reduction, which Inductor never unrolls; on
@@ -99,7 +107,10 @@ class Decomposer {
     int m = emit(Op::Amax, {x}, red, "amax");
     int e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
     int s = emit(Op::Sum, {e}, red, "sum");
-    if (gpu_) e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
+    if (gpu_) {
+      online(e);
+      e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
+    }
     return emit(Op::Div, {e, s}, {}, "div");
   }
   // x - m - log(sum(exp(x - m))), m the row's max: every piece named
@@ -109,8 +120,12 @@ class Decomposer {
     const char* o = "_log_softmax";
     int m = emit(Op::Amax, {x}, red, o);
     int d = emit(Op::Sub, {x, m}, {}, o);
-    int s = emit(Op::Sum, {emit(Op::Exp, {d}, {}, o)}, red, o);
-    if (gpu_) d = emit(Op::Sub, {x, m}, {}, o);
+    const int e = emit(Op::Exp, {d}, {}, o);
+    int s = emit(Op::Sum, {e}, red, o);
+    if (gpu_) {
+      online(e);
+      d = emit(Op::Sub, {x, m}, {}, o);
+    }
     return emit(Op::Sub, {d, emit(Op::Log, {s}, {}, o)}, {}, o);
   }
   // y = cast(xf * rsqrt(mean(xf^2) + eps), x.dtype) * w, computed in f32

@@ -161,7 +161,7 @@ LoweredGraph Lowerer::run() {
     Value& v = values_.back();
     // a pointwise value, or a reduction unrolled into one
     const FusionKind k = fusion_kind(n.op);
-    if (!v.storage() && (k == FusionKind::Pointwise || k == FusionKind::Reduction) &&
+    if (!v.storage() && (k == FusionKind::Pointwise || k == FusionKind::Reduction) && !n.attrs.count("@inline") &&
         (n.attrs.count("@realize") || should_realize(n, v)))
       v = realize(v);
     if (opts_.outputs_stored_when_lowered && extra_uses_.count(n.id)) store_output(n);

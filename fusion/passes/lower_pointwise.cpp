@@ -96,7 +96,15 @@ Value Lowerer::lower_pointwise(const Node& n) {
         Coords cc = c;
         cc[static_cast<size_t>(d)] = ix_clamp(ix_add(c[static_cast<size_t>(d)], ix_const(-starts[static_cast<size_t>(k)])), 0, sz - 1);
         ExprP piece = ex_cast((*pieces[static_cast<size_t>(k)].first)(cc), t);
-        r = r ? ex_where(ex_index_lt(c[static_cast<size_t>(d)], starts[static_cast<size_t>(k)] + sz), piece, r, t) : piece;
+        // the outermost select counts what Inductor's pointwise_cat spends
+        // on its masks beyond one compare and one select a boundary: the
+        // dim's index, each piece's bounds, compares (both, and their and
+        // in a middle piece) and masked load: 6n - 1 ops for n pieces
+        const int n = static_cast<int>(pieces.size());
+        const int ops = k == 0 ? 4 * n + 2 : 1;
+        r = r ? ex_where_counted(ex_index_lt(c[static_cast<size_t>(d)], starts[static_cast<size_t>(k)] + sz), piece,
+                                 r, t, ops)
+              : piece;
       }
       return r;
     });
