@@ -80,9 +80,15 @@ Value Lowerer::lower_reduction(const Node& n) {
   const int64_t numel_out = numel(s) / r;
   // Inductor never splits argmax (nor scans, which have their own rule
   // for long 1-D ones: not built)
-  const int64_t split = op == Op::Argmax || op == Op::Cumsum
-                            ? 1
-                            : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
+  int64_t split = op == Op::Argmax || op == Op::Cumsum
+                      ? 1
+                      : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
+  // a full reduction split where a reduction it reads had its rows (stage 1
+  // then runs over those rows and can share their kernel)
+  if (split > 1 && numel_out == 1) {
+    const int64_t rows = existing_split(x, r);
+    if (rows > 1) split = rows;
+  }
   if (split > 1) {
     const int mean_sum = welford_mean_sum(n, dims, r, split);
     if (mean_sum >= 0) return lower_welford_split(n, mean_sum, dims, r, split, origins, lines);
@@ -240,6 +246,43 @@ Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::v
   // stage 2 over [outer..., split], accumulated as stage 1, rounded once
   // into the reduction's own shape and dtype
   return add_split_stage(f.mid, (*partial.load)(ix_coords("i", f.mid)), op, t, n.type.shape, origins, lines);
+}
+
+// Inductor's extract_input_node_reduction_ranges: a stored input gives its
+// own ranges if a reduction wrote it; a value not stored is searched by what
+// it reads, level by level through pointwise writers (graph inputs and
+// library calls skipped), and the first level holding reductions decides:
+// they must all have one (numel, rnumel)
+int64_t Lowerer::existing_split(const Value& x, int64_t r) const {
+  auto writer = [this](int b) -> const SchedNode* {
+    auto it = last_writer_.find(b);
+    return it == last_writer_.end() ? nullptr : &out_.nodes[static_cast<size_t>(it->second)];
+  };
+  auto covers = [r](const SchedNode& w) { return w.numel() * w.rnumel() == r ? w.numel() : int64_t{0}; };
+  if (x.storage()) {
+    const SchedNode* w = writer(x.buffer);
+    return w && w->kind == SNKind::Reduction ? covers(*w) : 0;
+  }
+  std::set<int> level = ex_buffers((*x.load)(ix_coords("i", x.type.shape)));
+  while (!level.empty()) {
+    const SchedNode* found = nullptr;
+    std::set<int> next;
+    for (int b : level) {
+      const SchedNode* w = writer(b);
+      if (!w || (w->kind != SNKind::Reduction && w->kind != SNKind::Pointwise)) continue;
+      if (w->kind == SNKind::Pointwise) {
+        next.insert(w->reads.begin(), w->reads.end());
+      } else if (!found) {
+        found = w;
+      } else if (w->numel() != found->numel() || w->rnumel() != found->rnumel()) {
+        return 0;
+      }
+    }
+    if (found) return covers(*found);
+    if (next == level) break;
+    level = std::move(next);
+  }
+  return 0;
 }
 
 int Lowerer::welford_mean_sum(const Node& n, const std::vector<int64_t>& dims, int64_t r, int64_t split) const {

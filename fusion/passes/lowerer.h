@@ -188,6 +188,10 @@ class Lowerer {
   // third and a fourth after the mean's two. -1 where `n` is not such a
   // sum or its mean was not split alike (dims, r and split).
   int welford_mean_sum(const Node& n, const std::vector<int64_t>& dims, int64_t r, int64_t split) const;
+  // A full reduction of `r` elements of `x` that reads (through pointwise
+  // values) reductions of one (numel, rnumel) covering r: that numel, the
+  // split Inductor takes from them (its existing ranges); else 0.
+  int64_t existing_split(const Value& x, int64_t r) const;
   Value lower_welford_split(const Node& n, int mean_sum, const std::vector<int64_t>& dims, int64_t r, int64_t split,
                             const std::set<std::string>& origins, const SourceLines& lines);
   // The first kernel of each split reduction, by node: its block sums.

@@ -231,6 +231,26 @@ graph g(%y: f32[2,65536], %w: f32[65536], %c: f32[65536]) {
 )", 1e-4, 1e-4);
 }
 
+// A full reduction of a value that reads row reductions: on cuda split
+// along those rows (Inductor's existing ranges), its first stage in the
+// rows' kernel: the RMS norm's sums and the block maxima of its result
+// one kernel, the maxima combined, the result less the maximum; the same
+// values as eager.
+TEST(Codegen, FullReductionSplitAlongTheRowsItReads) {
+  Result r = expect_same(R"(
+graph g(%x: f32[2,7,1025], %w: f32[1025]) {
+  %2 = rms_norm(%x, %w) {eps = 1e-06} : f32[2,7,1025]
+  %6 = amax(%2) {keepdim = 1} : f32[1,1,1]
+  %7 = sub(%2, %6) : f32[2,7,1025]
+  return %7
+}
+)", 1e-5, 1e-5);
+  if (test_backend() == "cuda") {
+    EXPECT_EQ(r.launches.size(), 3u);
+    EXPECT_EQ(count_kind(r, "red"), 1);
+  }
+}
+
 // Outputs that are views of values no buffer holds: on cuda the value is
 // stored once and each view returned as a strided view of its buffer (a
 // step, an offset, a transpose, a broadcast); the same values as eager.
