@@ -72,6 +72,13 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
                                   {opts.backend, opts.world_size, opts.fusion});
   verify(c.decomposed);
 
+  // on cuda a bias added to a 2-D GEMM is the GEMM's (addmm), as Inductor's
+  // post-grad pattern folds it
+  if (opts.backend == Backend::Cuda) {
+    c.decomposed = fold_gemm_bias_adds(c.decomposed, &rewrites);
+    verify(c.decomposed);
+  }
+
   // max-autotune on cuda: GEMMs are cuBLASLt calls, whose epilogue can apply
   // a GELU and whose C operand can carry a replicated residual in front of
   // the all-reduce

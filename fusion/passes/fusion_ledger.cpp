@@ -96,6 +96,7 @@ const char* reject_code(Reject r) {
     case Reject::NoOpArithmeticRemoved: return "noop_arithmetic_removed";
     case Reject::LoopsReordered: return "loops_reordered";
     case Reject::GemmEpilogueSplit: return "gemm_epilogue_split";
+    case Reject::GemmBiasFolded: return "gemm_bias_folded";
     case Reject::CollectiveKept: return "collective_kept";
     case Reject::AttentionMathForm: return "attention_math_form";
     case Reject::AttentionHeadDimPadded: return "attention_head_dim_padded";
@@ -166,6 +167,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::GemmEpilogueSplit:
       return "the graph gave the GELU as the GEMM's epilogue: a kernel of its own, as Inductor runs the program a user "
              "writes (max-autotune on cuda folds it back into the GEMM)";
+    case Reject::GemmBiasFolded:
+      return "the bias added to the GEMM's result is the GEMM's own (addmm), as Inductor's post-grad pattern folds "
+             "it where something other than pointwise ops reads the sum";
     case Reject::NoOpCastRemoved:
       return "removed before scheduling: a cast to the dtype its input has is that input (torch returns the tensor "
              "itself; Inductor runs no kernel for it)";

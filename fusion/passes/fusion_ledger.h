@@ -43,8 +43,9 @@ enum class Reject {
   // fused in the scheduler's last round once one side's pointwise loops ran in
   // the other's order (passes/loop_order.h, cuda)
   LoopsReordered,
-  // a GEMM epilogue a graph gave, split off (passes/gemm_epilogue.h)
-  GemmEpilogueSplit,
+  // a GEMM epilogue a graph gave, split off; a bias add folded into its
+  // GEMM (passes/gemm_epilogue.h)
+  GemmEpilogueSplit, GemmBiasFolded,
   // an attention no fused kernel takes as it is (passes/attention.h)
   AttentionMathForm, AttentionHeadDimPadded,
 };

@@ -28,4 +28,12 @@ Graph fuse_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger);
 // entry (gemm_epilogue_split).
 Graph split_gemm_epilogues(const Graph& g, std::vector<LedgerEntry>* ledger);
 
+// A bias added to a 2-D GEMM's result becomes the GEMM's own (linear with a
+// bias: addmm), as Inductor's post-grad pattern folds add(mm, inp) on a GPU
+// unless every reader of the sum is pointwise (then the add fuses with them
+// instead): the GEMM read by the add alone, a bias of N elements ([N] or
+// [1, N]) of the GEMM's dtype. For the cuda backend, after dead code is out
+// (readers are live ones). Each fold is a ledger entry (gemm_bias_folded).
+Graph fold_gemm_bias_adds(const Graph& g, std::vector<LedgerEntry>* ledger);
+
 }  // namespace fg

@@ -85,25 +85,23 @@ bool aten_pointwise(Op op) {
   }
 }
 
-// is_pointwise_use of Inductor's post-grad passes: a pointwise reader, or a
-// view all of whose readers are; an output is neither
-bool pointwise_uses(const Graph& g, int id, const std::vector<std::vector<int>>& live_users,
-                    const std::vector<bool>& is_output) {
+bool low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+}  // namespace
+
+bool only_pointwise_readers(const Graph& g, int id, const std::vector<std::vector<int>>& live_users,
+                            const std::vector<bool>& is_output) {
   if (is_output[static_cast<size_t>(id)]) return false;
   for (int u : live_users[static_cast<size_t>(id)]) {
     const Op op = g.node(u).op;
     if (fusion_kind(op) == FusionKind::View && op != Op::Flip) {
-      if (!pointwise_uses(g, u, live_users, is_output)) return false;
+      if (!only_pointwise_readers(g, u, live_users, is_output)) return false;
     } else if (!aten_pointwise(op)) {
       return false;
     }
   }
   return true;
 }
-
-bool low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
-
-}  // namespace
 
 std::vector<Shape> aten_strides(const Graph& g) {
   std::vector<Shape> st(g.nodes.size());
@@ -187,7 +185,7 @@ VectorGemm vector_gemm(const Graph& g, const Node& n, const std::vector<Shape>& 
       const DType bt = g.node(n.inputs[2]).type.dtype;
       // (a GELU the graph gives as the epilogue is the one reader, pointwise)
       const bool gelu = !attr_str_or(n.attrs, "epilogue", "").empty();
-      if (low_precision(bt) || !(gelu || pointwise_uses(g, n.id, live_users, is_output))) return VectorGemm::None;
+      if (low_precision(bt) || !(gelu || only_pointwise_readers(g, n.id, live_users, is_output))) return VectorGemm::None;
     }
     return kind;
   }

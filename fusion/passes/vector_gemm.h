@@ -32,6 +32,12 @@ namespace fg {
 // permuted; everything else contiguous).
 std::vector<Shape> aten_strides(const Graph& g);
 
+// Inductor's is_pointwise_use for every reader of node `id`: each a
+// pointwise op as ATen tags them, or a view all of whose readers are; a
+// graph output is neither. `live_users[i]`: the readers of node i kept.
+bool only_pointwise_readers(const Graph& g, int id, const std::vector<std::vector<int>>& live_users,
+                            const std::vector<bool>& is_output);
+
 // What Inductor decomposes `n` into, if anything: a linear or matmul node of
 // `g` whose GEMM has M or N of 1. `live[i]`: node i is read by something
 // that is kept (dead readers do not count as readers).

@@ -218,6 +218,28 @@ graph g(%x: bf16[8,1,64], %w1: bf16[1,64], %v: f32[257], %w2: f32[33,257], %b2: 
   }
 }
 
+// A bias added to a 2-D GEMM's returned result: on cuda the GEMM's own
+// bias (addmm, no kernel of fusegate's), a matmul's too; read by a
+// pointwise op the add stays with it. Against eager on either backend.
+TEST(Codegen, BiasAddsFoldIntoTheirGemmsOnCuda) {
+  Result c = expect_same(R"(
+graph g(%x: f32[64,32], %w: f32[48,32], %b: f32[48], %m: f32[32,40], %c: f32[1,40], %d: f32[48]) {
+  %1 = linear(%x, %w) : f32[64,48]
+  %2 = add(%1, %b) : f32[64,48]
+  %3 = matmul(%x, %m) : f32[64,40]
+  %4 = add(%c, %3) : f32[64,40]
+  %5 = linear(%x, %w) : f32[64,48]
+  %6 = add(%5, %d) : f32[64,48]
+  %7 = relu(%6) : f32[64,48]
+  return %2, %4, %7
+}
+)", 1e-4, 1e-4);
+  if (test_backend() == "cuda") {
+    EXPECT_EQ(count_kind(c, "extern"), 3);
+    EXPECT_EQ(c.launches.size(), 4u);  // the third add stays with its relu
+  }
+}
+
 // {epilogue = "gelu_tanh"} on a linear is GELU-tanh of its result (on cuda,
 // cuBLASLt's epilogue, before the one rounding).
 TEST(Codegen, LinearWithGeluEpilogueMatchesGeluOfLinear) {
