@@ -260,9 +260,29 @@ CASE = re.compile(rb"#fusegate-explain-case (\d+) exit (-?\d+) out (\d+) err (\d
 COUNT = re.compile(r"(\d+) launches: (\d+) generated, (\d+) extern/collective")
 
 
+HOST_OPS = {"print", "item", "nonzero", "if"}
+
+
+def breaks(path):
+    """Whether the graph breaks under torch.compile (a host op, a disabled
+    region): then several graphs, which explain counts as a repro's (mode B)."""
+    try:
+        g = fg_torch.parse_file(path)[0]
+    except Exception:  # explain says what is wrong with it
+        return False
+    return bool(g.ops() & HOST_OPS) or any(s.region is not None for s in g.body)
+
+
+def explain_args(f, policy):
+    if breaks(f):
+        name = os.path.splitext(os.path.basename(f))[0]
+        return f"{name} --repro-dir {os.path.dirname(os.path.abspath(f))} --mode B --backend cuda --fusion {policy}"
+    return f"--graph {f} --backend cuda --fusion {policy}"
+
+
 def fusegate_counts(fusegate, files, policies, out_json):
     cases = [(f, p) for f in files for p in policies]
-    text = "\n".join(f"--graph {f} --backend cuda --fusion {p}" for f, p in cases) + "\n"
+    text = "\n".join(explain_args(f, p) for f, p in cases) + "\n"
     res = subprocess.run([fusegate, "explain", "--batch", "-"], input=text.encode(), capture_output=True)
     data, pos, got = res.stdout, 0, {}
     while True:

@@ -15,7 +15,12 @@ import inductor_parity  # noqa: E402
 FUSEGATE = None
 MEAN = str(ROOT / "tests/lit/inductor/mean_of_5x5_is_one_kernel.fg")           # 1 generated
 GEMM = str(ROOT / "tests/lit/ops/cast_to_its_own_dtype_is_no_kernel.fg")       # 0 generated, 1 extern
-BREAK = str(ROOT / "tests/lit/breaks/data_dependent_branch.fg")                # explain refuses it
+BREAK = str(ROOT / "tests/lit/breaks/data_dependent_branch.fg")                # 2 graphs, 1 generated each
+BAD = """graph bad(%x: f32[4]) {
+  %1 = relu(%x) : f32[5]
+  return %1
+}
+"""                                                                               # explain refuses it
 
 
 def inductor_row(path, triton, kernels=(), ops=()):
@@ -37,17 +42,23 @@ class Translator(unittest.TestCase):
 class FusegateSide(unittest.TestCase):
     def test_counts_are_explains(self):
         with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.fg")
+            with open(bad, "w") as f:
+                f.write(BAD)
             out = os.path.join(d, "f.json")
-            rc = inductor_parity.fusegate_counts(FUSEGATE, [MEAN, GEMM, BREAK], ["default"], out)
+            rc = inductor_parity.fusegate_counts(FUSEGATE, [MEAN, GEMM, BREAK, bad], ["default"], out)
             rows = {os.path.basename(r["file"]): r["counts"]["default"] for r in json.load(open(out))["rows"]}
         self.assertEqual(rc, 0)
         self.assertEqual((rows["mean_of_5x5_is_one_kernel.fg"]["generated"],
                           rows["mean_of_5x5_is_one_kernel.fg"]["extern"]), (1, 0))
         self.assertEqual((rows["cast_to_its_own_dtype_is_no_kernel.fg"]["generated"],
                           rows["cast_to_its_own_dtype_is_no_kernel.fg"]["extern"]), (0, 1))
+        # a graph that breaks is explained as a repro in mode B: its graphs' kernels added up
+        self.assertEqual((rows["data_dependent_branch.fg"]["generated"], rows["data_dependent_branch.fg"]["graphs"]),
+                         (2, 2))
         # a graph explain cannot take is an error with explain's reason, never a count
-        self.assertNotIn("generated", rows["data_dependent_branch.fg"])
-        self.assertIn("host op", rows["data_dependent_branch.fg"]["error"])
+        self.assertNotIn("generated", rows["bad.fg"])
+        self.assertIn("bad.fg", rows["bad.fg"]["error"])
 
 
 class Comparison(unittest.TestCase):
@@ -65,16 +76,23 @@ class Comparison(unittest.TestCase):
             return open(md).read()
 
     def test_equal_different_and_errors_are_counted_apart(self):
-        text = self.compared([inductor_row(MEAN, 1, ["triton_per_fused_mean_0"], ["mean"]),
-                              inductor_row(GEMM, 2, ["triton_poi_fused_clone_0", "triton_poi_fused_1", "sm90_gemm"],
-                                           ["cast", "linear"]),
-                              inductor_row(BREAK, 2, ["triton_poi_a", "triton_poi_b"], ["if"])])
-        # inductor: MEAN equal; ops: GEMM differs (fusegate 0, Inductor 2); breaks: an error
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "bad.fg")
+            with open(bad, "w") as f:
+                f.write(BAD)
+            text = self.compared([inductor_row(MEAN, 1, ["triton_per_fused_mean_0"], ["mean"]),
+                                  inductor_row(GEMM, 2, ["triton_poi_fused_clone_0", "triton_poi_fused_1",
+                                                         "sm90_gemm"], ["cast", "linear"]),
+                                  inductor_row(BREAK, 2, ["triton_poi_a", "triton_poi_b"], ["if"]),
+                                  inductor_row(bad, 1, ["triton_poi_a"], ["relu"])])
+        # inductor: MEAN equal; ops: GEMM differs (fusegate 0, Inductor 2);
+        # breaks: two graphs, equal; the bad graph: an error (its set: other)
         # (set | policy | pinned: equal | compared | % | as run: equal | timed | padded | template |
         #  untranslatable | errors)
         self.assertRegex(text, r"\| tests/lit/inductor \| default \| 1 \| 1 \| 100.0 \| 1 \| 0 \| 0 \| 0 \| 0 \| 0 \|")
         self.assertRegex(text, r"\| tests/lit/ops \| default \| 0 \| 1 \| 0.0 \| 0 \| 0 \| 0 \| 0 \| 0 \| 0 \|")
-        self.assertRegex(text, r"\| tests/lit/breaks \| default \| 0 \| 0 \| - \| 0 \| 0 \| 0 \| 0 \| 0 \| 1 \|")
+        self.assertRegex(text, r"\| tests/lit/breaks \| default \| 1 \| 1 \| 100.0 \| 1 \| 0 \| 0 \| 0 \| 0 \| 0 \|")
+        self.assertRegex(text, r"\| other \| default \| 0 \| 0 \| - \| 0 \| 0 \| 0 \| 0 \| 0 \| 1 \|")
         self.assertRegex(text, r"\| default \| GEMM: Inductor copies an operand to row-major first \| 1 \| "
                                r"cast_to_its_own_dtype_is_no_kernel.fg \(\d+\): 0 / 2 \|")
 
