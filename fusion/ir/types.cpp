@@ -83,6 +83,16 @@ Shape contiguous_strides(const Shape& s) {
   return st;
 }
 
+bool is_contiguous(const Shape& shape, const Shape& strides) {
+  int64_t expected = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    if (shape[k] == 1) continue;
+    if (strides[k] != expected) return false;
+    expected *= shape[k];
+  }
+  return true;
+}
+
 std::string TensorType::str() const { return std::string(dtype_name(dtype)) + shape_str(shape); }
 
 bool SourceLoc::parse(const std::string& text, SourceLoc* out) {

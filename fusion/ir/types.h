@@ -19,6 +19,9 @@ using Shape = std::vector<int64_t>;
 int64_t numel(const Shape& s);
 std::string shape_str(const Shape& s);           // "[2,64,256]"
 Shape contiguous_strides(const Shape& s);
+// ATen's is_contiguous: `strides` are row-major for `shape` (dims of one
+// element may have any stride).
+bool is_contiguous(const Shape& shape, const Shape& strides);
 
 struct TensorType {
   DType dtype = DType::F32;

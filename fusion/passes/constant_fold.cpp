@@ -110,16 +110,6 @@ std::optional<double> apply_op(const Node& n, const std::vector<double>& a) {
   return round_to(r, n.type.dtype);
 }
 
-bool contiguous(const Shape& shape, const Shape& strides) {
-  int64_t expected = 1;
-  for (size_t k = shape.size(); k-- > 0;) {
-    if (shape[k] == 1) continue;
-    if (strides[k] != expected) return false;
-    expected *= shape[k];
-  }
-  return true;
-}
-
 // A uniform value: its number, the strides eager gives it, and the node
 // whose storage it is (itself, or the value a view of it looks at).
 struct Uniform {
@@ -149,7 +139,7 @@ std::optional<Uniform> fold(const Node& n, const Graph& g, const std::vector<std
     case Op::Reshape:
       // a view of a contiguous value; any other is a clone first, which
       // this pass leaves alone
-      if (!contiguous(xs, x.strides)) return std::nullopt;
+      if (!is_contiguous(xs, x.strides)) return std::nullopt;
       r.strides = contiguous_strides(out);
       return r;
     case Op::Permute: {
@@ -176,7 +166,7 @@ std::optional<Uniform> fold(const Node& n, const Graph& g, const std::vector<std
     }
     case Op::Contiguous:
       // .contiguous() of a contiguous value is that value
-      if (contiguous(xs, x.strides)) {
+      if (is_contiguous(xs, x.strides)) {
         r.strides = x.strides;
         return r;
       }
@@ -238,7 +228,7 @@ Graph fold_uniform_constants(const Graph& g, std::vector<LedgerEntry>* ledger) {
   for (size_t i = 0; i < N; ++i) {
     const Node& n = g.nodes[i];
     if (!kept[i] || n.type.dtype == DType::U8 || per_storage[u[i]->storage] > 1 ||
-        !contiguous(n.type.shape, u[i]->strides))
+        !is_contiguous(n.type.shape, u[i]->strides))
       continue;
     becomes_full[i] = true;
     // a full stays as it is (the same node, the same number)

@@ -40,15 +40,7 @@ struct Layout {
   bool is_contiguous() const { return offset == 0 && strides == contiguous_strides(sizes); }
   // Dense in row-major order from its offset, as a kernel that takes a plain
   // pointer reads it (dims of one element may have any stride).
-  bool row_major() const {
-    int64_t want = 1;
-    for (size_t i = sizes.size(); i-- > 0;) {
-      if (sizes[i] == 1) continue;
-      if (strides[i] != want) return false;
-      want *= sizes[i];
-    }
-    return true;
-  }
+  bool row_major() const { return fg::is_contiguous(sizes, strides); }
   bool operator==(const Layout& o) const { return sizes == o.sizes && strides == o.strides && offset == o.offset; }
   std::string str() const;
 };

@@ -14,17 +14,6 @@ int64_t product(const Shape& s, size_t from, size_t to) {
   return p;
 }
 
-// ATen's is_contiguous: dims of one element say nothing
-bool contiguous(const Shape& shape, const Shape& strides) {
-  int64_t expected = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
-    if (shape[i] == 1) continue;
-    if (strides[i] != expected) return false;
-    expected *= shape[i];
-  }
-  return true;
-}
-
 // every element once, in some dim order (a permutation of a contiguous layout)
 bool dense(const Shape& shape, const Shape& strides) {
   std::vector<size_t> dims;
@@ -171,7 +160,7 @@ VectorGemm vector_gemm(const Graph& g, const Node& n, const std::vector<Shape>& 
     // ATen's linear: with a bias, an addmm over the input flattened to 2-D
     // where that needs no copy (2-D, or contiguous); else matmul, then the add
     const bool bias = n.inputs.size() == 3;
-    const bool addmm = bias && (d == 2 || contiguous(a, as));
+    const bool addmm = bias && (d == 2 || is_contiguous(a, as));
     VectorGemm kind = VectorGemm::Mm;
     int64_t rows = product(a, 0, d - 1);
     if (d >= 3 && !addmm && !foldable(a, as)) {
