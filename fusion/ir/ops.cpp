@@ -125,6 +125,17 @@ bool op_from_name(const std::string& name, Op* out) {
   return false;
 }
 
+bool aten_pointwise(Op op) {
+  if (fusion_kind(op) != FusionKind::Pointwise) return false;
+  switch (op) {
+    case Op::IndexSelect: case Op::Gather: case Op::OneHot: case Op::Arange: case Op::Full: case Op::Contiguous:
+    case Op::Cat: case Op::Pad:
+      return false;
+    default:
+      return true;
+  }
+}
+
 bool is_unary_pointwise(Op op) {
   switch (op) {
     case Op::Neg: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Relu:

@@ -128,6 +128,10 @@ inline const char* op_name(Op op) { return op_info(op).name; }
 // A UserError naming the op: "<op>: <what>".
 [[noreturn]] void type_error(Op op, const std::string& what);
 bool is_unary_pointwise(Op op);
+// Pointwise as ATen tags its ops (torch.Tag.pointwise), which Inductor's
+// passes ask of a value's readers: fusegate's pointwise ops but the indirect
+// loads, the index and constant makers, clone, cat and pad.
+bool aten_pointwise(Op op);
 bool is_binary_pointwise(Op op);
 bool is_comparison(Op op);
 

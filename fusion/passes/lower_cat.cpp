@@ -20,18 +20,9 @@ namespace fg::lowering {
 
 namespace {
 
-// ATen ops tagged pointwise, as fusegate's pointwise kinds name them (not
-// the indirect loads, index and constant makers, nor clone); cat and pad
-// count too (Inductor's additional_pointwise_ops for cat)
-bool pointwise_tagged(Op op) {
-  if (fusion_kind(op) != FusionKind::Pointwise) return false;
-  switch (op) {
-    case Op::IndexSelect: case Op::Gather: case Op::OneHot: case Op::Arange: case Op::Full: case Op::Contiguous:
-      return false;
-    default:
-      return true;
-  }
-}
+// ATen ops tagged pointwise; cat and pad count too (Inductor's
+// additional_pointwise_ops for cat)
+bool pointwise_tagged(Op op) { return aten_pointwise(op) || op == Op::Cat || op == Op::Pad; }
 
 }  // namespace
 

@@ -62,18 +62,6 @@ bool foldable(const Shape& shape, const Shape& strides) {
   return true;
 }
 
-// pointwise as ATen tags its ops (a cat, a gather or a pad is not)
-bool aten_pointwise(Op op) {
-  if (fusion_kind(op) != FusionKind::Pointwise) return false;
-  switch (op) {
-    case Op::Cat: case Op::Arange: case Op::Full: case Op::Pad: case Op::IndexSelect: case Op::Gather:
-    case Op::OneHot:
-      return false;
-    default:
-      return true;
-  }
-}
-
 bool low_precision(DType t) { return t == DType::BF16 || t == DType::F16; }
 
 }  // namespace
