@@ -100,6 +100,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   lo.concat_kernels = opts.backend == Backend::Cuda;
   lo.output_views_of_base = opts.backend == Backend::Cuda;
   lo.outputs_stored_when_lowered = opts.backend == Backend::Cuda;
+  lo.scan_of_one_is_pointwise = opts.backend == Backend::Cuda;
   c.lowered = lower(c.decomposed, lo);
 
   const bool checked = verify_passes_enabled();

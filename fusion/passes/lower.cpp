@@ -376,6 +376,9 @@ Value Lowerer::lower_fallback(const Node& n) { return lower_extern(n); }
 
 Value Lowerer::lower_node(const Node& n) {
   const FusionKind kind = fusion_kind(n.op);
+  // Inductor's index_add decomposition gives a bf16 index_add back to ATen
+  // (its own kernel, on every device): a library call here too
+  if (n.op == Op::IndexAdd && n.type.dtype == DType::BF16) return lower_fallback(n);
   if ((kind == FusionKind::Pointwise || kind == FusionKind::Reduction || kind == FusionKind::Scatter) &&
       !generated(n))
     return lower_fallback(n);

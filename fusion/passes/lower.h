@@ -181,6 +181,9 @@ struct LowerOptions {
   // a graph output is stored as soon as it is lowered, its layout fixed
   // (Inductor's run_node): others read its buffer, a cat copies it
   bool outputs_stored_when_lowered = false;
+  // a scan over one element is a copy, a pointwise value (Inductor's
+  // Scan.create for the GPU; its cpu backend has no scan and calls ATen's)
+  bool scan_of_one_is_pointwise = false;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});

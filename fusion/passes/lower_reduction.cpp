@@ -45,8 +45,20 @@ Value Lowerer::lower_reduction(const Node& n) {
     return f;
   };
 
-  // unrolled: a pointwise value (a scan never is, nor a one-row variance's
-  // sums on cuda, a Welford reduction there: decompose's welford_row)
+  // a scan over one element: the element, a pointwise copy where the
+  // backend says so
+  if (op == Op::Cumsum && r <= 1 && opts_.scan_of_one_is_pointwise) {
+    Value v;
+    v.type = n.type;
+    v.origins = origins;
+    v.lines = lines;
+    LoadFn xl = x.load;
+    v.load = memo([xl, t](const Coords& oc) { return ex_cast((*xl)(oc), t); });
+    return v;
+  }
+  // unrolled: a pointwise value (a longer scan never is, nor a one-row
+  // variance's sums on cuda, a Welford reduction there: decompose's
+  // welford_row)
   if (r < 8 && op != Op::Cumsum && !n.attrs.count("@welford_row")) {
     Value v;
     v.type = n.type;
