@@ -55,6 +55,12 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   c.decomposed = decompose(*source, &c.decompositions, opts.backend == Backend::Cuda,
                            opts.backend == Backend::Cuda && opts.fusion == FusionPolicy::MaxAutotune);
   verify(c.decomposed);
+  // on cuda a cast of a cast between floating types is one cast (Inductor's
+  // joint-graph pointless_convert, on the decomposed graph it sees)
+  if (opts.backend == Backend::Cuda) {
+    c.decomposed = collapse_cast_chains(c.decomposed, &rewrites);
+    verify(c.decomposed);
+  }
 
   // dead code out first, as Inductor's graph is cleaned before lowering:
   // no fast path matches, and no kernel runs, for a value nothing reads

@@ -278,4 +278,42 @@ Graph fold_uniform_constants(const Graph& g, std::vector<LedgerEntry>* ledger) {
   });
 }
 
+Graph collapse_cast_chains(const Graph& g, std::vector<LedgerEntry>* ledger) {
+  auto floating = [](DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64; };
+  const auto users = g.users();
+  std::vector<bool> is_output(g.nodes.size(), false);
+  for (int o : g.outputs) is_output[static_cast<size_t>(o)] = true;
+  // the value each collapsed cast reads instead of its inner cast (chains
+  // of more than two collapse whole: the inner one has collapsed first)
+  std::vector<int> from(g.nodes.size(), -1);
+  std::vector<bool> dropped(g.nodes.size(), false);  // an inner cast nothing else reads
+  bool any = false;
+  for (const Node& n : g.nodes) {
+    if (n.op != Op::Cast || !floating(n.type.dtype)) continue;
+    const Node& m = g.node(n.inputs[0]);
+    if (m.op != Op::Cast || !floating(m.type.dtype) || is_output[static_cast<size_t>(m.id)] ||
+        users[static_cast<size_t>(m.id)].size() != 1)
+      continue;
+    const int src = from[static_cast<size_t>(m.id)] >= 0 ? from[static_cast<size_t>(m.id)] : m.inputs[0];
+    from[static_cast<size_t>(n.id)] = src;
+    dropped[static_cast<size_t>(m.id)] = true;
+    any = true;
+    if (ledger)
+      ledger->push_back(entry(g, n, "cast chain",
+                              std::string("cast to ") + dtype_name(n.type.dtype) + " of " + g.ref(m.id) + ", a cast to " +
+                                  dtype_name(m.type.dtype),
+                              Reject::CastChainCollapsed));
+  }
+  if (!any) return g;
+  return rebuild(g, [&](const Node& n, const std::vector<int>& in, const std::vector<int>& map, Graph& out) {
+    if (dropped[static_cast<size_t>(n.id)]) return -1;
+    const int f = from[static_cast<size_t>(n.id)];
+    if (f < 0) return copy_node(out, n, in);
+    const int x = map[static_cast<size_t>(f)];
+    if (out.node(x).type.dtype == n.type.dtype) return x;
+    Attrs a{{"to", Attr(std::string(dtype_name(n.type.dtype)))}};
+    return out.add(Op::Cast, {x}, a, nullptr, n.name, n.loc);
+  });
+}
+
 }  // namespace fg

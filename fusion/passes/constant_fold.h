@@ -31,4 +31,13 @@
 
 namespace fg {
 Graph fold_uniform_constants(const Graph& g, std::vector<LedgerEntry>* ledger);
+
+// A cast of a cast between floating types (f16, bf16, f32, f64), the inner
+// one read by nothing else and not returned, is one cast from the first
+// value (none where that value has the last dtype already): Inductor's
+// joint-graph pattern pointless_convert, which drops the rounding in the
+// middle (AMP makes such chains; so do decompositions that compute in f32
+// and round back, one after another). After decompose, on cuda. Each
+// collapse is a ledger entry (`cast_chain_collapsed`).
+Graph collapse_cast_chains(const Graph& g, std::vector<LedgerEntry>* ledger);
 }

@@ -94,6 +94,7 @@ const char* reject_code(Reject r) {
     case Reject::NoOpCastRemoved: return "noop_cast_removed";
     case Reject::ConstantFolded: return "constant_folded";
     case Reject::NoOpArithmeticRemoved: return "noop_arithmetic_removed";
+    case Reject::CastChainCollapsed: return "cast_chain_collapsed";
     case Reject::LoopsReordered: return "loops_reordered";
     case Reject::GemmEpilogueSplit: return "gemm_epilogue_split";
     case Reject::GemmBiasFolded: return "gemm_bias_folded";
@@ -179,6 +180,9 @@ std::string reject_reason(Reject r, const FusionConfig& c) {
     case Reject::NoOpArithmeticRemoved:
       return "removed before lowering: adding or subtracting a folded 0, or multiplying or dividing by a folded 1, "
              "is its other operand (Inductor's remove_no_ops)";
+    case Reject::CastChainCollapsed:
+      return "removed before lowering: a cast of a cast between floating types is one cast from the first value, the "
+             "rounding between them dropped (Inductor's joint-graph pattern pointless_convert)";
     case Reject::LoopsReordered:
       return "fused after reordering loops: one side's pointwise loops now run in the other's order, so the two "
              "read or write their shared buffer at one index (Inductor's loop_ordering_after_fusion, a last round)";

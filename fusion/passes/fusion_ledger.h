@@ -40,6 +40,9 @@ enum class Reject {
   // a value every element of which is one number, made one full; x + 0 and
   // the like after it (passes/constant_fold.h, cuda)
   ConstantFolded, NoOpArithmeticRemoved,
+  // a cast of a cast between floating types, one cast (passes/constant_fold.h,
+  // cuda)
+  CastChainCollapsed,
   // fused in the scheduler's last round once one side's pointwise loops ran in
   // the other's order (passes/loop_order.h, cuda)
   LoopsReordered,

@@ -164,6 +164,10 @@ LoweredGraph Lowerer::run() {
     if (!v.storage() && (k == FusionKind::Pointwise || k == FusionKind::Reduction) && !n.attrs.count("@inline") &&
         (n.attrs.count("@realize") || should_realize(n, v)))
       v = realize(v);
+    // a view read by several: its base value is marked for reuse with the
+    // view's readers (Inductor's mark_reuse goes through views to the
+    // storage), and the view then reads the base's buffer
+    if (k == FusionKind::View && !v.storage() && v.view_base >= 0) reuse_through_view(n, v);
     if (opts_.outputs_stored_when_lowered && extra_uses_.count(n.id)) store_output(n);
   }
   for (int o : g_.outputs) {
@@ -207,6 +211,17 @@ bool Lowerer::should_realize(const Node& n, const Value& v) {
   if (st.values > 100) return true;
   if (heavy_on_reuse(st, uses(n.id))) return true;
   return (st.loads > 8 || st.values > 30) && st.nontrivial_loads > 1;
+}
+
+void Lowerer::reuse_through_view(const Node& n, Value& v) {
+  const Node& bn = g_.node(v.view_base);
+  const FusionKind bk = fusion_kind(bn.op);
+  Value& base = values_[static_cast<size_t>(v.view_base)];
+  if (base.storage() || (bk != FusionKind::Pointwise && bk != FusionKind::Reduction) || bn.attrs.count("@inline") ||
+      !realize_on_reuse(base, uses(n.id)))
+    return;
+  base = realize(base);
+  if (std::optional<Layout> l = v.relayout(base.layout)) v = from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
 }
 
 bool Lowerer::heavy_on_reuse(const InlineStats& st, int64_t users) { return users > 1 && (st.loads > 4 || st.values > 30); }

@@ -127,6 +127,10 @@ class Lowerer {
   // body is heavy (> 4 loads or > 30 values)
   bool realize_on_reuse(const Value& v, int64_t users) const;
   static bool heavy_on_reuse(const InlineStats& st, int64_t users);
+  // A view `v` of graph node n over a value no buffer holds: that base
+  // value marked for reuse with n's users (mark_reuse through the view);
+  // if stored, `v` reads its buffer where its strides can say it.
+  void reuse_through_view(const Node& n, Value& v);
   // Inductor's broadcast of an operand (broadcast_tensors, then expand's
   // mark_reuse): an unstored operand of n read broadcast, N elements of n's
   // output to one of its own, counts N uses

@@ -1,6 +1,6 @@
 // Uniform-value constant folding (passes/constant_fold.h): which values
 // become one full, which stay, the number each gets in its dtype, and the
-// arithmetic no-ops removed after it.
+// arithmetic no-ops removed after it; casts of casts collapsed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -148,6 +148,42 @@ graph g(%x: f32[16,16]) {
   EXPECT_TRUE(c.program.kernels.empty());
   const CompiledProgram p = compile(parse_graph(text, "fold.fg"), CompileOptions{});
   EXPECT_EQ(p.program.kernels.size(), 1u);
+}
+
+TEST(CastChains, ACastOfACastBetweenFloatTypesIsOneCast) {
+  std::vector<LedgerEntry> ledger;
+  const Graph g = collapse_cast_chains(parse_graph(R"(
+graph g(%x: f32[4], %i: i32[4]) {
+  %h = cast(%x) {to = "f16"} : f16[4]
+  %back = cast(%h) {to = "f32"} : f32[4]
+  %b = cast(%x) {to = "bf16"} : bf16[4]
+  %c = cast(%b) {to = "f16"} : f16[4]
+  %d = cast(%c) {to = "f64"} : f64[4]
+  %s = cast(%x) {to = "f16"} : f16[4]
+  %s32 = cast(%s) {to = "f32"} : f32[4]
+  %n = cast(%x) {to = "i32"} : i32[4]
+  %nf = cast(%n) {to = "f32"} : f32[4]
+  %if = cast(%i) {to = "f16"} : f16[4]
+  %iff = cast(%if) {to = "f32"} : f32[4]
+  return %back, %d, %s32, %s, %nf, %iff
+}
+)", "chains.fg"), &ledger);
+  verify(g);
+  // f32 -> f16 -> f32 is the input itself: the rounding in the middle dropped
+  EXPECT_EQ(output(g, 0).op, Op::Input);
+  // three casts are one, from the first value
+  EXPECT_EQ(output(g, 1).op, Op::Cast);
+  EXPECT_EQ(g.node(output(g, 1).inputs[0]).op, Op::Input);
+  // an inner cast that is returned (read twice) stays, and so does its reader
+  EXPECT_EQ(output(g, 2).op, Op::Cast);
+  EXPECT_EQ(g.node(output(g, 2).inputs[0]).type.dtype, DType::F16);
+  // through an integer type the values change: kept
+  EXPECT_EQ(g.node(output(g, 4).inputs[0]).type.dtype, DType::I32);
+  // an integer first value: its two float casts are one
+  EXPECT_EQ(g.node(output(g, 5).inputs[0]).type.dtype, DType::I32);
+  int collapsed = 0;
+  for (const LedgerEntry& e : ledger) collapsed += e.reason == Reject::CastChainCollapsed;
+  EXPECT_EQ(collapsed, 4);  // %back, %c, %d, %iff
 }
 
 }  // namespace
