@@ -10,7 +10,9 @@
 //    generated kernel (Inductor writes that kernel's result straight into
 //    the buffer) whose layout no graph output fixed (a returned value keeps
 //    its own buffer); "reads a reduction": a reduction's stored result, or a
-//    pointwise value that loads one.
+//    pointwise value that loads one (a sort's, a scan's or an indirect
+//    store's result is none: Inductor's Sort and Scan are not reductions, its
+//    Scatter is a pointwise store).
 // Where Inductor retargets a stored value into its slice, the piece here is
 // a copy from that value's buffer at the same index, which the scheduler
 // fuses into the kernel that stores the value: the kernels are Inductor's.
@@ -44,6 +46,16 @@ bool Lowerer::writer_is(int buffer, SNKind kind) const {
   return it != last_writer_.end() && out_.nodes[static_cast<size_t>(it->second)].kind == kind;
 }
 
+bool Lowerer::writer_is_reduction(int buffer) const {
+  auto it = last_writer_.find(buffer);
+  if (it == last_writer_.end()) return false;
+  const SchedNode& w = out_.nodes[static_cast<size_t>(it->second)];
+  // Inductor's sort and scan are loops of their own and its scatter a
+  // pointwise store, none an ir.Reduction
+  return w.kind == SNKind::Reduction && !w.mutation && w.reduce_op != Op::Sort && w.reduce_op != Op::Argsort &&
+         w.reduce_op != Op::Cumsum;
+}
+
 bool Lowerer::concat_as_kernel(const Node& n) {
   if (!opts_.concat_kernels || n.inputs.size() < 2) return false;
   if (n.inputs.size() > 8) return true;
@@ -56,12 +68,12 @@ bool Lowerer::concat_as_kernel(const Node& n) {
       // unless a graph output fixed its layout
       const bool generated = writer_is(v.buffer, SNKind::Pointwise) || writer_is(v.buffer, SNKind::Reduction);
       copy = !generated || fixed_.count(v.buffer) > 0;
-      reduction = writer_is(v.buffer, SNKind::Reduction);
+      reduction = writer_is_reduction(v.buffer);
     } else {
       copy = true;
       reduction = false;
       for (int b : ex_buffers((*v.load)(ix_coords("i", v.type.shape))))
-        reduction = reduction || writer_is(b, SNKind::Reduction);
+        reduction = reduction || writer_is_reduction(b);
     }
     any_copy = any_copy || copy;
     all_copy = all_copy && copy;

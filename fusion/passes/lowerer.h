@@ -232,6 +232,9 @@ class Lowerer {
   bool only_pointwise_uses(int id) const;
   // Whether the node that last wrote `buffer` is of `kind`.
   bool writer_is(int buffer, SNKind kind) const;
+  // Whether that node is a reduction as Inductor's cat sees one (not a
+  // sort, a scan or an indirect store).
+  bool writer_is_reduction(int buffer) const;
 
   const Graph& g_;
   const LowerOptions& opts_;
