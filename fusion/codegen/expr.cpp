@@ -75,9 +75,12 @@ ExprP ex_unary(Op op, ExprP a, const Attrs& attrs) {
   e.args = {std::move(a)};
   // decompositions in Inductor, counted as its op counter counts them:
   // torch's gelu (8 ops exact, 13 with tanh, its constants included) and
-  // Inductor's silu, x / (1 + exp(-x)) (5)
-  if (op == Op::Gelu) e.inductor_ops = attr_str_or(e.attrs, "approximate", "none") == "tanh" ? 13 : 8;
-  if (op == Op::Silu) e.inductor_ops = 5;
+  // Inductor's silu, x / (1 + exp(-x)) (5); both compute a 16-bit input in
+  // f32, a conversion in and one out (type promotion's and
+  // pw_cast_for_opmath's convert_element_type nodes: 2 more)
+  const int widen = e.dtype == DType::F16 || e.dtype == DType::BF16 ? 2 : 0;
+  if (op == Op::Gelu) e.inductor_ops = (attr_str_or(e.attrs, "approximate", "none") == "tanh" ? 13 : 8) + widen;
+  if (op == Op::Silu) e.inductor_ops = 5 + widen;
   return finish(std::move(e));
 }
 
