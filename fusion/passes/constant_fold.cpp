@@ -289,9 +289,10 @@ Graph collapse_cast_chains(const Graph& g, std::vector<LedgerEntry>* ledger) {
   std::vector<bool> dropped(g.nodes.size(), false);  // an inner cast nothing else reads
   bool any = false;
   for (const Node& n : g.nodes) {
-    if (n.op != Op::Cast || !floating(n.type.dtype)) continue;
+    if (n.op != Op::Cast || !floating(n.type.dtype) || n.attrs.count("@lowering_cast")) continue;
     const Node& m = g.node(n.inputs[0]);
-    if (m.op != Op::Cast || !floating(m.type.dtype) || is_output[static_cast<size_t>(m.id)] ||
+    if (m.op != Op::Cast || !floating(m.type.dtype) || m.attrs.count("@lowering_cast") ||
+        is_output[static_cast<size_t>(m.id)] ||
         users[static_cast<size_t>(m.id)].size() != 1)
       continue;
     const int src = from[static_cast<size_t>(m.id)] >= 0 ? from[static_cast<size_t>(m.id)] : m.inputs[0];

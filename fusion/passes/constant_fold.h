@@ -37,7 +37,9 @@ Graph fold_uniform_constants(const Graph& g, std::vector<LedgerEntry>* ledger);
 // value (none where that value has the last dtype already): Inductor's
 // joint-graph pattern pointless_convert, which drops the rounding in the
 // middle (AMP makes such chains; so do decompositions that compute in f32
-// and round back, one after another). After decompose, on cuda. Each
+// and round back, one after another; not a cast decompose marks
+// @lowering_cast, which Inductor makes inside a lowering, mean's and var's,
+// where no pattern sees it). After decompose, on cuda. Each
 // collapse is a ledger entry (`cast_chain_collapsed`).
 Graph collapse_cast_chains(const Graph& g, std::vector<LedgerEntry>* ledger);
 }

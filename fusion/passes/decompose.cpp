@@ -22,8 +22,10 @@ class Decomposer {
       // them: unfused, each step would round its buffer to bf16 (fusegate
       // fuzz found var over 11904 bf16 values 2.4x farther from fp64 than
       // eager under --fusion none)
-      case Op::Mean: return in_f32(a[0], [&](int x) { return mean(x, n.attrs); });
-      case Op::Var: return in_f32(a[0], [&](int x) { return var(x, n.attrs); });
+      // (Inductor lowers mean and var itself, its casts inside the lowering;
+      // softmax and log-softmax are decompositions, their casts graph nodes)
+      case Op::Mean: return in_f32(a[0], [&](int x) { return mean(x, n.attrs); }, true);
+      case Op::Var: return in_f32(a[0], [&](int x) { return var(x, n.attrs); }, true);
       case Op::Softmax: return in_f32(a[0], [&](int x) { return softmax(x, n.attrs); });
       case Op::LogSoftmax: return in_f32(a[0], [&](int x) { return log_softmax(x, n.attrs); });
       case Op::RmsNorm: return rms_norm(a[0], a[1], attr_float_or(n.attrs, "eps", 1e-6));
@@ -76,13 +78,17 @@ class Decomposer {
     out_.nodes[static_cast<size_t>(sq_sum)].attrs["@welford_row"] = int64_t{1};
   }
 
-  // f(x) with a bf16 or f16 x computed in f32 and cast back
+  // f(x) with a bf16 or f16 x computed in f32 and cast back; casts an
+  // Inductor lowering makes inside itself (no graph node of its own, so no
+  // joint-graph pattern sees them) say so (@lowering_cast)
   template <typename F>
-  int in_f32(int x, F f) {
+  int in_f32(int x, F f, bool in_lowering = false) {
     const DType t = type(x).dtype;
     if (t != DType::BF16 && t != DType::F16) return f(x);
-    int y = f(emit(Op::Cast, {x}, {{"to", std::string("f32")}}));
-    return emit(Op::Cast, {y}, {{"to", std::string(dtype_name(t))}});
+    Attrs up{{"to", std::string("f32")}}, down{{"to", std::string(dtype_name(t))}};
+    if (in_lowering) up["@lowering_cast"] = down["@lowering_cast"] = int64_t{1};
+    int y = f(emit(Op::Cast, {x}, up));
+    return emit(Op::Cast, {y}, down);
   }
   int mean(int x, const Attrs& attrs) {
     int s = emit(Op::Sum, {x}, attrs, "mean");

@@ -10,6 +10,7 @@
 #include "fusion/compile.h"
 #include "fusion/ir/text.h"
 #include "fusion/passes/constant_fold.h"
+#include "fusion/passes/decompose.h"
 
 namespace fg {
 namespace {
@@ -184,6 +185,34 @@ graph g(%x: f32[4], %i: i32[4]) {
   int collapsed = 0;
   for (const LedgerEntry& e : ledger) collapsed += e.reason == Reject::CastChainCollapsed;
   EXPECT_EQ(collapsed, 4);  // %back, %c, %d, %iff
+}
+
+// mean and var are Inductor lowerings that round to bf16 inside
+// themselves: no graph node, so a user's cast after them is no chain (a
+// fuzz-found bf16 var, cast to f32, must stay rounded as eager rounds it);
+// softmax is a decomposition whose casts are graph nodes: a bf16 round trip
+// into it collapses
+TEST(CastChains, CastsInsideInductorsLoweringsStay) {
+  std::vector<LedgerEntry> ledger;
+  const Graph d = decompose(parse_graph(R"(
+graph g(%x: bf16[4,96], %y: f32[4,96]) {
+  %v = var(%x) {correction = 1} : bf16[]
+  %vf = cast(%v) {to = "f32"} : f32[]
+  %m = mean(%x) {dims = [1]} : bf16[4]
+  %mf = cast(%m) {to = "f32"} : f32[4]
+  %b = cast(%y) {to = "bf16"} : bf16[4,96]
+  %s = softmax(%b) {dim = -1} : bf16[4,96]
+  return %vf, %mf, %s
+}
+)", "lowerings.fg"));
+  const Graph g = collapse_cast_chains(d, &ledger);
+  verify(g);
+  // the var's and the mean's rounding to bf16 stays before the user's cast
+  EXPECT_EQ(g.node(output(g, 0).inputs[0]).type.dtype, DType::BF16);
+  EXPECT_EQ(g.node(output(g, 1).inputs[0]).type.dtype, DType::BF16);
+  int collapsed = 0;
+  for (const LedgerEntry& e : ledger) collapsed += e.reason == Reject::CastChainCollapsed;
+  EXPECT_EQ(collapsed, 1);  // %y to bf16, then the softmax's cast to f32
 }
 
 }  // namespace
