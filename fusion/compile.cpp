@@ -74,8 +74,8 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
 
   // hand-written fast paths first: the max-autotune rewrites below then see
   // them as the extern nodes they are
-  c.decomposed = apply_fast_paths(c.decomposed, opts.fast_paths, opts.proofs, &rewrites, &c.fast_paths,
-                                  {opts.backend, opts.world_size, opts.fusion});
+  c.decomposed = apply_fast_paths(c.decomposed, opts.inductor_program ? FastPathSelection{FastPathSelection::Kind::None, {}} : opts.fast_paths,
+                                  opts.proofs, &rewrites, &c.fast_paths, {opts.backend, opts.world_size, opts.fusion});
   verify(c.decomposed);
 
   // on cuda a bias added to a 2-D GEMM is the GEMM's (addmm), as Inductor's
@@ -88,7 +88,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   // max-autotune on cuda: GEMMs are cuBLASLt calls, whose epilogue can apply
   // a GELU and whose C operand can carry a replicated residual in front of
   // the all-reduce
-  if (opts.backend == Backend::Cuda && opts.fusion == FusionPolicy::MaxAutotune) {
+  if (opts.backend == Backend::Cuda && opts.fusion == FusionPolicy::MaxAutotune && !opts.inductor_program) {
     c.decomposed = fuse_gemm_epilogues(c.decomposed, &rewrites);
     verify(c.decomposed);
     c.decomposed = hoist_replicated_residuals(c.decomposed, opts.replicated_inputs, &rewrites, opts.residuals_apart);
@@ -107,6 +107,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
   lo.output_views_of_base = opts.backend == Backend::Cuda;
   lo.outputs_stored_when_lowered = opts.backend == Backend::Cuda;
   lo.scan_of_one_is_pointwise = opts.backend == Backend::Cuda;
+  lo.pad_strides = opts.backend == Backend::Cuda;
   c.lowered = lower(c.decomposed, lo);
 
   const bool checked = verify_passes_enabled();
@@ -114,6 +115,7 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
 
   FusionConfig fc;
   fc.loop_ordering_after_fusion = opts.backend == Backend::Cuda;
+  fc.batch_sibling_gemms = !opts.inductor_program;
   c.schedule = schedule(c.lowered, opts.fusion, fc);
   // before the rewrite entries join the ledger: they name graph values, not
   // scheduler nodes
@@ -188,6 +190,11 @@ std::string print_schedule(const LoweredGraph& g, const Schedule& s, const Kerne
     o << "\n";
   }
   return o.str();
+}
+
+bool departs_from_inductor(const LedgerEntry& e) {
+  return e.fused && (e.reason == Reject::GemmEpilogue || e.reason == Reject::TpResidualHoisted ||
+                     e.reason == Reject::FastPathUsed || e.reason == Reject::BatchedSiblings);
 }
 
 }  // namespace fg

@@ -39,7 +39,17 @@ struct CompileOptions {
   // The graph's number in the run (0 first, as the record numbers graphs):
   // whose FUSEGATE_BISECT limits apply (fusion/bisect.h).
   int graph = 0;
+  // The program Inductor runs for the graph: none of fusegate's own
+  // departures from it (no fast path, no GELU folded into a cuBLASLt
+  // epilogue, no residual moved onto a GEMM, no sibling GEMMs batched).
+  // explain compiles it beside the program fusegate runs where the ledger
+  // holds a departure, for the count Inductor gives (bench/inductor_parity.py).
+  bool inductor_program = false;
 };
+
+// Whether a ledger entry is one of fusegate's own departures from the
+// program Inductor runs (see CompileOptions::inductor_program).
+bool departs_from_inductor(const LedgerEntry& e);
 
 struct CompiledProgram {
   Graph captured;       // as captured

@@ -82,6 +82,30 @@ const std::vector<FusionCost::Acc>& FusionCost::accesses(int node, int64_t numel
   return access_cache_[key] = std::move(out);
 }
 
+namespace {
+bool has_div_or_mod(const IndexP& ix) {
+  for (const auto& [c, atom] : ix->terms) {
+    if (atom->kind == IndexAtom::Div || atom->kind == IndexAtom::Mod) return true;
+    if (atom->arg && has_div_or_mod(atom->arg)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+const std::set<int>& FusionCost::reshaped_reads(int node) {
+  auto it = reshaped_cache_.find(node);
+  if (it != reshaped_cache_.end()) return it->second;
+  std::set<int> out;
+  const SchedNode& sn = g_.nodes[static_cast<size_t>(node)];
+  if (sn.kind == SNKind::Pointwise && sn.body) {
+    std::map<std::string, std::pair<int, IndexP>> loads;
+    ex_loads(sn.body, &loads);
+    for (const auto& [k, bi] : loads)
+      if (bi.second && has_div_or_mod(bi.second)) out.insert(bi.first);
+  }
+  return reshaped_cache_[node] = std::move(out);
+}
+
 void FusionCost::loops_changed(int node) {
   auto it = access_cache_.lower_bound(std::make_tuple(node, INT64_MIN, INT64_MIN));
   while (it != access_cache_.end() && std::get<0>(it->first) == node) it = access_cache_.erase(it);
@@ -222,6 +246,14 @@ Reject FusionCost::gates(int ga, int gb, Score* score) {
     return true;
   };
   if (!deps_match(a_writes, b_reads) || !deps_match(b_writes, a_reads)) return Reject::MemoryDepsMismatch;
+  // a read through a reshape its writer's loops do not share
+  auto reshaped = [&](const GroupState& reader, const std::unordered_map<int, int>& w) {
+    for (int n : reader.nodes)
+      for (int buf : reshaped_reads(n))
+        if (w.count(buf)) return true;
+    return false;
+  };
+  if (reshaped(b, a_writes) || reshaped(a, b_writes)) return Reject::MemoryDepsMismatch;
   if (mem == 0) return Reject::NoSharedData;
   // the cheap horizontal gates first: most far-apart pairs (nodes that
   // share a weight, say) stop here before the cycle check walks the graph

@@ -64,6 +64,10 @@ struct FusionConfig {
   // (passes/loop_order.h). Inductor's config of the name is on for GPUs and
   // off for its C++ backend; compile turns it on for cuda.
   bool loop_ordering_after_fusion = false;
+  // fusegate's own (no Inductor config): under max-autotune, extern GEMMs
+  // that read one input with weights of one shape run as one batched GEMM.
+  // Off for the program Inductor runs (CompileOptions::inductor_program).
+  bool batch_sibling_gemms = true;
 };
 
 // (template, node type, memory bytes, proximity); the higher fuses first.
@@ -145,6 +149,11 @@ class FusionCost {
   const std::vector<int>& group_of_;
   const FusionConfig& config_;
   std::map<std::tuple<int, int64_t, int64_t>, std::vector<Acc>> access_cache_;
+  // buffers a node reads at an index that is not affine in its own loops
+  // (a floor-div or modulo a reshape left: Inductor's MemoryDep of such a
+  // read never equals its writer's)
+  const std::set<int>& reshaped_reads(int node);
+  std::map<int, std::set<int>> reshaped_cache_;
   std::unordered_map<std::string, int> index_ids_;
   std::vector<std::string> index_names_;
   std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it

@@ -163,7 +163,7 @@ LoweredGraph Lowerer::run() {
     const FusionKind k = fusion_kind(n.op);
     if (!v.storage() && (k == FusionKind::Pointwise || k == FusionKind::Reduction) && !n.attrs.count("@inline") &&
         (n.attrs.count("@realize") || should_realize(n, v)))
-      v = realize(v);
+      v = realize(v, !is_output(n.id));
     // a view read by several: its base value is marked for reuse with the
     // view's readers (Inductor's mark_reuse goes through views to the
     // storage), and the view then reads the base's buffer
@@ -220,7 +220,7 @@ void Lowerer::reuse_through_view(const Node& n, Value& v) {
   if (base.storage() || (bk != FusionKind::Pointwise && bk != FusionKind::Reduction) || bn.attrs.count("@inline") ||
       !realize_on_reuse(base, uses(n.id)))
     return;
-  base = realize(base);
+  base = realize(base, !is_output(v.view_base));
   if (std::optional<Layout> l = v.relayout(base.layout)) v = from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
 }
 
@@ -240,7 +240,7 @@ void Lowerer::mark_broadcast_reuse(const Node& n) {
     if (own <= 0 || x.type.shape == n.type.shape) continue;
     // [511, 1] read as [511, 7]: each element 7 times (an rms_norm's rsqrt
     // over 7 columns, its mean unrolled into 7 loads, is stored)
-    if (realize_on_reuse(x, out / own)) x = realize(x);
+    if (realize_on_reuse(x, out / own)) x = realize(x, !is_output(id));
   }
 }
 
@@ -327,32 +327,59 @@ SchedNode& Lowerer::add_node(SchedNode sn) {
   return out_.nodes.back();
 }
 
-Value Lowerer::realize(const Value& v) {
-  Layout l = Layout::contiguous(v.type.shape);
+Layout Lowerer::flexible_layout(const Shape& s, DType t) const {
+  Layout l = Layout::contiguous(s);
+  if (!opts_.pad_strides || s.size() < 2) return l;
+  // Layout._pad_strides: from the innermost dim out, each stride over the
+  // threshold rounded up to the alignment (128 bytes); unchanged if none is
+  const int64_t align = 128 / dtype_size(t);
+  std::vector<int64_t> st(s.size(), 1);
+  bool padded = false;
+  for (size_t i = s.size() - 1; i-- > 0;) {
+    int64_t stride = st[i + 1] * s[i + 1];
+    if (stride > 1024 && stride % align != 0) {
+      stride = (stride + align - 1) / align * align;
+      padded = true;
+    }
+    st[i] = stride;
+  }
+  if (padded) l.strides = st;
+  return l;
+}
+
+bool Lowerer::is_output(int id) const { return std::find(g_.outputs.begin(), g_.outputs.end(), id) != g_.outputs.end(); }
+
+Value Lowerer::realize(const Value& v, bool flexible) {
+  Layout l = flexible ? flexible_layout(v.type.shape, v.type.dtype) : Layout::contiguous(v.type.shape);
   int b = new_buffer("", v.type.dtype, l);
+  return store_copy(v, b, v.type.shape, (*v.load)(ix_coords("i", v.type.shape)), l, l);
+}
+
+Value Lowerer::store_copy(const Value& v, int b, const Shape& loop, ExprP body, const Layout& store,
+                          const Layout& read_as) {
   SchedNode sn;
   sn.kind = SNKind::Pointwise;
   sn.out_buffer = b;
-  sn.shape = v.type.shape;
-  sn.body = (*v.load)(ix_coords("i", v.type.shape));
-  sn.store = l;
+  sn.shape = loop;
+  sn.body = std::move(body);
+  sn.store = store;
   sn.writes = {b};
   sn.origins.assign(v.origins.begin(), v.origins.end());
   sn.lines = v.lines.flat();
   add_node(std::move(sn));
-  return from_storage(b, l, v.type.dtype);
+  return from_storage(b, read_as, v.type.dtype);
 }
 
 Value Lowerer::realize_for_extern(const Value& v) {
   if (v.view_base >= 0 && fusion_kind(g_.node(v.view_base).op) == FusionKind::Pointwise) {
     Value& base = values_[static_cast<size_t>(v.view_base)];
     const bool was_stored = base.storage();
-    if (!was_stored) base = realize(base);
+    if (!was_stored) base = realize(base, !is_output(v.view_base));
     std::optional<Layout> l = v.relayout(base.layout);
     if (l && !l->strides.empty() && l->strides.back() == 1)
       return from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
   }
-  return realize(v);
+  return realize(v, true);
 }
 
 // Whether `n` is lowered into generated code, counting it: a composite op
@@ -428,137 +455,6 @@ Value Lowerer::lower_input(const Node& n) {
   int b = new_buffer(n.name.empty() ? "arg" + std::to_string(k) : n.name, n.type.dtype, l, static_cast<int>(k));
   out_.input_buffers.push_back(b);
   return from_storage(b, l, n.type.dtype);
-}
-
-Value Lowerer::lower_gemm_template(const Node& n) {
-  Value& a = values_[static_cast<size_t>(n.inputs[0])];
-  if (!a.storage()) a = realize(a);
-  const Value& w = in(n, 1);
-  SchedNode sn;
-  sn.kind = SNKind::Template;
-  sn.op = n;
-  const Shape& xs = a.type.shape;
-  sn.gemm_k = xs.back();
-  sn.gemm_n = w.type.shape[0];
-  sn.gemm_m = numel(xs) / sn.gemm_k;
-  IndexP m = ix_var("x", sn.gemm_m), k = ix_var("r", sn.gemm_k), nn = ix_var("n", sn.gemm_n);
-  Coords ac = ix_unflatten(m, Shape(xs.begin(), xs.end() - 1));
-  ac.push_back(k);
-  sn.gemm_a = (*a.load)(ac);
-  sn.a_buffer = a.buffer;
-  sn.gemm_b = (*w.load)({nn, k});
-  if (n.inputs.size() == 3) sn.gemm_bias = (*in(n, 2).load)({nn});
-  for (int b : ex_buffers(sn.gemm_b)) sn.reads.insert(b);
-  if (sn.gemm_bias)
-    for (int b : ex_buffers(sn.gemm_bias)) sn.reads.insert(b);
-  sn.reads.insert(a.buffer);
-  sn.shape = n.type.shape;
-  Layout l = Layout::contiguous(n.type.shape);
-  int b = new_buffer("", n.type.dtype, l);
-  sn.out_buffer = b;
-  sn.store = l;
-  sn.writes = {b};
-  sn.origins = {n.inputs.size() == 3 ? "addmm" : "mm"};
-  for (const auto& l2 : line_of(n)) sn.lines.push_back(l2);
-  add_node(std::move(sn));
-  return from_storage(b, l, n.type.dtype);
-}
-
-Value Lowerer::lower_extern(const Node& n) {
-  // a linear that carries its own epilogue stays the library call that applies it
-  if (opts_.gemm_templates && n.op == Op::Linear && attr_str_or(n.attrs, "epilogue", "").empty()) {
-    const Shape& xs = in(n, 0).type.shape;
-    const int64_t k = xs.back();
-    if (!opts_.template_gemms || opts_.template_gemms->count(gemm_shape_key(
-                                         n.type.dtype, numel(xs) / k, in(n, 1).type.shape[0], k, n.inputs.size() == 3)))
-      return lower_gemm_template(n);
-  }
-  SchedNode sn;
-  sn.kind = SNKind::Extern;
-  sn.op = n;
-  // a fast path whose kernel takes plain row-major pointers (all but those
-  // that read their inputs through strides: FastPathSpec::strided_inputs)
-  const FastPathSpec* fast = n.op == Op::FastPath ? find_fast_path(attr_str_or(n.attrs, "name", "")) : nullptr;
-  const bool row_major_only = fast && !fast->strided_inputs;
-  for (size_t k = 0; k < n.inputs.size(); ++k) {
-    // realized once: every later reader of this value shares the buffer
-    Value& v = values_[static_cast<size_t>(n.inputs[k])];
-    if (!v.storage()) v = realize_for_extern(v);
-    // a strided view (a transpose, attention's [B,S,H,D] memory, an input in
-    // another dim order) is copied row-major for this reader alone, a kernel
-    // of its own, counted as any other
-    const Value arg = row_major_only && !v.layout.row_major() ? realize(v) : v;
-    sn.args.push_back({arg.buffer, arg.layout});
-  }
-  Layout l = Layout::contiguous(n.type.shape);
-  if (n.op == Op::Sdpa) {
-    // attention writes [B,S,H,D] memory and returns the [B,H,S,D] view, so
-    // the usual transpose-and-merge-heads after it is a free view
-    const Shape& s = n.type.shape;
-    l.strides = {s[2] * s[1] * s[3], s[3], s[1] * s[3], 1};
-  }
-  int b = new_buffer("", n.type.dtype, l);
-  sn.out_buffer = b;
-  sn.writes = {b};
-  sn.origins = {origin_of(n)};
-  for (const auto& l2 : line_of(n)) sn.lines.push_back(l2);
-  add_node(std::move(sn));
-  return from_storage(b, l, n.type.dtype);
-}
-
-Value Lowerer::lower_collective(const Node& n) {
-  Value v = in(n, 0);
-  const Node& src = g_.node(n.inputs[0]);
-  bool own = v.storage() && out_.buffers[static_cast<size_t>(v.buffer)].input_index < 0 && v.layout.is_contiguous() &&
-             out_.buffers[static_cast<size_t>(v.buffer)].layout == v.layout && uses(src.id) == 1;
-  SchedNode sn;
-  sn.kind = SNKind::Collective;
-  sn.op = n;
-  if (n.op == Op::AllReduce) {
-    // in place on a buffer nobody else reads; otherwise on a fresh copy
-    // (the copy is a pointwise node the scheduler fuses with its producer)
-    if (!own) v = realize(v);
-    sn.args = {{v.buffer, v.layout}};
-    sn.out_buffer = v.buffer;
-    sn.writes = {v.buffer};
-    sn.name = "op" + std::to_string(out_.nodes.size());
-  } else {
-    if (!v.storage() || !v.layout.is_contiguous()) v = realize(v);
-    sn.args = {{v.buffer, v.layout}};
-    sn.out_buffer = new_buffer("", n.type.dtype, Layout::contiguous(n.type.shape));
-    sn.writes = {sn.out_buffer};
-  }
-  sn.origins = {origin_of(n)};
-  for (const auto& l2 : line_of(n)) sn.lines.push_back(l2);
-  int b = sn.out_buffer;
-  add_node(std::move(sn));
-  return from_storage(b, Layout::contiguous(n.type.shape), n.type.dtype);
-}
-
-Value Lowerer::lower_copy_into(const Node& n) {
-  const Value& dst = in(n, 0);
-  Value src = in(n, 1);
-  FG_CHECK(dst.storage() && out_.buffers[static_cast<size_t>(dst.buffer)].input_index >= 0,
-           "copy_ must write a graph input");
-  {
-    // a source that reads the destination anywhere but where the copy
-    // writes (a[:] = flip(a)) must be whole before the copy starts: its own
-    // node (Inductor keeps them apart unless every read is the write's index)
-    const Coords c = ix_coords("i", n.type.shape);
-    const IndexP at = ix_linear(c, dst.layout.strides, dst.layout.offset);
-    std::map<std::string, std::pair<int, IndexP>> loads;
-    ex_loads((*src.load)(broadcast_coords(c, n.type.shape, src.type.shape)), &loads);
-    for (const auto& [k, ld] : loads)
-      if (ld.first == dst.buffer && ld.second->key != at->key) {
-        src = realize(src);
-        break;
-      }
-  }
-  add_store(dst.buffer, dst.layout, n.type.shape,
-            ex_cast((*src.load)(broadcast_coords(ix_coords("i", n.type.shape), n.type.shape, src.type.shape)),
-                    n.type.dtype),
-            src, n, "copy_", "mut");
-  return dst;
 }
 
 void Lowerer::add_store(int buffer, const Layout& layout, const Shape& shape, ExprP body, const Value& src,

@@ -184,6 +184,11 @@ struct LowerOptions {
   // a scan over one element is a copy, a pointwise value (Inductor's
   // Scan.create for the GPU; its cpu backend has no scan and calls ATen's)
   bool scan_of_one_is_pointwise = false;
+  // Inductor's comprehensive padding (cuda): a buffer whose layout the
+  // compiler chooses (a stored value, a reduction, a cat's buffer; not a
+  // graph output, which keeps eager's strides) has each stride over 1024
+  // elements that is not a multiple of 128 bytes rounded up to one
+  bool pad_strides = false;
 };
 
 LoweredGraph lower(const Graph& g, const LowerOptions& opts = {});

@@ -88,7 +88,9 @@ Value Lowerer::lower_concat(const Node& n) {
   const Shape& out = n.type.shape;
   const DType t = n.type.dtype;
   const size_t d = static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim", n.op), out.size(), n.op));
-  const Layout whole = Layout::contiguous(out);
+  // ConcatKernel's buffer: contiguous strides, padded (comprehensive
+  // padding), unless the graph returns it
+  const Layout whole = is_output(n.id) ? Layout::contiguous(out) : flexible_layout(out, t);
   const int b = new_buffer("", t, whole);
   std::set<std::string> origins;
   SourceLines lines;

@@ -111,7 +111,7 @@ Value Lowerer::lower_reduction(const Node& n) {
 
 Value Lowerer::add_reduction(const Node& n, const Shape& s, const std::vector<int64_t>& dims, Op op, ExprP body,
                              const std::set<std::string>& origins, const SourceLines& lines, bool descending) {
-  Layout l = Layout::contiguous(n.type.shape);
+  Layout l = is_output(n.id) ? Layout::contiguous(n.type.shape) : flexible_layout(n.type.shape, n.type.dtype);
   int b = new_buffer("", n.type.dtype, l);
   SchedNode sn;
   sn.kind = SNKind::Reduction;
@@ -222,7 +222,7 @@ SplitFrame split_frame(const Shape& s, const std::vector<int64_t>& dims, int64_t
 
 Value Lowerer::add_split_stage(const Shape& shape, ExprP body, Op op, DType dt, const Shape& out_shape,
                                const std::set<std::string>& origins, const SourceLines& lines) {
-  Layout l = Layout::contiguous(out_shape);
+  Layout l = flexible_layout(out_shape, dt);
   const int b = new_buffer("", dt, l);
   SchedNode sn;
   sn.kind = SNKind::Reduction;

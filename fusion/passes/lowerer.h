@@ -141,7 +141,17 @@ class Lowerer {
 
   // Records a scheduler node with its reads and dependencies.
   SchedNode& add_node(SchedNode sn);
-  Value realize(const Value& v);
+  // `v` stored in a buffer of its own: row-major, or (flexible) in the
+  // layout the compiler chooses, padded where pad_strides says so
+  Value realize(const Value& v, bool flexible = false);
+  // A pointwise node that stores `body` over `loop` into buffer `b` laid
+  // out as `store` (v's origins and lines): b read as `read_as` after.
+  Value store_copy(const Value& v, int b, const Shape& loop, ExprP body, const Layout& store, const Layout& read_as);
+  Layout flexible_layout(const Shape& s, DType t) const;
+  bool is_output(int id) const;
+  // A GEMM's operand in a layout it can read as the 2-D or 3-D matrix
+  // Inductor's view gives it; else a row-major copy of it.
+  Value gemm_operand(const Node& n, size_t k, const Value& v);
 
   const Value& in(const Node& n, size_t k) { return values_[static_cast<size_t>(n.inputs[k])]; }
 

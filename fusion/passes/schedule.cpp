@@ -506,7 +506,7 @@ class Scheduler {
       for (size_t i = 0; i + 1 < ids.size(); ++i) {
         int a = ids[i], b = ids[i + 1];
         int ga = group_of_[static_cast<size_t>(a)], gb = group_of_[static_cast<size_t>(b)];
-        if (policy_ != FusionPolicy::MaxAutotune) {
+        if (policy_ != FusionPolicy::MaxAutotune || !config_.batch_sibling_gemms) {
           record(ga, gb, {0, 0, 0, a - b}, false, Reject::SiblingGemmPolicy, 0);
           continue;
         }

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -63,12 +65,27 @@ struct TypeOnly : Concrete {
   std::vector<int64_t> dim_order;  // a repro input's memory order (empty: row-major)
 };
 
+// The program Inductor runs for `g`, compiled where `own` (compiled with
+// `o`) holds one of fusegate's own departures from it; none on cpu.
+std::optional<CompiledProgram> compile_as_inductor(const Graph& g, CompileOptions o, const CompiledProgram& own) {
+  if (o.backend != Backend::Cuda) return std::nullopt;
+  bool departs = false;
+  for (const auto& e : own.schedule.ledger) departs = departs || departs_from_inductor(e);
+  if (!departs) return std::nullopt;
+  o.inductor_program = true;
+  return compile(g, o);
+}
+
 class DryExecutor : public Executor {
  public:
   DryExecutor(int rank, int world, FusionPolicy p, Backend backend, std::set<std::string> replicated,
               FastPathSelection fast = {}, FastPathProofs proofs = {}, std::set<std::string> apart = {})
       : rank_(rank), world_(world), policy_(p), backend_(backend), replicated_(std::move(replicated)),
         fast_(std::move(fast)), proofs_(std::move(proofs)), apart_(std::move(apart)) {}
+  // each graph compiled a second time as the program Inductor runs, where
+  // the first holds one of fusegate's own departures from it (cuda only)
+  bool inductor_program = false;
+  std::vector<std::optional<CompiledProgram>> as_inductor;
   ConcreteP eager(const Node& n, const std::vector<ConcreteP>&) override {
     TensorType t = n.type;
     for (auto& d : t.shape) d = d < 0 ? 0 : d;
@@ -89,6 +106,7 @@ class DryExecutor : public Executor {
     o.residuals_apart = apart_;
     o.graph = static_cast<int>(compiled.size());
     compiled.push_back(compile(g, o));
+    as_inductor.push_back(inductor_program ? compile_as_inductor(g, o, compiled.back()) : std::nullopt);
     std::vector<ConcreteP> outs;
     for (int id : g.outputs) outs.push_back(std::make_shared<TypeOnly>(g.node(id).type));
     return outs;
@@ -110,7 +128,8 @@ class DryExecutor : public Executor {
   std::set<std::string> apart_;
 };
 
-void explain_one(const CompiledProgram& c, const std::string& fusion, const std::string& dot_dir, bool svg) {
+void explain_one(const CompiledProgram& c, const std::string& fusion, const std::string& dot_dir, bool svg,
+                 const std::optional<CompiledProgram>& as_inductor) {
   const Graph& g = c.captured;
   {
     std::cout << "=== graph " << g.name << " (fusion policy " << fusion << ")\n\n";
@@ -140,7 +159,22 @@ void explain_one(const CompiledProgram& c, const std::string& fusion, const std:
     int gen = 0;
     for (const auto& k : c.program.kernels) gen += k.generated();
     std::cout << "  " << c.program.kernels.size() << " launches: " << gen << " generated, "
-              << c.program.kernels.size() - static_cast<size_t>(gen) << " extern/collective\n\n";
+              << c.program.kernels.size() - static_cast<size_t>(gen) << " extern/collective\n";
+    if (as_inductor) {
+      // what Inductor runs: the same graph without fusegate's departures
+      // (their ledger entries, by code), the count its parity compares
+      std::map<std::string, int> why;
+      for (const auto& e : c.schedule.ledger)
+        if (departs_from_inductor(e)) ++why[reject_code(e.reason)];
+      std::vector<std::string> parts;
+      for (const auto& [code, n] : why) parts.push_back(code + std::string(" ") + std::to_string(n));
+      int igen = 0;
+      for (const auto& k : as_inductor->program.kernels) igen += k.generated();
+      const size_t n = as_inductor->program.kernels.size();
+      std::cout << "  Inductor's program, without fusegate's own (" << join(parts, ", ") << "): " << n
+                << " launches: " << igen << " generated, " << n - static_cast<size_t>(igen) << " extern/collective\n";
+    }
+    std::cout << "\n";
     std::cout << "--- kernels\n";
     std::set<std::string> shown;  // a function launched twice is printed once
     for (const auto& k : c.program.kernels)
@@ -221,7 +255,8 @@ int cmd_explain(const std::string& graph_file, FusionPolicy p, const std::string
       o.input_layouts.push_back(Layout::in_dim_order(
           n.type.shape, n.attrs.count("dim_order") ? attr_ints(n.attrs, "dim_order", Op::Input) : std::vector<int64_t>{}));
     }
-    explain_one(compile(g, o), policy_name(p), dot_dir, svg);
+    CompiledProgram c = compile(g, o);
+    explain_one(c, policy_name(p), dot_dir, svg, compile_as_inductor(g, o, c));
   }
   return 0;
 }
@@ -253,9 +288,11 @@ int cmd_explain_repro(const Repro& r, Mode m, int world, FusionPolicy p, const s
   }
   DryExecutor ex(0, world, p, backend, replicated_inputs(r.inputs(world)), fast,
                  fast_path_proofs(golden_dir, backend, world, ""), apart);
-  for (const auto& c : dry_capture(r, m, world, ex, true)) {
+  ex.inductor_program = true;
+  const std::vector<CompiledProgram> compiled = dry_capture(r, m, world, ex, true);
+  for (size_t i = 0; i < compiled.size(); ++i) {
     std::cout << placement_note;
-    explain_one(c, policy_name(p), dot_dir, svg);
+    explain_one(compiled[i], policy_name(p), dot_dir, svg, ex.as_inductor[i]);
   }
   return 0;
 }
