@@ -27,6 +27,9 @@ beside it.
         (anywhere: explain's counts; the cpu build gives the same)
     inductor_parity.py compare I.json F.json [--markdown OUT.md]
         (the table: agreement by set and policy, the graphs that differ by class)
+    inductor_parity.py minimize FUSEGATE FILE.fg ... --policy P --out DIR [--jobs N]
+        (on a GPU with torch 2.x: each graph shrunk by `fusegate minify --predicate` while explain's count
+        and Inductor's still differ on the same side; DIR/minimized.md the table)
 
 FILE arguments may be folders (every .fg under them). A graph's set is its
 folder's name under the repository (tests/lit/*, repros/fg, ...) or "random".
@@ -73,7 +76,13 @@ def set_of(path):
 
 
 # --- Inductor's side ---
-def inductor_counts(files, policies, out_json, config=(), code_dir=None):
+_SHOULD_PAD = []  # pad_mm._should_pad as torch has it, wrapped once per process
+
+
+def inductor_setup(config=()):
+    """torch with Inductor set up for counting (caches off, `config` set,
+    pad_mm's timings recorded and pinnable); returns
+    (torch, metrics, iconfig, timed)."""
     os.environ.setdefault("TORCHINDUCTOR_FX_GRAPH_CACHE", "0")
     os.environ.setdefault("TORCHINDUCTOR_AUTOGRAD_CACHE", "0")
     import torch
@@ -102,7 +111,9 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
     timed = {"n": 0, "answers": [], "pinned": False}
     try:
         from torch._inductor.fx_passes import pad_mm
-        should = pad_mm._should_pad
+        if not _SHOULD_PAD:
+            _SHOULD_PAD.append(pad_mm._should_pad)
+        should = _SHOULD_PAD[0]
 
         # the pattern's check calls _should_pad once its deterministic
         # checks hold; past them only a compute-bound GEMM is timed (or
@@ -123,63 +134,74 @@ def inductor_counts(files, policies, out_json, config=(), code_dir=None):
         pad_mm._should_pad = pinned_should
     except (ImportError, AttributeError):  # a torch without pad_mm: nothing is timed
         pass
+    return torch, metrics, iconfig, timed
+
+
+def inductor_row_counts(path, policies, setup, code_dir=None):
+    """One graph's row: its set, ops and, per policy, Inductor's counts (or
+    why there are none)."""
+    torch, metrics, iconfig, timed = setup
     from torch.profiler import ProfilerActivity, profile
+    row = {"file": path, "set": set_of(path), "counts": {}}
+    try:
+        g = fg_torch.parse_file(path)[0]
+        fn = fg_torch.build(g, device="cuda")
+        host = fg_torch.make_inputs(g)
+        row["ops"] = sorted(g.ops())
+    except fg_torch.Untranslatable as e:
+        row["untranslatable"] = str(e)
+        return row
+    except Exception as e:  # the translator failed: say so, keep going
+        row["error"] = f"translate: {type(e).__name__}: {e}"
+        return row
+    for policy in policies:
+        c = {}
+        try:
+            torch._dynamo.reset()
+            metrics.reset()
+            timed["n"] = 0
+            timed["answers"] = []
+            compiled = torch.compile(fn, mode=POLICIES[policy], dynamic=False)
+            args = [x.to("cuda") for x in (host[r] for r, _, _, _ in g.inputs)]
+            t0 = time.time()
+            if code_dir:  # the first call also hands back the source Inductor wrote
+                from torch._inductor.utils import run_and_get_code
+                _, sources = run_and_get_code(compiled, *[a.clone() for a in args])
+                stem = os.path.splitext(os.path.basename(path))[0]
+                with open(os.path.join(code_dir, f"{set_of(path).replace('/', '_')}.{stem}.{policy}.py"), "w") as f:
+                    f.write("\n\n# ---- next graph ----\n\n".join(sources))
+            else:
+                compiled(*[a.clone() for a in args])
+            torch.cuda.synchronize()
+            c["compile_s"] = round(time.time() - t0, 2)
+            c["generated"] = int(metrics.generated_kernel_count)
+            c["padding_timed"] = timed["n"]
+            c["padding_answers"] = list(timed["answers"])
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                compiled(*[a.clone() for a in args])
+                torch.cuda.synchronize()
+            names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+            c["launches"] = sum(1 for n in names if not n.startswith(("Memcpy", "Memset")))
+            # the kernels Inductor wrote that ran (metrics count every
+            # candidate max-autotune compiled): its GEMM templates apart
+            c["triton"] = sum(1 for n in names if n.startswith("triton_") and not n.startswith("triton_tem"))
+            c["templates"] = sum(1 for n in names if n.startswith("triton_tem"))
+            c["kernels"] = names
+            if c["padding_timed"] or c["templates"]:
+                c.update(pinned_counts(torch, fn, args, policy, timed, metrics, iconfig))
+        except Exception as e:
+            c["error"] = f"{type(e).__name__}: {str(e)[:400]}"
+            c["trace"] = traceback.format_exc()[-1500:]
+        row["counts"][policy] = c
+    return row
+
+
+def inductor_counts(files, policies, out_json, config=(), code_dir=None):
+    setup = inductor_setup(config)
+    torch = setup[0]
     rows = []
     for path in files:
-        row = {"file": path, "set": set_of(path), "counts": {}}
-        try:
-            g = fg_torch.parse_file(path)[0]
-            fn = fg_torch.build(g, device="cuda")
-            host = fg_torch.make_inputs(g)
-            row["ops"] = sorted(g.ops())
-        except fg_torch.Untranslatable as e:
-            row["untranslatable"] = str(e)
-            rows.append(row)
-            continue
-        except Exception as e:  # the translator failed: say so, keep going
-            row["error"] = f"translate: {type(e).__name__}: {e}"
-            rows.append(row)
-            continue
-        for policy in policies:
-            c = {}
-            try:
-                torch._dynamo.reset()
-                metrics.reset()
-                timed["n"] = 0
-                timed["answers"] = []
-                compiled = torch.compile(fn, mode=POLICIES[policy], dynamic=False)
-                args = [x.to("cuda") for x in (host[r] for r, _, _, _ in g.inputs)]
-                t0 = time.time()
-                if code_dir:  # the first call also hands back the source Inductor wrote
-                    from torch._inductor.utils import run_and_get_code
-                    _, sources = run_and_get_code(compiled, *[a.clone() for a in args])
-                    stem = os.path.splitext(os.path.basename(path))[0]
-                    with open(os.path.join(code_dir, f"{set_of(path).replace('/', '_')}.{stem}.{policy}.py"), "w") as f:
-                        f.write("\n\n# ---- next graph ----\n\n".join(sources))
-                else:
-                    compiled(*[a.clone() for a in args])
-                torch.cuda.synchronize()
-                c["compile_s"] = round(time.time() - t0, 2)
-                c["generated"] = int(metrics.generated_kernel_count)
-                c["padding_timed"] = timed["n"]
-                c["padding_answers"] = list(timed["answers"])
-                with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                    compiled(*[a.clone() for a in args])
-                    torch.cuda.synchronize()
-                names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-                c["launches"] = sum(1 for n in names if not n.startswith(("Memcpy", "Memset")))
-                # the kernels Inductor wrote that ran (metrics count every
-                # candidate max-autotune compiled): its GEMM templates apart
-                c["triton"] = sum(1 for n in names if n.startswith("triton_") and not n.startswith("triton_tem"))
-                c["templates"] = sum(1 for n in names if n.startswith("triton_tem"))
-                c["kernels"] = names
-                if c["padding_timed"] or c["templates"]:
-                    c.update(pinned_counts(torch, fn, args, policy, timed, metrics, iconfig))
-            except Exception as e:
-                c["error"] = f"{type(e).__name__}: {str(e)[:400]}"
-                c["trace"] = traceback.format_exc()[-1500:]
-            row["counts"][policy] = c
-        rows.append(row)
+        rows.append(inductor_row_counts(path, policies, setup, code_dir))
         if len(rows) % 10 == 0 or len(rows) == len(files):
             # written as it goes: a run stopped by a time limit keeps what it measured
             meta = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0),
@@ -258,6 +280,26 @@ def inductor_parallel(files, policies, out_json, jobs, config=(), code_dir=None)
 # --- fusegate's side ---
 CASE = re.compile(rb"#fusegate-explain-case (\d+) exit (-?\d+) out (\d+) err (\d+)\n")
 COUNT = re.compile(r"(\d+) launches: (\d+) generated, (\d+) extern/collective")
+# where fusegate departs from Inductor's program on purpose (a fast path, a
+# GELU in cuBLASLt's epilogue, a residual on a GEMM), explain adds the count
+# of the program Inductor runs, and that is the one compared
+INDUCTOR = re.compile(r"Inductor's program, without fusegate's own \(([^)]*)\): (\d+) launches: (\d+) generated, "
+                      r"(\d+) extern/collective")
+
+
+def graph_counts(out):
+    """Each explained graph's counts: (launches, generated, extern) of the
+    program Inductor runs (fusegate's own where it departs from none), and
+    the departures by ledger code."""
+    got = []
+    for sec in re.split(r"^=== graph ", out, flags=re.M)[1:]:
+        own, ind = COUNT.search(sec), INDUCTOR.search(sec)
+        if not own:
+            continue
+        m = ind if ind else own
+        launches, gen, ext = (int(x) for x in m.groups()[-3:])
+        got.append((launches, gen, ext, ind.group(1) if ind else "", int(own.group(2))))
+    return got
 
 
 HOST_OPS = {"print", "item", "nonzero", "if"}
@@ -294,14 +336,18 @@ def fusegate_counts(fusegate, files, policies, out_json):
         err = data[m.end() + no:m.end() + no + ne].decode(errors="replace")
         pos = m.end() + no + ne
         f, p = cases[n]
-        counts = COUNT.findall(out)
+        counts = graph_counts(out)
         c = {"exit": rc}
         if rc == 0 and counts:
-            launches, gen, ext = (int(x) for x in counts[-1])
+            launches, gen, ext, _, _ = counts[-1]
             c.update(launches=launches, generated=gen, extern=ext, graphs=len(counts))
             if len(counts) > 1:
-                c["generated"] = sum(int(x[1]) for x in counts)
-                c["launches"] = sum(int(x[0]) for x in counts)
+                c["generated"] = sum(x[1] for x in counts)
+                c["launches"] = sum(x[0] for x in counts)
+            departures = [x[3] for x in counts if x[3]]
+            if departures:
+                c["departures"] = "; ".join(departures)
+                c["own_generated"] = sum(x[4] for x in counts)
         else:
             c["error"] = (err or out).strip()[-400:]
         got.setdefault(f, {})[p] = c
@@ -408,6 +454,21 @@ def compare(ind_json, fg_json, markdown):
     for (s_, p), (eq, n, u, e, tm, eqp, padded, tem) in sorted(table.items()):
         pct = f"{100.0 * eqp / n:.1f}" if n else "-"
         lines.append(f"| {s_} | {p} | {eqp} | {n} | {pct} | {eq} | {tm} | {padded} | {tem} | {u} | {e} |")
+    # graphs where fusegate runs its own program on purpose: compared as the
+    # program Inductor runs (explain's second count), each departure named
+    departs = {}
+    for r in fgj["rows"]:
+        for p, fc in r["counts"].items():
+            if fc.get("departures"):
+                d = departs.setdefault(p, [0, {}])
+                d[0] += 1
+                for code, n in re.findall(r"([a-z_]+) (\d+)", fc["departures"]):
+                    d[1][code] = d[1].get(code, 0) + int(n)
+    if departs:
+        lines += ["", "Where fusegate departs from Inductor's program on purpose (its ledger's entries), the count "
+                  "compared is explain's count of the program Inductor runs:", ""]
+        for p, (n, codes) in sorted(departs.items()):
+            lines.append(f"- {p}: {n} graphs ({', '.join(f'{c} {k}' for c, k in sorted(codes.items()))})")
     classes = {}
     for r, p, ic, fc, kind in diffs:
         if kind == "error":
@@ -455,6 +516,16 @@ def main():
     b.add_argument("files", nargs="+")
     b.add_argument("--json", required=True)
     b.add_argument("--policies", default="default,max-autotune")
+    m = sub.add_parser("minimize")
+    m.add_argument("fusegate")
+    m.add_argument("files", nargs="+")
+    m.add_argument("--policy", default="default", choices=sorted(POLICIES))
+    m.add_argument("--out", required=True, help="a folder: each minimized graph and the table (minimized.md)")
+    m.add_argument("--jobs", type=int, default=1)
+    m.add_argument("--timeout", type=int, default=600, help="seconds a judgment may take")
+    k = sub.add_parser("_ask")
+    k.add_argument("socket")
+    k.add_argument("file")
     c = sub.add_parser("compare")
     c.add_argument("inductor_json")
     c.add_argument("fusegate_json")
@@ -467,6 +538,13 @@ def main():
                 files += [x for x in f.read().split("\n") if x]
         return inductor_parallel(files, args.policies.split(","), args.json, args.jobs, args.config,
                                  args.code) or 0
+    if args.cmd == "minimize":
+        import parity_minimize
+        return parity_minimize.minimize(expand(args.files), args.policy, args.fusegate, args.out, args.jobs,
+                                        args.timeout)
+    if args.cmd == "_ask":
+        import parity_minimize
+        return parity_minimize.ask(args.socket, args.file)
     if args.cmd == "fusegate":
         return fusegate_counts(args.fusegate, expand(args.files), args.policies.split(","), args.json)
     return compare(args.inductor_json, args.fusegate_json, args.markdown)

@@ -262,6 +262,10 @@ int fg::cli::run_main(int argc, char** argv) {
   minify->add_option("--world-size", spec.world, "ranks")->capture_default_str();
   minify->add_option("--fusion", fusion_text, "default, max-autotune or none")->capture_default_str();
   minify->add_option("--out", mspec.out, "the minified .fg (default: REPRO.min.fg here)");
+  minify->add_option("--predicate", mspec.predicate,
+                     "judge each smaller graph with this command instead of running it: CMD FILE.fg exits 0 "
+                     "where the graph still shows what is sought, 1 where not (bench/inductor_parity.py minimize "
+                     "gives \"its kernel count differs from Inductor's\")");
   add_common(minify);
   add_fast(minify);
 

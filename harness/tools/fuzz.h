@@ -11,6 +11,7 @@
 // that dies or stops answering is a finding named by the graph it was on
 // (that graph written, unminimized), and starts again at its next graph.
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -97,6 +98,11 @@ std::optional<FuzzFinding> fuzz_check(const Graph& g, const std::string& name, c
 // outputs dropped, nodes replaced by one of their operands or by a new
 // input, until no step keeps the finding.
 Graph minimize(const Graph& g, const FuzzFinding& f, const FuzzOptions& o, FuzzRank& r, int* checks);
+
+// minimize's shrinking for any judge: the smallest graph found for which
+// `shows` still holds (it holds for `g`); keep_output >= 0 first tries that
+// output alone.
+Graph shrink(const Graph& g, const std::function<bool(const Graph&)>& shows, int keep_output = -1);
 
 // The name a graph's finding file and repro take: "f" and 12 hex digits of
 // its text's hash.

@@ -245,11 +245,16 @@ Graph minimize(const Graph& g, const FuzzFinding& f, const FuzzOptions& o, FuzzR
     auto got = fuzz_check(c, fuzz_name(c), one, fr);
     return got && *got == f;
   };
-  Graph best = g;
   // a repro's minify keeps the output that failed, alone: "fails the same
   // way" is that output's mismatch
-  if (!o.minify_out.empty() && f.kind == "mismatch" && g.outputs.size() > 1) {
-    const int k = failing_output(f.detail);
+  const int keep = !o.minify_out.empty() && f.kind == "mismatch" ? failing_output(f.detail) : -1;
+  return shrink(g, shows, keep);
+}
+
+Graph shrink(const Graph& g, const std::function<bool(const Graph&)>& shows, int keep_output) {
+  Graph best = g;
+  if (keep_output >= 0 && g.outputs.size() > 1) {
+    const int k = keep_output;
     if (k >= 0 && k < static_cast<int>(g.outputs.size())) {
       Graph c = g;
       c.outputs = {g.outputs[static_cast<size_t>(k)]};

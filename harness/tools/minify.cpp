@@ -1,6 +1,9 @@
 // fusegate minify (harness/tools/minify.h).
 #include "harness/tools/minify.h"
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -44,6 +47,59 @@ void declare_breaks(const std::string& path, const MinifySpec& m) {
   if (done) write_atomic(path, text);
 }
 
+// The graph shrunk with an outside judge (MinifySpec::predicate): every
+// candidate written under a folder of its own and `predicate FILE` run on it.
+int minify_by_predicate(const Graph& g, const std::string& name, const MinifySpec& m, const std::string& out) {
+  namespace fs = std::filesystem;
+  std::string tmpl = (fs::temp_directory_path() / "fusegate-minify-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) cannot_test("minify --predicate: no temporary folder (" + tmpl + ")");
+  const fs::path dir = tmpl;
+  const std::string file = (dir / (name + ".fg")).string();
+  int checks = 0;
+  // 0 shows, 1 does not, -1 cannot be judged (its exit status in `status`)
+  auto judge = [&](const Graph& c, int* status) {
+    ++checks;
+    write_atomic(file, print_graph(c));
+    const std::string cmd = "timeout -k 5 " + std::to_string(m.timeout_s) + " " + m.predicate + " '" + file + "'";
+    const int rc = std::system(cmd.c_str());
+    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+    return *status == 0 ? 0 : *status == 1 ? 1 : -1;
+  };
+  int status = 0;
+  const int first = judge(g, &status);
+  if (first != 0) {
+    remove_tree(dir.string());
+    if (first < 0)
+      cannot_test("minify --predicate: `" + m.predicate + " FILE` exited " + std::to_string(status) +
+                  (status == 124 ? " (past --timeout " + std::to_string(m.timeout_s) + " s)" : "") +
+                  " on the graph given: it cannot judge it (0: shows, 1: does not)");
+    std::cout << "minify: the predicate does not hold for " << name << " as given: nothing to minify\n";
+    return 0;
+  }
+  auto ops = [](const Graph& x) {
+    int n = 0;
+    for (const Node& k : x.nodes) n += k.op != Op::Input;
+    return n;
+  };
+  auto header = [&](const Graph& b, const char* state) {
+    return "# fusegate minify " + name + " --predicate: " + std::to_string(ops(g)) + " -> " + std::to_string(ops(b)) +
+           " op nodes in " + std::to_string(checks) + " checks" + state + "\n";
+  };
+  // each smaller graph that still shows it is written as it is found: a
+  // minimization stopped early keeps the smallest so far
+  const Graph best = shrink(g, [&](const Graph& c) {
+    int st = 0;
+    const bool shows = judge(c, &st) == 0;
+    if (shows) write_atomic(out, header(c, " (so far)") + print_graph(c));
+    return shows;
+  });
+  remove_tree(dir.string());
+  write_atomic(out, header(best, "") + print_graph(best));
+  std::cout << "minify: " << name << " " << ops(g) << " -> " << ops(best) << " op nodes in " << checks
+            << " checks of the predicate; written to " << out << "\n";
+  return 1;
+}
+
 }  // namespace
 
 int cmd_minify(const MinifySpec& m) {
@@ -69,6 +125,13 @@ int cmd_minify(const MinifySpec& m) {
     g = is_fg ? parse_graph_file(r->file).at(0) : export_graph(*r, name);
   }
   if (m.mode == Mode::Eager) user_error("minify shrinks compiled runs: use --mode B or C");
+  if (!m.predicate.empty()) {
+    for (Node& n : g.nodes)
+      if (n.op == Op::Input && !n.attrs.count("seed")) n.attrs["seed"] = name;
+    const std::string out = m.out.empty() ? name + ".min.fg" : m.out;
+    if (fs::path(out).extension() != ".fg") user_error("minify --out " + out + ": name an .fg file (the minified graph)");
+    return minify_by_predicate(g, name, m, out);
+  }
   // a graph that breaks (a host op, a disabled region) is shrunk as it
   // runs, its breaks where its text puts them; the breaks it declares are
   // declared again for the breaks the smaller graph still has (below)

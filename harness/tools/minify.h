@@ -28,10 +28,16 @@ struct MinifySpec {
   std::string golden_dir;
   int timeout_s = 120;
   std::string out;  // the .fg written; default <name>.min.fg here
+  // Where set, nothing runs: each smaller graph is written to a file and
+  // judged by `predicate FILE` (exit 0: it still shows what is sought; 1:
+  // not; anything else, or past timeout_s: it cannot be judged, which
+  // counts as not for a smaller graph and is exit 125 for the graph given).
+  std::string predicate;
 };
 
-// 0 the repro passes (nothing to minify), 1 minified (the file written),
-// 2 bad input, 125 cannot test.
+// 0 the repro passes (with a predicate: the graph given does not show it;
+// nothing to minify), 1 minified (the file written), 2 bad input, 125
+// cannot test.
 int cmd_minify(const MinifySpec& m);
 
 }  // namespace fg

@@ -16,6 +16,8 @@ FUSEGATE = None
 MEAN = str(ROOT / "tests/lit/inductor/mean_of_5x5_is_one_kernel.fg")           # 1 generated
 GEMM = str(ROOT / "tests/lit/ops/cast_to_its_own_dtype_is_no_kernel.fg")       # 0 generated, 1 extern
 BREAK = str(ROOT / "tests/lit/breaks/data_dependent_branch.fg")                # 2 graphs, 1 generated each
+EPILOGUE = str(ROOT / "tests/lit/tp/gemm_epilogue_gelu.fg")                  # max-autotune: a GELU in cuBLASLt's epilogue
+SHRINK = str(ROOT / "tests/lit/schedule/gemm_operand_with_a_padded_stride_is_copied.fg")  # 6 ops, 3 generated
 BAD = """graph bad(%x: f32[4]) {
   %1 = relu(%x) : f32[5]
   return %1
@@ -59,6 +61,68 @@ class FusegateSide(unittest.TestCase):
         # a graph explain cannot take is an error with explain's reason, never a count
         self.assertNotIn("generated", rows["bad.fg"])
         self.assertIn("bad.fg", rows["bad.fg"]["error"])
+
+
+class Departures(unittest.TestCase):
+    def test_the_program_inductor_runs_is_the_count_compared(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "f.json")
+            rc = inductor_parity.fusegate_counts(FUSEGATE, [EPILOGUE], ["max-autotune", "default"], out)
+            row = json.load(open(out))["rows"][0]["counts"]
+        self.assertEqual(rc, 0)
+        # max-autotune folds one GELU into cuBLASLt's epilogue and batches two
+        # GEMMs: fusegate runs 2 generated kernels, Inductor's program 3
+        ma = row["max-autotune"]
+        self.assertEqual((ma["own_generated"], ma["generated"]), (2, 3))
+        self.assertIn("gemm_epilogue 1", ma["departures"])
+        self.assertIn("batched_siblings 1", ma["departures"])
+        # the default policy departs from nothing: one count, no departures
+        self.assertNotIn("departures", row["default"])
+        self.assertEqual(row["default"]["generated"], 3)
+
+    def test_a_departure_is_said_in_the_table(self):
+        rows = [inductor_row(EPILOGUE, 3, ["triton_poi_a", "triton_poi_b", "triton_poi_c"], ["gelu", "linear"])]
+        rows[0]["counts"]["max-autotune"] = rows[0]["counts"].pop("default")
+        with tempfile.TemporaryDirectory() as d:
+            f = os.path.join(d, "f.json")
+            inductor_parity.fusegate_counts(FUSEGATE, [EPILOGUE], ["max-autotune"], f)
+            i = os.path.join(d, "i.json")
+            json.dump({"meta": {"torch": "2.x", "gpu": "test", "date": "today", "policies": ["max-autotune"]},
+                       "rows": rows}, open(i, "w"))
+            md = os.path.join(d, "p.md")
+            inductor_parity.compare(i, f, md)
+            text = open(md).read()
+        self.assertRegex(text, r"\| tests/lit/tp \| max-autotune \| 1 \| 1 \| 100.0 \|")
+        self.assertIn("- max-autotune: 1 graphs (batched_siblings 1, gemm_epilogue 1)", text)
+
+
+class Minimize(unittest.TestCase):
+    def test_a_difference_is_made_small_by_fusegates_minimizer(self):
+        import parity_minimize
+        # Inductor made up: one kernel for every graph. explain counts 3 for
+        # SHRINK, so the minimizer keeps shrinking while explain counts more
+        # than 1, each candidate judged through the socket by this process
+        one = lambda path, policy: 1  # noqa: E731
+        with tempfile.TemporaryDirectory() as d:
+            r = parity_minimize.minimize_one(SHRINK, "default", FUSEGATE, one, d, timeout=120)
+            self.assertEqual(r["exit"], 1, r.get("log"))
+            self.assertEqual(r["before"], {"fusegate": 3, "inductor": 1, "ops": 6})
+            self.assertLess(r["after"]["ops"], r["before"]["ops"])
+            self.assertGreater(r["after"]["fusegate"], 1)
+            self.assertGreater(r["checks"], 2)
+            # the file written is the graph last judged to show it: explain agrees
+            self.assertEqual(parity_minimize.explain_generated(FUSEGATE, r["out"], "default"), r["after"]["fusegate"])
+            self.assertEqual(parity_minimize.op_count(r["out"]), r["after"]["ops"])
+            # a graph already equal to Inductor's count: nothing to minimize
+            r = parity_minimize.minimize_one(MEAN, "default", FUSEGATE, one, d, timeout=120)
+            self.assertEqual(r["exit"], 0)
+            self.assertFalse(os.path.exists(r["out"]))
+            # a judge that cannot count the graph given: minify cannot test (125)
+            r = parity_minimize.minimize_one(SHRINK, "default", FUSEGATE, lambda p, q: None, d, timeout=120)
+            self.assertEqual(r["exit"], 125)
+            parity_minimize.write_minimized([r], d)
+            with open(os.path.join(d, "minimized.md")) as f:
+                self.assertIn("not judged", f.read())
 
 
 class Comparison(unittest.TestCase):

@@ -67,6 +67,28 @@ case_minify_shrinks_a_block() {
     "$FG" minify qwen3_block --world-size 3 >"$T/out" 2>&1; expect_rc $? 2; expect_out "world size 3"
 }
 
+case_minify_with_a_predicate() {
+    # an outside judge (--predicate CMD, run as CMD FILE): nothing runs, the
+    # graph shrinks while the judge says it still shows what is sought (here:
+    # a linear), each smaller graph that does written as found
+    g="$SRC/tests/lit/schedule/gemm_operand_with_a_padded_stride_is_copied.fg"
+    "$FG" minify --graph "$g" --predicate "grep -q ' = linear('" --out "$T/p.fg" >"$T/out" 2>&1
+    expect_rc $? 1; expect_out "6 -> 1 op nodes in [0-9]+ checks of the predicate"
+    nodes=$(grep -cE '^  %[A-Za-z0-9_]+ = ' "$T/p.fg")
+    [ "$nodes" -eq 1 ] && grep -q ' = linear(' "$T/p.fg" || fail "minified: $(cat "$T/p.fg")"
+    "$FG" explain --graph "$T/p.fg" --backend cuda >"$T/out" 2>&1; expect_rc $? 0
+    # the judge says no to the graph given: nothing to minify, no file
+    "$FG" minify --graph "$g" --predicate false --out "$T/n.fg" >"$T/out" 2>&1
+    expect_rc $? 0; expect_out "nothing to minify"
+    [ ! -e "$T/n.fg" ] || fail "a graph that does not show it wrote a file"
+    # a judge that cannot judge it (another exit, or past --timeout): cannot test, named
+    "$FG" minify --graph "$g" --predicate "sh -c 'exit 3'" --out "$T/n.fg" >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "exited 3 on the graph given"
+    "$FG" minify --graph "$g" --predicate "sh -c 'sleep 30'" --timeout 1 --out "$T/n.fg" >"$T/out" 2>&1
+    expect_rc $? 125; expect_out "past --timeout 1 s"
+    [ ! -e "$T/n.fg" ] || fail "a judge that cannot judge wrote a file"
+}
+
 case_minify_at_world_size_2() {
     # at world size 2 the ranks shrink the block in lock step, its layouts
     # kept; the result fails at world size 2 as the block did
