@@ -74,8 +74,11 @@ CompiledProgram compile(const Graph& g, const CompileOptions& opts) {
 
   // hand-written fast paths first: the max-autotune rewrites below then see
   // them as the extern nodes they are
-  c.decomposed = apply_fast_paths(c.decomposed, opts.inductor_program ? FastPathSelection{FastPathSelection::Kind::None, {}} : opts.fast_paths,
-                                  opts.proofs, &rewrites, &c.fast_paths, {opts.backend, opts.world_size, opts.fusion});
+  // (none in the program Inductor runs)
+  const FastPathSelection fast =
+      opts.inductor_program ? FastPathSelection{FastPathSelection::Kind::None, {}} : opts.fast_paths;
+  c.decomposed = apply_fast_paths(c.decomposed, fast, opts.proofs, &rewrites, &c.fast_paths,
+                                  {opts.backend, opts.world_size, opts.fusion});
   verify(c.decomposed);
 
   // on cuda a bias added to a 2-D GEMM is the GEMM's (addmm), as Inductor's

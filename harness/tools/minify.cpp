@@ -125,13 +125,6 @@ int cmd_minify(const MinifySpec& m) {
     g = is_fg ? parse_graph_file(r->file).at(0) : export_graph(*r, name);
   }
   if (m.mode == Mode::Eager) user_error("minify shrinks compiled runs: use --mode B or C");
-  if (!m.predicate.empty()) {
-    for (Node& n : g.nodes)
-      if (n.op == Op::Input && !n.attrs.count("seed")) n.attrs["seed"] = name;
-    const std::string out = m.out.empty() ? name + ".min.fg" : m.out;
-    if (fs::path(out).extension() != ".fg") user_error("minify --out " + out + ": name an .fg file (the minified graph)");
-    return minify_by_predicate(g, name, m, out);
-  }
   // a graph that breaks (a host op, a disabled region) is shrunk as it
   // runs, its breaks where its text puts them; the breaks it declares are
   // declared again for the breaks the smaller graph still has (below)
@@ -139,6 +132,11 @@ int cmd_minify(const MinifySpec& m) {
   // every input keeps the values it has in the repro, under any file name
   for (Node& n : g.nodes)
     if (n.op == Op::Input && !n.attrs.count("seed")) n.attrs["seed"] = name;
+  if (!m.predicate.empty()) {
+    const std::string out = m.out.empty() ? name + ".min.fg" : m.out;
+    if (fs::path(out).extension() != ".fg") user_error("minify --out " + out + ": name an .fg file (the minified graph)");
+    return minify_by_predicate(g, name, m, out);
+  }
   FuzzOptions o;
   o.seconds = 1e9;
   o.graphs = 1;
