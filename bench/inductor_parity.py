@@ -289,8 +289,9 @@ INDUCTOR = re.compile(r"Inductor's program, without fusegate's own \(([^)]*)\): 
 
 def graph_counts(out):
     """Each explained graph's counts: (launches, generated, extern) of the
-    program Inductor runs (fusegate's own where it departs from none), and
-    the departures by ledger code."""
+    program Inductor runs (fusegate's own where it departs from none), the
+    departures by ledger code ("" for none), and fusegate's own generated
+    count."""
     got = []
     for sec in re.split(r"^=== graph ", out, flags=re.M)[1:]:
         own, ind = COUNT.search(sec), INDUCTOR.search(sec)

@@ -349,6 +349,10 @@ Layout Lowerer::flexible_layout(const Shape& s, DType t) const {
 
 bool Lowerer::is_output(int id) const { return std::find(g_.outputs.begin(), g_.outputs.end(), id) != g_.outputs.end(); }
 
+Layout Lowerer::chosen_layout(int id, const Shape& s, DType t) const {
+  return is_output(id) ? Layout::contiguous(s) : flexible_layout(s, t);
+}
+
 Value Lowerer::realize(const Value& v, bool flexible) {
   Layout l = flexible ? flexible_layout(v.type.shape, v.type.dtype) : Layout::contiguous(v.type.shape);
   int b = new_buffer("", v.type.dtype, l);

@@ -90,7 +90,7 @@ Value Lowerer::lower_concat(const Node& n) {
   const size_t d = static_cast<size_t>(norm_dim(attr_int(n.attrs, "dim", n.op), out.size(), n.op));
   // ConcatKernel's buffer: contiguous strides, padded (comprehensive
   // padding), unless the graph returns it
-  const Layout whole = is_output(n.id) ? Layout::contiguous(out) : flexible_layout(out, t);
+  const Layout whole = chosen_layout(n.id, out, t);
   const int b = new_buffer("", t, whole);
   std::set<std::string> origins;
   SourceLines lines;

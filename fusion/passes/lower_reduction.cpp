@@ -111,7 +111,7 @@ Value Lowerer::lower_reduction(const Node& n) {
 
 Value Lowerer::add_reduction(const Node& n, const Shape& s, const std::vector<int64_t>& dims, Op op, ExprP body,
                              const std::set<std::string>& origins, const SourceLines& lines, bool descending) {
-  Layout l = is_output(n.id) ? Layout::contiguous(n.type.shape) : flexible_layout(n.type.shape, n.type.dtype);
+  Layout l = chosen_layout(n.id, n.type.shape, n.type.dtype);
   int b = new_buffer("", n.type.dtype, l);
   SchedNode sn;
   sn.kind = SNKind::Reduction;

@@ -149,8 +149,12 @@ class Lowerer {
   Value store_copy(const Value& v, int b, const Shape& loop, ExprP body, const Layout& store, const Layout& read_as);
   Layout flexible_layout(const Shape& s, DType t) const;
   bool is_output(int id) const;
-  // A GEMM's operand in a layout it can read as the 2-D or 3-D matrix
-  // Inductor's view gives it; else a row-major copy of it.
+  // The layout of graph value `id` stored by the compiler: row-major for a
+  // graph output (eager's strides), else flexible_layout
+  Layout chosen_layout(int id, const Shape& s, DType t) const;
+  // A GEMM's operand in a layout it can read as the 2-D or 3-D matrix ATen
+  // gives it (a view), else a row-major copy: where the padding breaks that
+  // view, or where a permuted operand's batch dims do not merge.
   Value gemm_operand(const Node& n, size_t k, const Value& v);
 
   const Value& in(const Node& n, size_t k) { return values_[static_cast<size_t>(n.inputs[k])]; }
