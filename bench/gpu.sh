@@ -17,8 +17,9 @@
 # fuzzer's graphs from PARITY_SEED (default 1), every lit graph and .fg repro,
 # each compiled by torch.compile (PARITY_POLICIES, default
 # default,max-autotune; PARITY_JOBS processes, default 12) and by `explain
-# --backend cuda`; the table by divergence class is $OUT/parity.md, the graphs
-# $OUT/parity-graphs.tgz.
+# --backend cuda`; the table by divergence class is printed, and it, both
+# JSONs, Inductor's log and the graphs are in one file, $OUT/parity.tgz
+# (parity/parity.md, parity-inductor.json, parity-fusegate.json, graphs/).
 # seeds: each graph of FUZZ_SEEDS (graph seeds, as a fuzz finding names
 # them) checked alone in process under every policy (a crash prints its
 # backtrace, resolved with addr2line), its .fg printed first.

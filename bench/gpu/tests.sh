@@ -72,19 +72,23 @@ step_fuzz() {
 # parity: explain --backend cuda against TorchInductor (bench/inductor_parity.py)
 step_parity() {
   local n="${PARITY_GRAPHS:-1000}" seed="${PARITY_SEED:-1}" pol="${PARITY_POLICIES:-default,max-autotune}"
-  # the graphs outside $OUTDIR (a thousand files there crowd out what the
-  # device tool brings back), packed into it at the end
-  local gdir
-  gdir="$(mktemp -d)/parity-graphs"
-  $FG fuzz --emit "$gdir" --graphs "$n" --seed "$seed" --backend cuda || { rc=1; return; }
-  local sets="tests/lit repros/fg bench/fg $gdir"
-  python3 bench/inductor_parity.py fusegate "$FG" $sets --json "$OUTDIR/parity-fusegate.json" --policies "$pol" ||
-    rc=1
-  TORCHINDUCTOR_COMPILE_THREADS=2 python3 bench/inductor_parity.py inductor $sets --json "$OUTDIR/parity-inductor.json" \
-    --policies "$pol" --jobs "${PARITY_JOBS:-12}" 2>"$OUTDIR/parity-inductor.err" || rc=1
-  python3 bench/inductor_parity.py compare "$OUTDIR/parity-inductor.json" "$OUTDIR/parity-fusegate.json" \
-    --markdown "$OUTDIR/parity.md" | head -40
-  tar -C "$(dirname "$gdir")" -czf "$OUTDIR/parity-graphs.tgz" parity-graphs && rm -rf "$(dirname "$gdir")"
+  # everything in a folder outside $OUTDIR (a thousand graphs there crowd
+  # out what the device tool brings back), packed into one file of it at
+  # the end: $OUTDIR/parity.tgz holds parity/{parity-fusegate.json,
+  # parity-inductor.json, parity-inductor.err, parity.md, graphs/}; the
+  # table is printed too
+  local top p
+  top="$(mktemp -d)"
+  p="$top/parity"
+  mkdir -p "$p"
+  $FG fuzz --emit "$p/graphs" --graphs "$n" --seed "$seed" --backend cuda >/dev/null || { rc=1; return; }
+  local sets="tests/lit repros/fg bench/fg $p/graphs"
+  python3 bench/inductor_parity.py fusegate "$FG" $sets --json "$p/parity-fusegate.json" --policies "$pol" || rc=1
+  TORCHINDUCTOR_COMPILE_THREADS=2 python3 bench/inductor_parity.py inductor $sets --json "$p/parity-inductor.json" \
+    --policies "$pol" --jobs "${PARITY_JOBS:-12}" 2>"$p/parity-inductor.err" || rc=1
+  python3 bench/inductor_parity.py compare "$p/parity-inductor.json" "$p/parity-fusegate.json" \
+    --markdown "$p/parity.md" | head -40
+  tar -C "$top" -czf "$OUTDIR/parity.tgz" parity && rm -rf "$top"
   phase "parity compared"
 }
 # seeds

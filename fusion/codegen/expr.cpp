@@ -104,12 +104,15 @@ ExprP ex_where_counted(ExprP c, ExprP a, ExprP b, DType out, int ops) {
   return finish(std::move(e));
 }
 
-ExprP ex_cast(ExprP a, DType to) {
+ExprP ex_cast(ExprP a, DType to) { return ex_cast_counted(std::move(a), to, 1); }
+
+ExprP ex_cast_counted(ExprP a, DType to, int ops) {
   if (a->dtype == to) return a;
   Expr e;
   e.kind = Expr::Cast;
   e.dtype = to;
   e.args = {std::move(a)};
+  e.inductor_ops = ops;
   return finish(std::move(e));
 }
 

@@ -51,6 +51,9 @@ ExprP ex_where(ExprP c, ExprP a, ExprP b, DType out);
 // ex_where counted as `ops` of Inductor's op counter (a cat's selection)
 ExprP ex_where_counted(ExprP c, ExprP a, ExprP b, DType out, int ops);
 ExprP ex_cast(ExprP a, DType to);
+// a cast that Inductor's op counter counts as `ops` values (0: a conversion
+// its own op does, as prims.iota's index_expr in the dtype)
+ExprP ex_cast_counted(ExprP a, DType to, int ops);
 ExprP ex_index_lt(IndexP index, int64_t bound);
 ExprP ex_index_value(IndexP index, DType t);
 

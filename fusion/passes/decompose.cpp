@@ -1,5 +1,7 @@
 #include "fusion/passes/decompose.h"
 
+#include <optional>
+
 #include "fusion/errors.h"
 #include "fusion/fault.h"
 #include "fusion/passes/dead_code.h"
@@ -108,8 +110,63 @@ class Decomposer {
     double n = static_cast<double>(reduced_numel(x, attrs)) - static_cast<double>(attr_int_or(attrs, "correction", 1));
     return emit(Op::Div, {s, scalar(n, type(x).dtype)}, {}, "var");
   }
+  // Inductor's joint-graph softmax patterns (mul_softmax_pattern,
+  // div_softmax_pattern, torch 2.11): where the rows a softmax or
+  // log-softmax reads are inp * other, other * inp or inp / other (a cast of
+  // that too) with `other` constant along the reduced dim, the shifted
+  // rows are computed as (inp * sign - amax(inp * sign)) op (sign * other),
+  // sign = where(other >= 0, 1, -1). The shift is then no longer exp's
+  // direct input, so on the GPU no online softmax either (post_grad's
+  // prepare_softmax pattern does not match): one exp read by the sum and
+  // the division, stored where reuse would repeat too many loads
+  // (fuzz_579, fuzz_347). On the CPU the decomposition stays as it was.
+  struct Scaled {
+    int inp, other;
+    bool div;
+  };
+  std::optional<Scaled> scaled_rows(int x, int64_t dim) const {
+    if (!gpu_) return std::nullopt;
+    const Node* n = &out_.node(x);
+    if (n->op == Op::Cast) n = &out_.node(n->inputs[0]);
+    if ((n->op != Op::Mul && n->op != Op::Div) || n->inputs.size() != 2) return std::nullopt;
+    auto fits = [&](int inp, int other) {
+      const Shape& is = type(inp).shape;
+      const Shape& os = type(other).shape;
+      if (is.size() < os.size()) return false;
+      const int64_t rank = static_cast<int64_t>(is.size());
+      const int64_t d = dim < 0 ? dim + rank : dim;
+      if (d < 0 || d >= rank) return false;
+      const int64_t pad = rank - static_cast<int64_t>(os.size());
+      return d < pad || os[static_cast<size_t>(d - pad)] == 1;
+    };
+    const int a = n->inputs[0], b = n->inputs[1];
+    if (fits(a, b)) return Scaled{a, b, n->op == Op::Div};
+    if (n->op == Op::Mul && fits(b, a)) return Scaled{b, a, false};
+    return std::nullopt;
+  }
+  // the shifted rows of the patterns above, in x's dtype
+  int scaled_shift(int x, const Scaled& sc, const Attrs& red) {
+    const DType t = type(x).dtype;
+    int inp = sc.inp;
+    if (type(inp).dtype != t) inp = emit(Op::Cast, {inp}, {{"to", std::string(dtype_name(t))}}, "_to_copy");
+    const int other = sc.other;
+    const int one = scalar(1.0, t);
+    const int pos = emit(Op::Ge, {other, scalar(0.0, type(other).dtype)}, {}, "ge");
+    int sign = emit(Op::Where, {pos, one, emit(Op::Neg, {one}, {}, "neg")}, {}, "where");
+    const int scaled = emit(Op::Mul, {inp, sign}, {}, "mul");
+    const int m = emit(Op::Amax, {scaled}, red, "amax");
+    const int d = emit(Op::Sub, {scaled, m}, {}, "sub");
+    int o = other;
+    if (type(o).dtype != t) o = emit(Op::Cast, {o}, {{"to", std::string(dtype_name(t))}}, "mul");
+    const int den = emit(Op::Mul, {sign, o}, {}, "mul");
+    return emit(sc.div ? Op::Div : Op::Mul, {d, den}, {}, sc.div ? "div" : "mul");
+  }
   int softmax(int x, const Attrs& attrs) {
     Attrs red{{"dims", std::vector<int64_t>{attr_int(attrs, "dim", Op::Softmax)}}, {"keepdim", int64_t{1}}};
+    if (std::optional<Scaled> sc = scaled_rows(x, attr_int(attrs, "dim", Op::Softmax))) {
+      const int e = emit(Op::Exp, {scaled_shift(x, *sc, red)}, {}, "exp");
+      return emit(Op::Div, {e, emit(Op::Sum, {e}, red, "sum")}, {}, "div");
+    }
     int m = emit(Op::Amax, {x}, red, "amax");
     int e = emit(Op::Exp, {emit(Op::Sub, {x, m}, {}, "sub")}, {}, "exp");
     int s = emit(Op::Sum, {e}, red, "sum");
@@ -124,6 +181,11 @@ class Decomposer {
   int log_softmax(int x, const Attrs& attrs) {
     Attrs red{{"dims", std::vector<int64_t>{attr_int(attrs, "dim", Op::LogSoftmax)}}, {"keepdim", int64_t{1}}};
     const char* o = "_log_softmax";
+    if (std::optional<Scaled> sc = scaled_rows(x, attr_int(attrs, "dim", Op::LogSoftmax))) {
+      const int d = scaled_shift(x, *sc, red);
+      const int s = emit(Op::Sum, {emit(Op::Exp, {d}, {}, o)}, red, o);
+      return emit(Op::Sub, {d, emit(Op::Log, {s}, {}, o)}, {}, o);
+    }
     int m = emit(Op::Amax, {x}, red, o);
     int d = emit(Op::Sub, {x, m}, {}, o);
     const int e = emit(Op::Exp, {d}, {}, o);

@@ -213,12 +213,14 @@ bool Lowerer::should_realize(const Node& n, const Value& v) {
   return (st.loads > 8 || st.values > 30) && st.nontrivial_loads > 1;
 }
 
-void Lowerer::reuse_through_view(const Node& n, Value& v) {
+void Lowerer::reuse_through_view(const Node& n, Value& v) { reuse_view_base(v, uses(n.id)); }
+
+void Lowerer::reuse_view_base(Value& v, int64_t users) {
   const Node& bn = g_.node(v.view_base);
   const FusionKind bk = fusion_kind(bn.op);
   Value& base = values_[static_cast<size_t>(v.view_base)];
   if (base.storage() || (bk != FusionKind::Pointwise && bk != FusionKind::Reduction) || bn.attrs.count("@inline") ||
-      !realize_on_reuse(base, uses(n.id)))
+      !realize_on_reuse(base, users))
     return;
   base = realize(base, !is_output(v.view_base));
   if (std::optional<Layout> l = v.relayout(base.layout)) v = from_storage(base.buffer, *l, v.type.dtype, v.origins, v.lines);
@@ -235,9 +237,17 @@ void Lowerer::mark_broadcast_reuse(const Node& n) {
   for (int id : n.inputs) {
     Value& x = values_[static_cast<size_t>(id)];
     const FusionKind k = fusion_kind(g_.node(id).op);
-    if (x.storage() || (k != FusionKind::Pointwise && k != FusionKind::Reduction)) continue;
+    const bool view = k == FusionKind::View && x.view_base >= 0;
+    if (x.storage() || (k != FusionKind::Pointwise && k != FusionKind::Reduction && !view)) continue;
     const int64_t own = numel(x.type.shape);
     if (own <= 0 || x.type.shape == n.type.shape) continue;
+    // a view broadcast: its base is reused (expand's mark_reuse goes
+    // through views to the storage; moe_mixtral's top-k weights, reshaped
+    // to a column and read by every hidden unit, are stored)
+    if (view) {
+      reuse_view_base(x, out / own);
+      continue;
+    }
     // [511, 1] read as [511, 7]: each element 7 times (an rms_norm's rsqrt
     // over 7 columns, its mean unrolled into 7 loads, is stored)
     if (realize_on_reuse(x, out / own)) x = realize(x, !is_output(id));

@@ -34,20 +34,27 @@ Value Lowerer::lower_pointwise(const Node& n) {
     return v;
   }
   if (op == Op::Arange) {
-    // start + step * i: in index arithmetic when both are integers (exact,
-    // as Inductor's index_expr), else in the dtype's compute type
+    // As torch's arange decomposes (torch 2.11): where start, end and step
+    // are all written as integers (or the dtype is one), one index value in
+    // the dtype (prims.iota; Inductor's index_expr, one op); else start +
+    // step * i, an i64 index converted to the compute type (f32 for 16-bit
+    // dtypes), then rounded once to the dtype: six or seven values for
+    // Inductor's op counter, which decide what is stored (fuzz_371: an
+    // rms_norm of add(w, arange(4.0)) is two kernels; fuzz_338: a cast of a
+    // pointwise cat of two such pieces is stored). Rounded once either way,
+    // as eager rounds each value (a bf16 arange past 256 is not the index).
     const double start = attr_float_or(attrs, "start", 0.0), step = attr_float_or(attrs, "step", 1.0);
     const bool integral = start == std::floor(start) && step == std::floor(step);
-    // then rounded once to the dtype, as eager's arange rounds each value
-    // (a bf16 arange past 256 is not the index)
-    v.load = make_loader([start, step, integral, t](const Coords& c) {
-      if (integral)
-        return ex_cast(ex_index_value(ix_add(ix_mul(c[0], static_cast<int64_t>(step)),
-                                              ix_const(static_cast<int64_t>(start))),
-                                      DType::I64),
-                       t);
+    auto written_int = [&](const char* k) { return !attrs.count(k) || std::holds_alternative<int64_t>(attrs.at(k)); };
+    const bool iota = integral && (!is_floating(t) || (written_int("start") && written_int("end") && written_int("step")));
+    v.load = make_loader([start, step, iota, t](const Coords& c) {
+      if (iota)
+        return ex_cast_counted(ex_index_value(ix_add(ix_mul(c[0], static_cast<int64_t>(step)),
+                                                      ix_const(static_cast<int64_t>(start))),
+                                              DType::I64),
+                               t, 0);
       const DType ct = t == DType::F64 ? DType::F64 : DType::F32;
-      ExprP i = ex_index_value(c[0], ct);
+      ExprP i = ex_cast(ex_index_value(c[0], DType::I64), ct);
       return ex_cast(ex_binary(Op::Add, ex_binary(Op::Mul, i, ex_const(step, ct), ct), ex_const(start, ct), ct), t);
     });
     return v;

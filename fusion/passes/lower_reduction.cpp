@@ -92,9 +92,10 @@ Value Lowerer::lower_reduction(const Node& n) {
   const int64_t numel_out = numel(s) / r;
   // Inductor never splits argmax (nor scans, which have their own rule
   // for long 1-D ones: not built)
-  int64_t split = op == Op::Argmax || op == Op::Cumsum
+  const ReadHint hint = op == Op::Argmax || op == Op::Cumsum ? ReadHint::None : read_hint(body, s, dims);
+  int64_t split = op == Op::Argmax || op == Op::Cumsum || (numel_out > 1 && hint == ReadHint::None)
                       ? 1
-                      : reduction_splits(numel_out, r, reads_inner(body, s, dims), opts_.split);
+                      : reduction_splits(numel_out, r, hint == ReadHint::Inner, opts_.split);
   // a full reduction split where a reduction it reads had its rows (stage 1
   // then runs over those rows and can share their kernel)
   if (split > 1 && numel_out == 1) {
@@ -161,7 +162,7 @@ Value Lowerer::lower_sort(const Node& n) {
                        attr_int_or(n.attrs, "descending", 0) != 0);
 }
 
-bool Lowerer::reads_inner(const ExprP& body, const Shape& s, const std::vector<int64_t>& dims) {
+Lowerer::ReadHint Lowerer::read_hint(const ExprP& body, const Shape& s, const std::vector<int64_t>& dims) {
   std::map<std::string, std::pair<int, IndexP>> loads;
   ex_loads(body, &loads);
   std::map<std::string, IndexP> zero;
@@ -179,11 +180,14 @@ bool Lowerer::reads_inner(const ExprP& body, const Shape& s, const std::vector<i
       if (s[static_cast<size_t>(d)] == 1) continue;
       auto one = zero;
       one["i" + std::to_string(d)] = ix_const(1);
-      all_strided = all_strided && ix_subst(ld.second, one)->constant - at0 > 1;
+      // a stride of 0 (a broadcast read) makes no reduction contiguous
+      const int64_t stride = ix_subst(ld.second, one)->constant - at0;
+      all_strided = all_strided && (stride == 0 || stride > 1);
     }
     (all_strided ? outer : inner) += 1;
   }
-  return inner > outer;
+  if (inner + outer == 0) return ReadHint::None;
+  return inner > outer ? ReadHint::Inner : ReadHint::Outer;
 }
 
 namespace {
@@ -253,11 +257,31 @@ Value Lowerer::lower_split_reduction(const Node& n, const Value& x, const std::v
   // stage 1 over [outer..., split, block]
   ExprP body1 = ex_cast(ex_cast((*x.load)(f.full), t), acc);
   if (!f.even) body1 = ex_where(ex_index_lt(f.flat, r), body1, ex_const(identity, acc), acc);
-  Value partial = add_split_stage(f.s1, body1, op, acc, f.mid, origins, lines);
+  Value partial = intermediate_reduction(f.s1, body1, op, acc, identity, f.mid, origins, lines);
   split_partials_[n.id] = SplitPartial{partial, dims, r, split};
   // stage 2 over [outer..., split], accumulated as stage 1, rounded once
   // into the reduction's own shape and dtype
   return add_split_stage(f.mid, (*partial.load)(ix_coords("i", f.mid)), op, t, n.type.shape, origins, lines);
+}
+
+Value Lowerer::intermediate_reduction(const Shape& shape, ExprP body, Op op, DType acc, double identity,
+                                     const Shape& out_shape, const std::set<std::string>& origins,
+                                     const SourceLines& lines) {
+  const int64_t last = static_cast<int64_t>(shape.size()) - 1, block = shape.back();
+  const ReadHint hint = read_hint(body, shape, {last});
+  // Reduction.create again: over fewer than 8 values it would unroll, which
+  // a block never is; no full-size read: no split
+  const int64_t split = block < 8 || hint == ReadHint::None
+                            ? 1
+                            : reduction_splits(numel(out_shape), block, hint == ReadHint::Inner, opts_.split);
+  if (split <= 1) return add_split_stage(shape, std::move(body), op, acc, out_shape, origins, lines);
+  const SplitFrame f = split_frame(shape, {last}, block, split);
+  std::map<std::string, IndexP> at;
+  for (size_t i = 0; i < f.full.size(); ++i) at["i" + std::to_string(i)] = f.full[i];
+  ExprP body1 = ex_subst(body, at);
+  if (!f.even) body1 = ex_where(ex_index_lt(f.flat, block), body1, ex_const(identity, acc), acc);
+  Value partial = intermediate_reduction(f.s1, body1, op, acc, identity, f.mid, origins, lines);
+  return add_split_stage(f.mid, (*partial.load)(ix_coords("i", f.mid)), op, acc, out_shape, origins, lines);
 }
 
 // Inductor's extract_input_node_reduction_ranges: a stored input gives its

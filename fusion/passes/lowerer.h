@@ -131,6 +131,9 @@ class Lowerer {
   // value marked for reuse with n's users (mark_reuse through the view);
   // if stored, `v` reads its buffer where its strides can say it.
   void reuse_through_view(const Node& n, Value& v);
+  // the base of view `v` stored where `users` reads of it would repeat too
+  // much work (Inductor's mark_reuse), `v` then read from its buffer
+  void reuse_view_base(Value& v, int64_t users);
   // Inductor's broadcast of an operand (broadcast_tensors, then expand's
   // mark_reuse): an unstored operand of n read broadcast, N elements of n's
   // output to one of its own, counts N uses
@@ -182,10 +185,19 @@ class Lowerer {
   Value add_reduction(const Node& n, const Shape& s, const std::vector<int64_t>& dims, Op op, ExprP body,
                       const std::set<std::string>& origins, const SourceLines& lines, bool descending = false);
 
-  // Inductor's hint: a reduction is INNER when most of its full-size reads
-  // (those that use every iteration variable) step through some reduced dim
-  // with a stride of at most 1, OUTER when they stride over all of them.
-  static bool reads_inner(const ExprP& body, const Shape& s, const std::vector<int64_t>& dims);
+  // Inductor's hint (Reduction.num_splits): a reduction is INNER when most
+  // of its full-size reads (those that use every iteration variable) step
+  // through some reduced dim with a stride of 1 (or negative), OUTER when
+  // they step over every one with a stride of 0 or over 1; none when no
+  // read is full-size (then it is never split, unless it makes one value).
+  enum class ReadHint { None, Inner, Outer };
+  static ReadHint read_hint(const ExprP& body, const Shape& s, const std::vector<int64_t>& dims);
+  // The first kernel of a split reduction, over [rows..., block], itself
+  // split where Inductor's Reduction.create, called again for it, splits it
+  // (an amin over 8514 values: 2 blocks, each then in 34).
+  Value intermediate_reduction(const Shape& shape, ExprP body, Op op, DType acc, double identity,
+                               const Shape& out_shape, const std::set<std::string>& origins,
+                               const SourceLines& lines);
 
   // A reduction in two kernels (Inductor's create_multilayer): the first
   // reduces each output's elements in `split` blocks of ceil(r / split)
