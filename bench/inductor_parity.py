@@ -380,6 +380,11 @@ def divergence_class(row, ic, fc):
         return TEMPLATE
     ops = set(row.get("ops", []))
     joined = " ".join(names)
+    if ops & {"all_reduce", "all_gather", "reduce_scatter"} and fc.get("generated", 0) > modelled(ic):
+        # the translation's world-size-1 program: each collective the
+        # identity (Inductor drops a dead one and its input's copy), where
+        # fusegate keeps them
+        return "collective: the translation runs it as the identity at world size 1"
     if "sdpa" in ops and ("_safe_softmax" in joined or "prepare_softmax" in joined):
         return "sdpa: Inductor runs the math decomposition (no fused kernel takes the shape/dtype)"
     if "sdpa" in ops and "flash_attention_constant" in joined:

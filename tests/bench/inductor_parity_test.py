@@ -215,6 +215,13 @@ class Comparison(unittest.TestCase):
             {}).startswith("GEMM: Inductor copies"))
         self.assertTrue(inductor_parity.divergence_class(
             {"ops": ["linear"]}, {"kernels": ["triton_poi_fused_mm_t_1", "nvjet_gemm"]}, {}).startswith("GEMM: Inductor pads"))
+        # a collective the translation dropped (fusegate more) is its own
+        # class; one kept (fusegate fewer) is classed by the rest
+        coll = {"ops": ["all_reduce", "silu"]}
+        self.assertTrue(inductor_parity.divergence_class(
+            coll, {"kernels": [], inductor_parity.KEY: 0}, {"generated": 1}).startswith("collective:"))
+        self.assertEqual(inductor_parity.divergence_class(
+            coll, {"kernels": [], inductor_parity.KEY: 2}, {"generated": 1}), "pointwise only")
 
 
 if __name__ == "__main__":
