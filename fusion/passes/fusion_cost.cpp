@@ -82,6 +82,30 @@ const std::vector<FusionCost::Acc>& FusionCost::accesses(int node, int64_t numel
   return access_cache_[key] = std::move(out);
 }
 
+const std::optional<std::vector<OwnDep>>& FusionCost::own_deps(int node) {
+  const SchedNode& n = g_.nodes[static_cast<size_t>(node)];
+  auto it = own_cache_.find(node);
+  if (it == own_cache_.end() || it->second.first != n.loop_order)
+    it = own_cache_.insert_or_assign(node, std::make_pair(n.loop_order, own_loop_deps(n))).first;
+  return it->second.second;
+}
+
+bool FusionCost::own_loops_share(const GroupState& a, const GroupState& b) {
+  std::vector<OwnDep> da;
+  for (int n : a.nodes) {
+    const auto& d = own_deps(n);
+    if (!d) return true;
+    da.insert(da.end(), d->begin(), d->end());
+  }
+  for (int n : b.nodes) {
+    const auto& d = own_deps(n);
+    if (!d) return true;
+    for (const OwnDep& x : *d)
+      if (std::find(da.begin(), da.end(), x) != da.end()) return true;
+  }
+  return false;
+}
+
 namespace {
 bool has_div_or_mod(const IndexP& ix) {
   for (const auto& [c, atom] : ix->terms) {
@@ -255,6 +279,10 @@ Reject FusionCost::gates(int ga, int gb, Score* score) {
   };
   if (reshaped(b, a_writes) || reshaped(a, b_writes)) return Reject::MemoryDepsMismatch;
   if (mem == 0) return Reject::NoSharedData;
+  // side by side on a GPU: the same addresses read through loops of
+  // another shape share nothing (moe_mixtral's top-k weights, [64, 2], and
+  // its slot destinations, [128], both read the top-k indices)
+  if (!vertical && config_.loop_ordering_after_fusion && !own_loops_share(a, b)) return Reject::NoSharedData;
   // the cheap horizontal gates first: most far-apart pairs (nodes that
   // share a weight, say) stop here before the cycle check walks the graph
   if (!vertical) {

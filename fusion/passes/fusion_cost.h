@@ -15,6 +15,7 @@
 #pragma once
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -22,6 +23,7 @@
 
 #include "fusion/passes/fusion_ledger.h"
 #include "fusion/passes/lower.h"
+#include "fusion/passes/loop_order.h"
 
 namespace fg {
 
@@ -154,6 +156,14 @@ class FusionCost {
   // read never equals its writer's)
   const std::set<int>& reshaped_reads(int node);
   std::map<int, std::set<int>> reshaped_cache_;
+  // on a GPU (loop ordering after fusion), whether two groups that do not
+  // read each other share an access as Inductor's scheduler compares its
+  // memory dependencies there: equal over each node's own loops
+  // (passes/loop_order.h, own_loop_deps). Where a node's accesses cannot
+  // be put so, they are taken to share (the flat comparison stands).
+  bool own_loops_share(const GroupState& a, const GroupState& b);
+  const std::optional<std::vector<OwnDep>>& own_deps(int node);
+  std::map<int, std::pair<std::vector<int>, std::optional<std::vector<OwnDep>>>> own_cache_;
   std::unordered_map<std::string, int> index_ids_;
   std::vector<std::string> index_names_;
   std::vector<std::vector<int>> readers_;  // buffer -> scheduler nodes reading it

@@ -46,6 +46,27 @@ struct LoopDep {
 // each distinct read of it.
 std::map<int, std::vector<LoopDep>> loop_deps(const SchedNode& n);
 
+// One of a node's memory dependencies as Inductor's scheduler compares them
+// on a GPU: with loop ordering after fusion its nodes' dependencies are not
+// normalized and their loops are merged only when the kernel is written,
+// so an access is its strides over all of the node's loops (size-1 loops
+// left out) together with the sizes of all those loops. Two nodes share an
+// access only where their deps are equal: a [64, 2] node and a [128] node
+// reading one buffer in order share nothing.
+struct OwnDep {
+  int buffer = -1;
+  std::vector<int64_t> strides, sizes, indirect_coefs;
+  int64_t offset = 0;
+  bool operator==(const OwnDep& o) const {
+    return buffer == o.buffer && strides == o.strides && sizes == o.sizes && offset == o.offset &&
+           indirect_coefs == o.indirect_coefs;
+  }
+};
+// Nothing where an access is not a sum of loop variables times constants
+// (then no such comparison is made), or for nodes other than pointwise and
+// reduction nodes.
+std::optional<std::vector<OwnDep>> own_loop_deps(const SchedNode& n);
+
 // Whether the two deps are one access in another loop order: loops sorted
 // by decreasing stride and merged where contiguous, then equal (Inductor's
 // normalize_with_stride_order).
