@@ -11,7 +11,7 @@
 # fuzz: `fusegate fuzz --backend cuda --fusion all` for FUZZ_SECONDS (default
 # 300; FUZZ_UNTIL=<epoch seconds> instead: until then) from FUZZ_SEED
 # (default 1), FUZZ_JOBS jobs (default 2) at world sizes
-# FUZZ_WORLDS (default 1, or 1,2 with two GPUs); the summary JSON and any
+# FUZZ_WORLDS (default the call's world sizes, below); the summary JSON and any
 # findings are left in $OUT (fuzz.json, fuzz-findings/).
 # parity: bench/inductor_parity.py: PARITY_GRAPHS (default 1000) of the
 # fuzzer's graphs from PARITY_SEED (default 1), every lit graph and .fg repro,
@@ -46,9 +46,13 @@
 # ABAB at world size 1 on OCC_BLOCKS (default tp_block_llama_h4096
 # tp_block_llama_h2048): the norm kernels' times in the profile, the
 # forward's median; then those blocks' cuda goldens checked at world size 1.
-# missing (two GPUs): `bless --missing` (the cuda goldens no file holds yet,
-# default and max-autotune C, at world sizes 1 and 2), then `check --strict`
-# of every cuda golden at world sizes 1 and 2.
+# missing (two GPUs or more): `bless --missing` (the cuda goldens no file
+# holds yet, default and max-autotune C, at the call's world sizes), then
+# `check --strict` of every cuda golden at them.
+# The world sizes of a call: 1, 2 with two GPUs, 4 too with four (each rank
+# one GPU); GPU_WORLDS="1 2" (or 1,2) names them instead, none past the
+# GPUs there (exit 125). They serve check, bless, prove, missing, fuzz and
+# the proofs of the other modes; the bench runs at one, BENCH_WORLD.
 # gateup: the proofs of the MLP's two fast paths (gate_up_swiglu and
 # rmsnorm_gate_up_swiglu, one kernel file; GATEUP_AB=1: their A/B on every
 # cuda repro they match first), the max-autotune goldens re-blessed with
@@ -77,7 +81,8 @@
 # Packed as $OUTDIR/travel-<GPU model>.tgz and, with TRAVEL_FROM,
 # $OUTDIR/travel-merged.tgz (each a golden/cuda folder); the verdicts in
 # $OUTDIR/travel-logs.tgz.
-# BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs.
+# BENCH_WORLD=1: bench at world size 1 on a machine of two GPUs (2 there by
+# default; BENCH_WORLD=4 on four GPUs).
 # BENCH_FLOOR=0: no floor (gpu_bench.py --no-floor; by default torch's side
 # also times the block's cuBLAS GEMMs alone, and with the attention, in one
 # CUDA graph: how far under 0.90 of torch's best any forward that keeps

@@ -23,11 +23,11 @@ prove_fast_path() {
 # prove: the A/Bs and proofs of the norm fast paths
 step_prove() {
   for fp in qkv_rmsnorm_local qkv_rmsnorm_tp; do
-    for w in 1 $([ "$ngpu" -ge 2 ] && echo 2); do
+    for w in $wl; do
       $FG ab --backend cuda --fast-path $fp --repro tp_block_wan_h2048 --world-size $w 2>&1 | grep -E "launches|^  out|verdict|FAIL" | head -8
     done
   done
-  for w in 1 $([ "$ngpu" -ge 2 ] && echo 2); do
+  for w in $wl; do
     $FG ab --backend cuda --fast-path allreduce_residual_rmsnorm --repro tp_block_llama_h2048 --world-size $w 2>&1 | tail -4
   done
   $FG prove --backend cuda --fast-path qkv_rmsnorm_local --world-size 1 2>"$OUTDIR/prove.err" | grep -E "^fusegate prove|FAIL" ; r=${PIPESTATUS[0]}; [ $r -ne 0 ] && rc=$r

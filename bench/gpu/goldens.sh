@@ -104,10 +104,10 @@ PY
   placement_fault_check
   tar czf "$OUTDIR/golden-ma.tgz" golden/cuda
 }
-# missing (two GPUs)
+# missing (two GPUs or more)
 step_missing() {
-  # two GPUs: bless the goldens no file holds yet, then check every cuda
-  # golden at world sizes 1 and 2
+  # two GPUs or more: bless the goldens no file holds yet, then check every
+  # cuda golden at the call's world sizes (1 and 2; 4 too on four GPUs)
   [ "$ngpu" -ge 2 ] || { echo "missing: needs two GPUs"; exit 125; }
   $FG bless --missing --backend cuda $worlds --why "${BLESS_WHY:-not blessed yet}" 2>"$OUTDIR/bless.err" | tail -2
   $FG bless --missing --backend cuda --fusion max-autotune --mode C $worlds --why "${BLESS_WHY:-not blessed yet}" \

@@ -17,6 +17,15 @@ check_input() {
     allreduce_residual | allreduce_sum) ;;
     *) echo "gpu.sh: EXCHANGE_FAST_PATH is allreduce_residual or allreduce_sum, not '$EXCHANGE_FAST_PATH'" >&2; exit 2 ;;
   esac
+  # the world sizes: GPU_WORLDS (default: every one this machine's GPUs
+  # allow, of 1, 2 and 4), BENCH_WORLD (the bench's one)
+  if [ -n "${GPU_WORLDS:-}" ]; then
+    [[ "$GPU_WORLDS" =~ ^[1248]([\ ,][1248])*$ ]] || {
+      echo "gpu.sh: GPU_WORLDS is world sizes of 1, 2, 4 and 8, apart by spaces or commas (\"1 2 4\"), not '$GPU_WORLDS'" >&2; exit 2; }
+    dup=$(echo "$GPU_WORLDS" | tr ' ,' '\n\n' | sort | uniq -d | head -1)
+    [ -z "$dup" ] || { echo "gpu.sh: GPU_WORLDS names world size $dup twice: '$GPU_WORLDS'" >&2; exit 2; }
+  fi
+  case "${BENCH_WORLD:-1}" in 1|2|4|8) ;; *) echo "gpu.sh: BENCH_WORLD must be 1, 2, 4 or 8, not '$BENCH_WORLD'" >&2; exit 2 ;; esac
   case "${BENCH_FLOOR:-1}" in 0|1) ;; *) echo "gpu.sh: BENCH_FLOOR must be 0 or 1, not '$BENCH_FLOOR'" >&2; exit 2 ;; esac
   case "${BENCH_ROUNDS_ONLY:-0}" in
     0) ;;
@@ -42,7 +51,20 @@ check_input() {
     exit 2
   fi
 }
-# the build (build-gpu) and what the steps read from it: FG, worlds,
+# The world sizes of a call on $1 GPUs, one line: 1, 2 with two GPUs, 4
+# too with four (each rank one GPU), or GPU_WORLDS's (checked by
+# check_input); exit 125 where one needs more GPUs than there are.
+world_sizes() {
+  local n="$1" l="1" w
+  [ "$n" -ge 2 ] && l="1 2"
+  [ "$n" -ge 4 ] && l="1 2 4"
+  [ -n "${GPU_WORLDS:-}" ] && l=$(echo "$GPU_WORLDS" | tr ',' ' ')
+  for w in $l; do
+    [ "$w" -le "$n" ] || { echo "gpu.sh: world size $w needs $w GPUs; $n here (GPU_WORLDS='${GPU_WORLDS:-}')" >&2; return 125; }
+  done
+  echo $l
+}
+# the build (build-gpu) and what the steps read from it: FG, wl, worlds,
 # bench_world, rc (the exit status) and t0 (phase's origin)
 build_tree() {
   export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -60,10 +82,13 @@ build_tree() {
   [ "$what" = travel ] && targets="fusegate fusegate-full"  # the goldens alone: no test or bench binary
   ninja -C build-gpu $targets >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
   FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
-  worlds="--world-size 1"; [ "$ngpu" -ge 2 ] && worlds="$worlds --world-size 2"
+  wl=$(world_sizes "$ngpu") || exit 125
+  worlds=""; for w in $wl; do worlds="$worlds --world-size $w"; done
   bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
-  # BENCH_WORLD=1 on a machine of two GPUs: the bench at world size 1 (rank 0's GPU)
+  # BENCH_WORLD=1 on a machine of two GPUs: the bench at world size 1 (rank
+  # 0's GPU); BENCH_WORLD=4 on four
   bench_world="${BENCH_WORLD:-$bench_world}"
+  [ "$bench_world" -le "$ngpu" ] || { echo "gpu.sh: BENCH_WORLD=$bench_world needs $bench_world GPUs; $ngpu here" >&2; exit 125; }
   rc=0
   t0=$(date +%s)
 }

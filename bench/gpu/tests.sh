@@ -58,7 +58,7 @@ PY
 }
 # fuzz
 step_fuzz() {
-  fw=1; [ "$ngpu" -ge 2 ] && fw=1,2
+  fw=$(echo $wl | tr ' ' ',')
   secs="${FUZZ_SECONDS:-300}"
   # FUZZ_UNTIL (epoch seconds): fuzz for whatever the build left of a call
   [ -n "${FUZZ_UNTIL:-}" ] && secs=$(( FUZZ_UNTIL - $(date +%s) ))
