@@ -108,21 +108,11 @@ std::map<int, std::vector<LoopDep>> loop_deps(const SchedNode& n) {
 std::optional<std::vector<OwnDep>> own_loop_deps(const SchedNode& n) {
   if (n.kind != SNKind::Pointwise && n.kind != SNKind::Reduction) return std::nullopt;
   if (n.is_scatter()) return std::nullopt;
-  std::vector<int64_t> sizes;  // the loops loop_deps numbers
-  for (int d : dims_in_loop_order(n))
-    if (n.shape[static_cast<size_t>(d)] > 1) sizes.push_back(n.shape[static_cast<size_t>(d)]);
   std::vector<OwnDep> out;
   for (auto& [buf, list] : loop_deps(n))
     for (LoopDep& d : list) {
       if (!d.linear) return std::nullopt;
-      OwnDep o;
-      o.buffer = buf;
-      o.strides = std::move(d.strides);
-      o.strides.resize(sizes.size(), 0);  // the loops after its last one, unused
-      o.sizes = sizes;
-      o.offset = d.offset;
-      o.indirect_coefs = std::move(d.indirect_coefs);
-      out.push_back(std::move(o));
+      out.push_back({buf, std::move(d)});
     }
   return out;
 }

@@ -49,17 +49,18 @@ std::map<int, std::vector<LoopDep>> loop_deps(const SchedNode& n);
 // One of a node's memory dependencies as Inductor's scheduler compares them
 // on a GPU: with loop ordering after fusion its nodes' dependencies are not
 // normalized and their loops are merged only when the kernel is written,
-// so an access is its strides over all of the node's loops (size-1 loops
-// left out) together with the sizes of all those loops. Two nodes share an
-// access only where their deps are equal: a [64, 2] node and a [128] node
-// reading one buffer in order share nothing.
+// so an access is its strides over the node's loops (size-1 loops left
+// out, and the loops after the last one it uses, as Inductor's
+// canonicalize drops them) with those loops' sizes: a LoopDep. Two nodes
+// share an access only where their deps are equal: a [64, 2] node and a
+// [128] node reading one buffer in order share nothing; a row sum over
+// [64, 128] reading y[i] and a pointwise node over [64] reading y[i] do.
 struct OwnDep {
   int buffer = -1;
-  std::vector<int64_t> strides, sizes, indirect_coefs;
-  int64_t offset = 0;
+  LoopDep dep;
   bool operator==(const OwnDep& o) const {
-    return buffer == o.buffer && strides == o.strides && sizes == o.sizes && offset == o.offset &&
-           indirect_coefs == o.indirect_coefs;
+    return buffer == o.buffer && dep.strides == o.dep.strides && dep.sizes == o.dep.sizes &&
+           dep.offset == o.dep.offset && dep.indirect_coefs == o.dep.indirect_coefs;
   }
 };
 // Nothing where an access is not a sum of loop variables times constants
