@@ -82,9 +82,15 @@ step_check() {
 # the check of them, and the forced placement that the check must catch;
 # the goldens packed as $OUTDIR/golden-ma.tgz
 step_placement() {
-  # the goldens hold world sizes 1 and 2: a table dropped at a world size
-  # this machine cannot bless would stay dropped
-  [ "$ngpu" -ge 2 ] || { echo "gpu.sh: placement needs two GPUs (the goldens of world sizes 1 and 2); $ngpu here" >&2; exit 125; }
+  # a table dropped at a world size this call does not bless would stay
+  # dropped: every world size a golden holds must be among the call's
+  local held w
+  held=$(ls golden/cuda/*/C_w*.max-autotune.json 2>/dev/null | sed -E 's/.*C_w([0-9]+)\.max-autotune\.json/\1/' | sort -un)
+  for w in $held; do
+    [[ " $wl " == *" $w "* ]] || {
+      echo "gpu.sh: placement: max-autotune goldens exist at world size $w, which this call (world sizes: $wl) cannot bless again; $ngpu GPU(s) here" >&2
+      exit 125; }
+  done
   PLACEMENT_GEMMS="${PLACEMENT_GEMMS:-0}" python3 - <<'PY' || { echo "gpu.sh: could not drop the residual placement tables" >&2; exit 1; }
 import glob, json, os
 tables = ["residual_placement"] + (["gemm_algos"] if os.environ["PLACEMENT_GEMMS"] == "1" else [])

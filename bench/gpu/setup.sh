@@ -75,13 +75,7 @@ build_tree() {
   TP=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
   ngpu=$(python3 -c 'import torch;print(torch.cuda.device_count())')
   echo "gpus: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%F)"
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
-    -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
-  grep fusegate "$OUTDIR/cmake.log"
-  targets="fusegate fusegate-full test_cuda_codegen test_runtime attention_bench"
-  [ "$what" = travel ] && targets="fusegate fusegate-full"  # the goldens alone: no test or bench binary
-  ninja -C build-gpu $targets >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
-  FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
+  # the world sizes, checked against the GPUs before the build
   wl=$(world_sizes "$ngpu") || exit 125
   worlds=""; for w in $wl; do worlds="$worlds --world-size $w"; done
   bench_world=1; [ "$ngpu" -ge 2 ] && bench_world=2
@@ -89,6 +83,13 @@ build_tree() {
   # 0's GPU); BENCH_WORLD=4 on four
   bench_world="${BENCH_WORLD:-$bench_world}"
   [ "$bench_world" -le "$ngpu" ] || { echo "gpu.sh: BENCH_WORLD=$bench_world needs $bench_world GPUs; $ngpu here" >&2; exit 125; }
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TP" \
+    -DxxHash_INCLUDE_DIR="$PWD/.devdeps/include" >"$OUTDIR/cmake.log" 2>&1 || { tail -30 "$OUTDIR/cmake.log"; exit 1; }
+  grep fusegate "$OUTDIR/cmake.log"
+  targets="fusegate fusegate-full test_cuda_codegen test_runtime attention_bench"
+  [ "$what" = travel ] && targets="fusegate fusegate-full"  # the goldens alone: no test or bench binary
+  ninja -C build-gpu $targets >"$OUTDIR/build.log" 2>&1 || { grep -E "error" "$OUTDIR/build.log" | head -30; exit 1; }
+  FG="$PWD/build-gpu/harness/fusegate"  # absolute: some steps run in other folders
   rc=0
   t0=$(date +%s)
 }
